@@ -1,0 +1,47 @@
+/**
+ * A scheduling attempt as the control plane stores it (one item per attempt, DynamoDB TTL), and from
+ * which the scheduler log (CONTRACT section 5) is rendered. The filter part is the engine's evidence,
+ * stored as produced, never recomputed.
+ */
+import type { NodeEvidence, PodDevices } from '../engine/types';
+
+export interface PodRef {
+  readonly namespace: string;
+  readonly name: string;
+  readonly uid: string;
+}
+
+export interface FilterRecord {
+  readonly status: 'passed' | 'failed';
+  /** HAMi's message: `find fit node(...)…`, `no available node, …`, or the error text. */
+  readonly summary: string;
+  /** The chosen node when passed. */
+  readonly node?: string;
+  readonly score?: number;
+  /** Per-reason `FilteringFailed` texts when no node fit. */
+  readonly reasonEvents?: readonly string[];
+  /** Engine evidence, one entry per candidate node, in candidate order. */
+  readonly nodes: readonly NodeEvidence[];
+  /** Devices chosen per container (init first) when passed. */
+  readonly devices?: PodDevices;
+}
+
+export interface BindRecord {
+  readonly status: 'passed' | 'failed' | 'pending';
+  readonly summary: string;
+  readonly node?: string;
+  /** RFC 3339. */
+  readonly time?: string;
+}
+
+export interface AttemptRecord {
+  readonly pod: PodRef;
+  /** Unique per filter call; every log line of the attempt carries it. */
+  readonly attemptId: string;
+  /** 1 for the pod's first attempt within the retention window. */
+  readonly attempt: number;
+  /** RFC 3339 time of the filter call. */
+  readonly time: string;
+  readonly filter: FilterRecord;
+  readonly bind: BindRecord;
+}

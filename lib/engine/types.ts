@@ -1,0 +1,293 @@
+/**
+ * The decision engine's vocabulary: plain data in, plain data out, no I/O.
+ * Everything here mirrors HAMi v2.10 (see ../shared/reference/hami-spec.md); the section numbers in
+ * comments point there.
+ */
+
+/** Reason codes, exact strings as HAMi writes them (hami-spec 4.2, pkg/device/common/common.go). */
+export const ReasonCode = {
+  CardTypeMismatch: 'CardTypeMismatch',
+  CardUuidMismatch: 'CardUuidMismatch',
+  CardTimeSlicingExhausted: 'CardTimeSlicingExhausted',
+  CardComputeUnitsExhausted: 'CardComputeUnitsExhausted',
+  CardInsufficientMemory: 'CardInsufficientMemory',
+  CardInsufficientCore: 'CardInsufficientCore',
+  CardNotHealth: 'CardNotHealth',
+  CardCordoned: 'CardCordoned',
+  NumaNotFit: 'NumaNotFit',
+  ExclusiveDeviceAllocateConflict: 'ExclusiveDeviceAllocateConflict',
+  CardNotFoundCustomFilterRule: 'CardNotFoundCustomFilterRule',
+  CardMigTopologyInfeasible: 'CardMigTopologyInfeasible',
+  NodeInsufficientDevice: 'NodeInsufficientDevice',
+  AllocatedCardsInsufficientRequest: 'AllocatedCardsInsufficientRequest',
+  NodeUnfitPod: 'NodeUnfitPod',
+  NodeFitPod: 'NodeFitPod',
+  ResourceQuotaNotFit: 'ResourceQuotaNotFit',
+  /** Our addition (CONTRACT section 8): real GPU memory, measured on the node, is short. */
+  CardRealtimeInsufficientMemory: 'CardRealtimeInsufficientMemory',
+} as const;
+export type ReasonCode = (typeof ReasonCode)[keyof typeof ReasonCode];
+
+/** Node-level failure texts that are not `x/y Reason` strings (hami-spec 4.4, 5.5, 7.2). */
+export const NodeFailure = {
+  Unregistered: 'node unregistered',
+  DeviceTypeNotFound: 'Device type not found',
+} as const;
+
+/** The request type HAMi writes into pod annotations and compares in Fit (constant `NvidiaGPUDevice`). */
+export const NVIDIA = 'NVIDIA';
+
+/** One registered card, from `hami.io/node-nvidia-register` (hami-spec 2.2 / 2.3). */
+export interface DeviceInfo {
+  readonly id: string;
+  readonly index: number;
+  readonly count: number;
+  readonly devmem: number;
+  readonly devcore: number;
+  readonly type: string;
+  readonly numa: number;
+  readonly mode: string;
+  readonly health: boolean;
+}
+
+/** `hami.io/node-nvidia-score`: uuid -> (uuid -> pair score). Missing pairs count 0. */
+export type PairScores = Readonly<Record<string, Readonly<Record<string, number>>>>;
+
+/** What the engine knows about a node's registration, parsed from its annotations and status. */
+export type NodeRegistration =
+  | {
+      readonly registered: true;
+      readonly devices: readonly DeviceInfo[];
+      /** `hami.io/device-cordon` UUIDs. */
+      readonly cordoned: readonly string[];
+      readonly pairScores: PairScores;
+    }
+  | { readonly registered: false; /** Human-readable, e.g. "annos not found hami.io/node-nvidia-register". */ readonly reason: string };
+
+/** Booked usage of one card (hami-spec 7.2). */
+export interface DeviceUsage {
+  used: number;
+  usedmem: number;
+  usedcores: number;
+}
+
+/** Real GPU usage reported by the node reporter (`hami.io/node-nvidia-realtime`, CONTRACT 4 and 8). */
+export interface RealtimeDeviceUsage {
+  readonly usedMemMB: number;
+  readonly totalMemMB: number;
+  readonly utilization?: number;
+  readonly processCount?: number;
+}
+export interface RealtimeReport {
+  /** Epoch milliseconds of the report's `time`. */
+  readonly timeMs: number;
+  readonly devices: Readonly<Record<string, RealtimeDeviceUsage>>;
+}
+
+/** A candidate node as the engine sees it: registration plus the booked usage per card UUID. */
+export interface NodeState {
+  readonly name: string;
+  readonly registration: NodeRegistration;
+  /** Usage per card UUID; cards absent here are idle. Unknown UUIDs are ignored. */
+  readonly usage: Readonly<Record<string, DeviceUsage>>;
+  readonly realtime?: RealtimeReport;
+}
+
+/** `ContainerDeviceRequest` (hami-spec 1.2). `mempercentagereq` 101 means "unset". */
+export interface ContainerRequest {
+  readonly nums: number;
+  readonly type: string;
+  readonly memreq: number;
+  readonly mempercentagereq: number;
+  readonly coresreq: number;
+}
+
+/** One card given to one container (`ContainerDevice`, hami-spec 3.3). */
+export interface ContainerDevice {
+  readonly idx: number;
+  readonly uuid: string;
+  readonly type: string;
+  readonly usedmem: number;
+  readonly usedcores: number;
+}
+
+/** Devices per container, init containers first, then app containers (aligned; empty = no GPU). */
+export type PodDevices = readonly (readonly ContainerDevice[])[];
+
+/** The pod fields the engine reads (Kubernetes JSON, camelCase). */
+export interface PodLike {
+  readonly metadata: {
+    readonly name: string;
+    readonly namespace?: string;
+    readonly uid?: string;
+    readonly annotations?: Readonly<Record<string, string>>;
+    readonly labels?: Readonly<Record<string, string>>;
+  };
+  readonly spec?: {
+    readonly initContainers?: readonly ContainerLike[];
+    readonly containers?: readonly ContainerLike[];
+  };
+}
+export interface ContainerLike {
+  readonly name: string;
+  readonly resources?: {
+    readonly limits?: Readonly<Record<string, string | number>>;
+    readonly requests?: Readonly<Record<string, string | number>>;
+  };
+}
+
+/** The node fields the engine reads. */
+export interface NodeLike {
+  readonly metadata: {
+    readonly name: string;
+    readonly annotations?: Readonly<Record<string, string>>;
+    readonly labels?: Readonly<Record<string, string>>;
+  };
+  readonly status?: { readonly allocatable?: Readonly<Record<string, string | number>> };
+}
+
+export type RealtimeMode = 'strict' | 'warning' | 'disabled';
+
+export interface EngineConfig {
+  readonly resourceCountName: string;
+  readonly resourceMemoryName: string;
+  readonly resourceMemoryPercentageName: string;
+  readonly resourceCoreName: string;
+  readonly defaultMemory: number;
+  readonly defaultCores: number;
+  readonly memoryFactor: number;
+  /** `binpack` (HAMi default) or `spread`. */
+  readonly nodeSchedulerPolicy: string;
+  /** `spread` (HAMi default), `binpack`, `topology-aware`, `mutex`, `numa` or a comma chain. */
+  readonly gpuSchedulerPolicy: string;
+  readonly realtime: {
+    readonly enabled: boolean;
+    readonly mode: RealtimeMode;
+    readonly marginMiB: number;
+    /** Reports older than this are stale: fall back to the ledger. */
+    readonly maxAgeMs: number;
+  };
+}
+
+export const defaultEngineConfig: EngineConfig = {
+  resourceCountName: 'nvidia.com/gpu',
+  resourceMemoryName: 'nvidia.com/gpumem',
+  resourceMemoryPercentageName: 'nvidia.com/gpumem-percentage',
+  resourceCoreName: 'nvidia.com/gpucores',
+  defaultMemory: 0,
+  defaultCores: 0,
+  memoryFactor: 1,
+  nodeSchedulerPolicy: 'binpack',
+  gpuSchedulerPolicy: 'spread',
+  realtime: { enabled: false, mode: 'strict', marginMiB: 100, maxAgeMs: 60_000 },
+};
+
+/** Namespace quota (hami-spec 7.4): limits from ResourceQuota `spec.hard`, usage from booked pods. */
+export interface QuotaView {
+  readonly memLimit?: number;
+  readonly coreLimit?: number;
+  readonly usedMem: number;
+  readonly usedCores: number;
+}
+
+export interface DecideInput {
+  readonly pod: PodLike;
+  /** Candidate node names in kube-scheduler's order (`NodeNames`, or the names of `Nodes`). */
+  readonly candidates: readonly string[];
+  /** Known nodes by name; a candidate missing here is `node unregistered`. */
+  readonly nodes: ReadonlyMap<string, NodeState>;
+  readonly quota?: QuotaView;
+  readonly config: EngineConfig;
+  /** Epoch milliseconds, for real-time freshness only. */
+  readonly nowMs: number;
+}
+
+/** What one card showed when a container was tried on it. Numbers are those compared. */
+export interface CardEvidence {
+  readonly uuid: string;
+  readonly index: number;
+  /** The failed check's code, or `Fit` when the card was taken. */
+  readonly outcome: ReasonCode | 'Fit';
+  readonly totalMem: number;
+  readonly usedMem: number;
+  readonly requestedMem: number;
+  readonly freeMem: number;
+  readonly totalCores: number;
+  readonly usedCores: number;
+  readonly requestedCores: number;
+  readonly slots: number;
+  readonly usedSlots: number;
+  /** Real-time figures when the real-time check ran on this card. */
+  readonly realtimeUsedMem?: number;
+  readonly realtimeTotalMem?: number;
+}
+
+export type ContainerStatus = 'passed' | 'failed' | 'skipped' | 'noRequest';
+
+export interface ContainerEvidence {
+  readonly name: string;
+  /** Position in the aligned device list (init containers first). */
+  readonly index: number;
+  readonly init: boolean;
+  readonly status: ContainerStatus;
+  /** HAMi's reason string for a failed container (`"1/8 CardInsufficientMemory, …"` or a bare code). */
+  readonly reason?: string;
+  readonly request?: ContainerRequest;
+  /** Cards chosen for this container when it passed. */
+  readonly devices?: readonly ContainerDevice[];
+  /** Cards in the order they were tried (last-to-first of the policy order); untried cards are absent. */
+  readonly cards: readonly CardEvidence[];
+}
+
+export interface NodeEvidence {
+  readonly name: string;
+  readonly status: 'passed' | 'failed';
+  /** Node score (float32), 0 when failed. */
+  readonly score: number;
+  /** FailedNodes value for a failed node (aggregated reason or node-level text). */
+  readonly reason?: string;
+  readonly containers: readonly ContainerEvidence[];
+}
+
+/** Real-time check notes, for warning-mode logs and metrics (issue 6). */
+export interface RealtimeNote {
+  readonly node: string;
+  readonly uuid: string;
+  readonly outcome: 'passed' | 'failed' | 'warned' | 'fallback';
+  readonly requestedMem: number;
+  readonly realUsedMem?: number;
+  readonly totalMem?: number;
+  readonly cachedUsedMem: number;
+}
+
+export type Decision =
+  | {
+      readonly kind: 'fit';
+      readonly node: string;
+      readonly score: number;
+      /** Aligned per container, init first: what goes into the pod annotations. */
+      readonly devices: PodDevices;
+      /** Fitting nodes in HAMi's listing order (binpack ascending, spread descending; ties by name). */
+      readonly fitNodes: readonly { readonly name: string; readonly score: number }[];
+      /** Unfit nodes and why (not returned to kube-scheduler on success, kept for diagnostics). */
+      readonly failedNodes: Readonly<Record<string, string>>;
+      /** `find fit node(<node>), <n> nodes not fit, <m> nodes fit(<a>:<s>,…)`. */
+      readonly message: string;
+      readonly evidence: readonly NodeEvidence[];
+      readonly realtime: readonly RealtimeNote[];
+    }
+  | {
+      readonly kind: 'noFit';
+      readonly failedNodes: Readonly<Record<string, string>>;
+      /** `no available node, <n> nodes do not meet`. */
+      readonly message: string;
+      /** Per-reason `<n> nodes <Reason>(<nodes>)` texts, in HAMi's order. */
+      readonly reasonEvents: readonly string[];
+      readonly evidence: readonly NodeEvidence[];
+      readonly realtime: readonly RealtimeNote[];
+    }
+  | {
+      /** The pod itself is bad (e.g. invalid `hami.io/device-scoring-weights`): HAMi's error text. */
+      readonly kind: 'error';
+      readonly message: string;
+    };

@@ -1,0 +1,35 @@
+/**
+ * One place builds the observability clients; everything else imports them from here.
+ * Verbosity follows klog (HAMI_LOG_VERBOSITY 0-5): level 4 is one line per node, level 5 one line per
+ * card per failed check. Messages are constants; details go in structured fields.
+ */
+import { Logger } from '@aws-lambda-powertools/logger';
+import { Metrics } from '@aws-lambda-powertools/metrics';
+import { Tracer } from '@aws-lambda-powertools/tracer';
+
+const serviceName = process.env.POWERTOOLS_SERVICE_NAME ?? 'hami-scheduler';
+
+export const logger = new Logger({ serviceName });
+export const metrics = new Metrics({ serviceName, namespace: process.env.POWERTOOLS_METRICS_NAMESPACE ?? 'HamiScheduler' });
+export const tracer = new Tracer({ serviceName, enabled: process.env.POWERTOOLS_TRACE_ENABLED === 'true' });
+
+/** The logger surface domain code may use (narrow, so tests can pass a recorder). */
+export type AppLogger = Pick<Logger, 'debug' | 'info' | 'warn' | 'error'>;
+
+function readVerbosity(raw: string | undefined): number {
+  if (raw === undefined || raw.trim() === '') return 0;
+  const v = Number(raw);
+  return Number.isInteger(v) && v >= 0 && v <= 5 ? v : 0;
+}
+
+let verbosity = readVerbosity(process.env.HAMI_LOG_VERBOSITY);
+
+/** klog-style gate: `if (v(4)) logger.info('NodeFitPod', {...})`. */
+export function v(level: number): boolean {
+  return verbosity >= level;
+}
+
+/** For tests and the local server's config loader. */
+export function setVerbosity(level: number): void {
+  verbosity = level;
+}
