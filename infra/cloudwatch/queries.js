@@ -14,6 +14,7 @@
 const fs = require('node:fs');
 const path = require('node:path');
 const { logGroupLogicalId } = require('../aws/roles.js');
+/* eslint-enable @typescript-eslint/no-require-imports -- only the imports above need require() */
 
 const QUERY_SUFFIX = '.query';
 // The PutQueryDefinition API's limit on queryString.
