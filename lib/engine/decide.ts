@@ -1,0 +1,760 @@
+/**
+ * The filter decision (hami-spec 4 and 5, CONTRACT 8 and 9): for every candidate node, fit the
+ * pod's containers card by card in HAMi's order, score the fitting nodes, choose one, and keep the
+ * evidence of every check that failed with the numbers it compared.
+ *
+ * Speed: a decision visits every card of every candidate (8,000 cards for 1,000 nodes), so the
+ * per-card loop allocates nothing except the evidence of cards actually tried. Per-node working
+ * usage, card scores and the card order live in typed scratch arrays reused across nodes; the card
+ * order is an index array sorted with a small stable insertion sort (what Go's `sort.Sort` does
+ * for up to 12 elements).
+ */
+import { fitNodeMessage, genReason, noAvailableNodeMessage, reasonEvents } from './messages';
+import type { DeviceScoringWeights, DeviceSelectors, GpuPolicy, NodePolicy } from './podAnnotations';
+import {
+  DeviceScoringWeightsError,
+  deviceScoringWeightsOf,
+  gpuPolicyOf,
+  nodePolicyOf,
+  parseDeviceSelectors,
+  realtimeOverrideOf,
+  typeAllowed,
+  uuidAllowed,
+} from './podAnnotations';
+import { PercentageUnset, podContainerRequests } from './requests';
+import { NodeFailure, ReasonCode } from './types';
+import type {
+  CardEvidence,
+  ContainerDevice,
+  ContainerEvidence,
+  ContainerRequest,
+  DecideInput,
+  Decision,
+  DeviceInfo,
+  NodeEvidence,
+  NodeRegistration,
+  NodeState,
+  PairScores,
+  QuotaView,
+  RealtimeDeviceUsage,
+  RealtimeMode,
+  RealtimeNote,
+} from './types';
+import { collapsePodUsage } from './usage';
+
+/** `util.Weight` in HAMi's score formulas. */
+const SCORE_WEIGHT = 10;
+const f32 = Math.fround;
+
+// ---------------------------------------------------------------------------------------------
+// What is fixed for one pod
+
+interface PodContainer {
+  readonly name: string;
+  /** Position in the aligned device list (init containers first). */
+  readonly index: number;
+  readonly init: boolean;
+  readonly request: ContainerRequest | undefined;
+}
+
+interface RealtimeSettings {
+  readonly mode: Exclude<RealtimeMode, 'disabled'>;
+  readonly marginMiB: number;
+  readonly maxAgeMs: number;
+  readonly nowMs: number;
+}
+
+interface PodPlan {
+  readonly namespaceQuota: QuotaView | undefined;
+  readonly memoryFactor: number;
+  readonly containers: readonly PodContainer[];
+  readonly initCount: number;
+  readonly selectors: DeviceSelectors;
+  readonly gpuPolicy: GpuPolicy;
+  readonly nodePolicy: NodePolicy;
+  readonly weights: DeviceScoringWeights;
+  /** Undefined when the real-time check is off for this pod. */
+  readonly realtime: RealtimeSettings | undefined;
+  /** Type/mode checks depend only on the card's type and mode strings: cache them per pod. */
+  readonly typeCheckCache: Map<string, boolean>;
+}
+
+function planPod(input: DecideInput, weights: DeviceScoringWeights): PodPlan {
+  const { pod, config } = input;
+  const annotations = pod.metadata.annotations ?? {};
+  const requests = podContainerRequests(pod, config);
+  const containers: PodContainer[] = [];
+  (pod.spec?.initContainers ?? []).forEach((c, i) => containers.push({ name: c.name, index: i, init: true, request: requests.init[i] }));
+  const initCount = containers.length;
+  (pod.spec?.containers ?? []).forEach((c, i) => containers.push({ name: c.name, index: initCount + i, init: false, request: requests.app[i] }));
+  const selectors = parseDeviceSelectors(annotations);
+  const realtimeOn = realtimeOverrideOf(annotations) ?? config.realtime.enabled;
+  const mode = config.realtime.mode;
+  return {
+    namespaceQuota: input.quota,
+    memoryFactor: config.memoryFactor,
+    containers,
+    initCount,
+    selectors,
+    gpuPolicy: gpuPolicyOf(annotations, config.gpuSchedulerPolicy, selectors.numaBind),
+    nodePolicy: nodePolicyOf(annotations, config.nodeSchedulerPolicy),
+    weights,
+    realtime:
+      realtimeOn && mode !== 'disabled'
+        ? { mode, marginMiB: config.realtime.marginMiB, maxAgeMs: config.realtime.maxAgeMs, nowMs: input.nowMs }
+        : undefined,
+    typeCheckCache: new Map(),
+  };
+}
+
+// ---------------------------------------------------------------------------------------------
+// What is fixed for one registration (cached across decisions)
+
+interface PreparedNode {
+  readonly devices: readonly DeviceInfo[];
+  /** Positions (into `devices`) of the cards Fit sees: type contains "nvidia" (hami-spec 4.1). */
+  readonly nvidiaCards: Int32Array;
+  readonly cordoned: Uint8Array;
+  readonly numa: Int32Array;
+  readonly pairScores: PairScores;
+  /** Node score denominators over all cards (hami-spec 5.1). */
+  readonly totalSlots: number;
+  readonly totalCores: number;
+  readonly totalMem: number;
+}
+
+const preparedNodes = new WeakMap<NodeRegistration, PreparedNode>();
+
+function prepareNode(registration: Extract<NodeRegistration, { registered: true }>): PreparedNode {
+  const cached = preparedNodes.get(registration);
+  if (cached !== undefined) return cached;
+  const { devices } = registration;
+  const cordonedIds = new Set(registration.cordoned);
+  const nvidia: number[] = [];
+  let totalSlots = 0;
+  let totalCores = 0;
+  let totalMem = 0;
+  devices.forEach((device, position) => {
+    if (device.type.toLowerCase().includes('nvidia')) nvidia.push(position);
+    totalSlots += device.count;
+    totalCores += device.devcore;
+    totalMem += device.devmem;
+  });
+  const prepared: PreparedNode = {
+    devices,
+    nvidiaCards: Int32Array.from(nvidia),
+    cordoned: Uint8Array.from(devices, (d) => (cordonedIds.has(d.id) ? 1 : 0)),
+    numa: Int32Array.from(devices, (d) => d.numa),
+    pairScores: registration.pairScores,
+    totalSlots,
+    totalCores,
+    totalMem,
+  };
+  preparedNodes.set(registration, prepared);
+  return prepared;
+}
+
+// ---------------------------------------------------------------------------------------------
+// Scratch space reused across nodes (decide is synchronous and never re-entered)
+
+class Scratch {
+  baseUsed = new Float64Array(16);
+  baseMem = new Float64Array(16);
+  baseCores = new Float64Array(16);
+  used = new Float64Array(16);
+  usedMem = new Float64Array(16);
+  usedCores = new Float64Array(16);
+  cardScore = new Float64Array(16);
+  order = new Int32Array(16);
+  picked = new Int32Array(16);
+  pickedMem = new Float64Array(16);
+  pickedCores = new Float64Array(16);
+  /** Index into the decision's real-time notes per card, -1 when none yet for this node. */
+  noteAt = new Int32Array(16);
+  reasonCounts = new Int32Array(REASONS.length);
+
+  ensure(cards: number): void {
+    if (cards <= this.order.length) return;
+    const size = Math.max(cards, this.order.length * 2);
+    for (const key of ['baseUsed', 'baseMem', 'baseCores', 'used', 'usedMem', 'usedCores', 'cardScore', 'pickedMem', 'pickedCores'] as const) {
+      this[key] = new Float64Array(size);
+    }
+    this.order = new Int32Array(size);
+    this.picked = new Int32Array(size);
+    this.noteAt = new Int32Array(size);
+  }
+
+  /** A fresh working copy of the node's booked usage. */
+  resetWorkingUsage(cards: number): void {
+    this.used.set(this.baseUsed.subarray(0, cards));
+    this.usedMem.set(this.baseMem.subarray(0, cards));
+    this.usedCores.set(this.baseCores.subarray(0, cards));
+  }
+}
+
+/** Reason codes Fit counts, in one fixed order so counts live in a typed array. */
+const REASONS: readonly ReasonCode[] = [
+  ReasonCode.CardNotHealth,
+  ReasonCode.CardCordoned,
+  ReasonCode.CardTypeMismatch,
+  ReasonCode.NumaNotFit,
+  ReasonCode.CardUuidMismatch,
+  ReasonCode.CardTimeSlicingExhausted,
+  ReasonCode.ExclusiveDeviceAllocateConflict,
+  ReasonCode.ResourceQuotaNotFit,
+  ReasonCode.CardInsufficientMemory,
+  ReasonCode.CardRealtimeInsufficientMemory,
+  ReasonCode.CardInsufficientCore,
+  ReasonCode.CardComputeUnitsExhausted,
+  ReasonCode.AllocatedCardsInsufficientRequest,
+];
+const reasonSlot = new Map<ReasonCode, number>(REASONS.map((r, i) => [r, i]));
+
+const scratch = new Scratch();
+
+// ---------------------------------------------------------------------------------------------
+// The decision
+
+export function decide(input: DecideInput): Decision {
+  let weights: DeviceScoringWeights;
+  try {
+    weights = deviceScoringWeightsOf(input.pod.metadata.annotations ?? {});
+  } catch (error) {
+    if (error instanceof DeviceScoringWeightsError) return { kind: 'error', message: error.message };
+    throw error;
+  }
+  const plan = planPod(input, weights);
+  const notes: RealtimeNote[] = [];
+  const evidence: NodeEvidence[] = [];
+  const fitNodes: { name: string; score: number; devices: ContainerDevice[][] }[] = [];
+  const failedNodes: Record<string, string> = {};
+
+  for (const name of input.candidates) {
+    const state = input.nodes.get(name);
+    if (state === undefined || !state.registration.registered) {
+      evidence.push({ name, status: 'failed', score: 0, reason: NodeFailure.Unregistered, containers: [] });
+      failedNodes[name] = NodeFailure.Unregistered;
+      continue;
+    }
+    const outcome = evaluateNode(plan, state, prepareNode(state.registration), notes);
+    evidence.push(outcome.evidence);
+    if (outcome.devices !== undefined) fitNodes.push({ name, score: outcome.evidence.score, devices: outcome.devices });
+    else failedNodes[name] = outcome.evidence.reason ?? '';
+  }
+
+  if (fitNodes.length === 0) {
+    return {
+      kind: 'noFit',
+      failedNodes,
+      message: noAvailableNodeMessage(input.candidates.length),
+      reasonEvents: reasonEvents(failedNodes),
+      evidence,
+      realtime: notes,
+    };
+  }
+  // HAMi's listing order; equal scores by node name so the choice is deterministic (CONTRACT 9).
+  const spread = plan.nodePolicy === 'spread';
+  fitNodes.sort((a, b) => (a.score !== b.score ? (spread ? b.score - a.score : a.score - b.score) : a.name < b.name ? -1 : a.name > b.name ? 1 : 0));
+  const chosen = fitNodes[fitNodes.length - 1]!;
+  const listed = fitNodes.map(({ name, score }) => ({ name, score }));
+  return {
+    kind: 'fit',
+    node: chosen.name,
+    score: chosen.score,
+    devices: chosen.devices,
+    fitNodes: listed,
+    failedNodes,
+    message: fitNodeMessage(chosen.name, input.candidates.length, listed),
+    evidence,
+    realtime: notes,
+  };
+}
+
+// ---------------------------------------------------------------------------------------------
+// One node (hami-spec 4.4)
+
+interface NodeOutcome {
+  readonly evidence: NodeEvidence;
+  /** Aligned per container when the pod fits. */
+  readonly devices?: ContainerDevice[][];
+}
+
+function evaluateNode(plan: PodPlan, state: NodeState, node: PreparedNode, notes: RealtimeNote[]): NodeOutcome {
+  const cards = node.devices.length;
+  scratch.ensure(cards);
+  loadBookedUsage(state, node);
+  const score = nodeScore(node);
+  const realtime = plan.realtime === undefined ? undefined : realtimeView(plan.realtime, state);
+  if (realtime !== undefined) scratch.noteAt.fill(-1, 0, cards);
+
+  const containers: ContainerEvidence[] = [];
+  const podDevices: ContainerDevice[][] = [];
+  let failure: string | undefined;
+  let appCopyReady = false;
+  for (const container of plan.containers) {
+    const { name, index, init, request } = container;
+    if (failure !== undefined) {
+      containers.push({ name, index, init, status: 'skipped', ...(request ? { request } : {}), cards: [] });
+      continue;
+    }
+    if (request === undefined) {
+      containers.push({ name, index, init, status: 'noRequest', cards: [] });
+      podDevices.push([]);
+      continue;
+    }
+    // Init containers run one after another, each on a fresh copy; app containers share one copy.
+    if (init) scratch.resetWorkingUsage(cards);
+    else if (!appCopyReady) {
+      scratch.resetWorkingUsage(cards);
+      appCopyReady = true;
+    }
+    const fit = fitContainer({ plan, state, node, request, podDevices, realtime, notes });
+    if (fit.devices === undefined) {
+      failure = fit.reason;
+      containers.push({ name, index, init, status: 'failed', reason: fit.reason, request, cards: fit.cards });
+      continue;
+    }
+    bookDevices(node, fit.devices);
+    podDevices.push(fit.devices);
+    containers.push({ name, index, init, status: 'passed', request, devices: fit.devices, cards: fit.cards });
+  }
+  if (failure !== undefined) {
+    return { evidence: { name: state.name, status: 'failed', score: 0, reason: failure, containers } };
+  }
+  return { evidence: { name: state.name, status: 'passed', score, containers }, devices: podDevices };
+}
+
+/** Booked usage per card; cards absent from the ledger are idle (hami-spec 7.2). */
+function loadBookedUsage(state: NodeState, node: PreparedNode): void {
+  const { devices } = node;
+  for (let p = 0; p < devices.length; p++) {
+    const usage = state.usage[devices[p]!.id];
+    scratch.baseUsed[p] = usage?.used ?? 0;
+    scratch.baseMem[p] = usage?.usedmem ?? 0;
+    scratch.baseCores[p] = usage?.usedcores ?? 0;
+  }
+}
+
+/**
+ * `10 × (Σused/Σcount + Σusedcores/Σdevcore + Σusedmem/Σdevmem)` over all cards, before this pod
+ * (hami-spec 5.1), in float32; 0 when a denominator is 0.
+ */
+function nodeScore(node: PreparedNode): number {
+  if (node.totalSlots === 0 || node.totalCores === 0 || node.totalMem === 0) return 0;
+  let used = 0;
+  let usedCores = 0;
+  let usedMem = 0;
+  for (let p = 0; p < node.devices.length; p++) {
+    used += scratch.baseUsed[p]!;
+    usedCores += scratch.baseCores[p]!;
+    usedMem += scratch.baseMem[p]!;
+  }
+  const slotShare = f32(f32(used) / f32(node.totalSlots));
+  const coreShare = f32(f32(usedCores) / f32(node.totalCores));
+  const memShare = f32(f32(usedMem) / f32(node.totalMem));
+  return f32(SCORE_WEIGHT * f32(f32(slotShare + coreShare) + memShare));
+}
+
+function bookDevices(node: PreparedNode, devices: readonly ContainerDevice[]): void {
+  for (const device of devices) {
+    const p = node.devices.findIndex((d) => d.id === device.uuid);
+    if (p < 0) continue;
+    scratch.used[p]! += 1;
+    scratch.usedMem[p]! += device.usedmem;
+    scratch.usedCores[p]! += device.usedcores;
+  }
+}
+
+// ---------------------------------------------------------------------------------------------
+// Real-time data for one node (CONTRACT 8)
+
+interface RealtimeView {
+  readonly settings: RealtimeSettings;
+  readonly node: string;
+  /** Undefined when the report is missing or stale: fall back to the ledger. */
+  readonly devices: Readonly<Record<string, RealtimeDeviceUsage>> | undefined;
+}
+
+function realtimeView(settings: RealtimeSettings, state: NodeState): RealtimeView {
+  const report = state.realtime;
+  const fresh = report !== undefined && settings.nowMs - report.timeMs <= settings.maxAgeMs;
+  return { settings, node: state.name, devices: fresh ? report.devices : undefined };
+}
+
+// ---------------------------------------------------------------------------------------------
+// One container on one node: HAMi's Fit (hami-spec 4.2)
+
+interface FitInput {
+  readonly plan: PodPlan;
+  readonly state: NodeState;
+  readonly node: PreparedNode;
+  readonly request: ContainerRequest;
+  /** Devices of this pod's earlier containers on this node (for the quota check). */
+  readonly podDevices: readonly ContainerDevice[][];
+  readonly realtime: RealtimeView | undefined;
+  readonly notes: RealtimeNote[];
+}
+
+type FitResult =
+  | { readonly devices: ContainerDevice[]; readonly cards: CardEvidence[]; readonly reason?: undefined }
+  | { readonly devices?: undefined; readonly cards: CardEvidence[]; readonly reason: string };
+
+function fitContainer(input: FitInput): FitResult {
+  const { plan, node, request } = input;
+  const cardCount = node.nvidiaCards.length;
+  scoreCards(node, request, plan.weights);
+  if (request.nums > cardCount) return { cards: [], reason: ReasonCode.NodeInsufficientDevice };
+  orderCards(node, plan.gpuPolicy);
+
+  const run = new FitRun(input);
+  for (let i = cardCount - 1; i >= 0; i--) {
+    const position = scratch.order[i]!;
+    const outcome = run.tryCard(position);
+    run.cards.push(run.evidenceFor(position, outcome));
+    if (outcome !== 'Fit') {
+      scratch.reasonCounts[reasonSlot.get(outcome)!]! += 1;
+      continue;
+    }
+    run.pick(position);
+    if (run.remaining === 0 && !plan.gpuPolicy.needTopology) return { devices: run.pickedDevices(), cards: run.cards };
+  }
+  if (plan.gpuPolicy.needTopology) {
+    if (run.pickedCount === request.nums) return { devices: run.pickedDevices(), cards: run.cards };
+    if (run.pickedCount > request.nums) return { devices: chooseByTopology(node.pairScores, run.pickedDevices(), request.nums), cards: run.cards };
+  }
+  if (run.pickedCount > 0) scratch.reasonCounts[reasonSlot.get(ReasonCode.AllocatedCardsInsufficientRequest)!] = run.pickedCount;
+  return { cards: run.cards, reason: genReason(collectReasonCounts(), cardCount) };
+}
+
+function collectReasonCounts(): Map<string, number> {
+  const counts = new Map<string, number>();
+  REASONS.forEach((reason, slot) => {
+    const count = scratch.reasonCounts[slot]!;
+    if (count > 0) counts.set(reason, count);
+  });
+  return counts;
+}
+
+/** The mutable state of one Fit call: the working request `k` and the cards picked so far. */
+class FitRun {
+  readonly cards: CardEvidence[] = [];
+  /** `k.Nums`: cards still to pick (not decremented under topology-aware). */
+  remaining: number;
+  /** `k.Coresreq`: clamped to 100 once a card reaches that check, for all later cards. */
+  coresRequest: number;
+  pickedCount = 0;
+  private previousNuma = -1;
+  /** Memory the current card would be booked (check 9), kept for its evidence. */
+  private memoryRequest = 0;
+  private realtimeUsed: number | undefined;
+  private realtimeTotal: number | undefined;
+
+  constructor(private readonly input: FitInput) {
+    this.remaining = input.request.nums;
+    this.coresRequest = input.request.coresreq;
+    scratch.reasonCounts.fill(0);
+  }
+
+  /** Checks in HAMi's order; the first that fails names the outcome. */
+  tryCard(p: number): ReasonCode | 'Fit' {
+    const { plan, node, request } = this.input;
+    const device = node.devices[p]!;
+    this.memoryRequest = memoryToBook(request, device.devmem);
+    this.realtimeUsed = undefined;
+    this.realtimeTotal = undefined;
+    if (!device.health) return ReasonCode.CardNotHealth;
+    if (node.cordoned[p] === 1) return ReasonCode.CardCordoned;
+    if (!this.typeMatches(device)) return ReasonCode.CardTypeMismatch;
+    if (plan.selectors.numaBind) this.startNumaGroupIfChanged(node.numa[p]!);
+    if (!uuidAllowed(plan.selectors, device.id)) return ReasonCode.CardUuidMismatch;
+    const used = scratch.used[p]!;
+    if (device.count <= used) return ReasonCode.CardTimeSlicingExhausted;
+    if (plan.gpuPolicy.isMutex && used > 0) return ReasonCode.ExclusiveDeviceAllocateConflict;
+    if (this.coresRequest > 100) this.coresRequest = 100;
+    if (!this.quotaFits(p)) return ReasonCode.ResourceQuotaNotFit;
+    if (device.devmem - scratch.usedMem[p]! < this.memoryRequest) return ReasonCode.CardInsufficientMemory;
+    if (!this.realtimeMemoryFits(p)) return ReasonCode.CardRealtimeInsufficientMemory;
+    const usedCores = scratch.usedCores[p]!;
+    if (device.devcore - usedCores < this.coresRequest) return ReasonCode.CardInsufficientCore;
+    // Cores = 100 asks for the whole card.
+    if (device.devcore === 100 && this.coresRequest === 100 && used > 0) return ReasonCode.ExclusiveDeviceAllocateConflict;
+    // A request without cores cannot go on a card whose compute is fully booked.
+    if (device.devcore !== 0 && usedCores === device.devcore && this.coresRequest === 0) return ReasonCode.CardComputeUnitsExhausted;
+    return 'Fit';
+  }
+
+  pick(p: number): void {
+    if (this.remaining <= 0) return;
+    scratch.picked[this.pickedCount] = p;
+    scratch.pickedMem[this.pickedCount] = this.memoryRequest;
+    scratch.pickedCores[this.pickedCount] = this.coresRequest;
+    this.pickedCount += 1;
+    if (!this.input.plan.gpuPolicy.needTopology) this.remaining -= 1;
+  }
+
+  pickedDevices(): ContainerDevice[] {
+    const devices: ContainerDevice[] = [];
+    for (let i = 0; i < this.pickedCount; i++) devices.push(this.pickedDevice(i));
+    return devices;
+  }
+
+  private pickedDevice(i: number): ContainerDevice {
+    const device = this.input.node.devices[scratch.picked[i]!]!;
+    return { idx: device.index, uuid: device.id, type: this.input.request.type, usedmem: scratch.pickedMem[i]!, usedcores: scratch.pickedCores[i]! };
+  }
+
+  evidenceFor(p: number, outcome: ReasonCode | 'Fit'): CardEvidence {
+    const device = this.input.node.devices[p]!;
+    const usedMem = scratch.usedMem[p]!;
+    return {
+      uuid: device.id,
+      index: device.index,
+      outcome,
+      totalMem: device.devmem,
+      usedMem,
+      requestedMem: this.memoryRequest,
+      freeMem: device.devmem - usedMem,
+      totalCores: device.devcore,
+      usedCores: scratch.usedCores[p]!,
+      requestedCores: this.coresRequest,
+      slots: device.count,
+      usedSlots: scratch.used[p]!,
+      ...(this.realtimeUsed !== undefined ? { realtimeUsedMem: this.realtimeUsed, realtimeTotalMem: this.realtimeTotal } : {}),
+    };
+  }
+
+  /** use/nouse gputype, vgpu-mode and the request type (check 3). */
+  private typeMatches(device: DeviceInfo): boolean {
+    const { plan, request } = this.input;
+    if (request.type !== 'NVIDIA') return false;
+    const key = `${device.type}\u0000${device.mode}`;
+    let allowed = plan.typeCheckCache.get(key);
+    if (allowed === undefined) {
+      allowed = typeAllowed(plan.selectors, device.type, device.mode);
+      plan.typeCheckCache.set(key, allowed);
+    }
+    return allowed;
+  }
+
+  /**
+   * numa-bind (check 4): all cards of a container share one NUMA node. Entering a new NUMA group
+   * drops the cards picked in the previous one, counting them as NumaNotFit.
+   */
+  private startNumaGroupIfChanged(numa: number): void {
+    if (numa === this.previousNuma) return;
+    if (this.remaining !== this.input.request.nums) scratch.reasonCounts[reasonSlot.get(ReasonCode.NumaNotFit)!]! += this.pickedCount;
+    this.remaining = this.input.request.nums;
+    this.previousNuma = numa;
+    this.pickedCount = 0;
+  }
+
+  /**
+   * Namespace quota (check 10, hami-spec 7.4): the pod's bookings so far, this container's picks
+   * and this card, collapsed as accounting will see them, must stay within the limits.
+   */
+  private quotaFits(p: number): boolean {
+    const quota = this.input.plan.namespaceQuota;
+    if (quota === undefined || (quota.memLimit === undefined && quota.coreLimit === undefined)) return true;
+    const current: ContainerDevice[] = [];
+    for (let i = 0; i < this.pickedCount; i++) current.push(this.pickedDevice(i));
+    const device = this.input.node.devices[p]!;
+    current.push({ idx: device.index, uuid: device.id, type: this.input.request.type, usedmem: this.memoryRequest, usedcores: this.coresRequest });
+    let mem = 0;
+    let cores = 0;
+    for (const booked of collapsePodUsage([...this.input.podDevices, current], this.input.plan.initCount)) {
+      mem += booked.usedmem;
+      cores += booked.usedcores;
+    }
+    const factor = this.input.plan.memoryFactor > 1 ? this.input.plan.memoryFactor : 1;
+    if (quota.memLimit !== undefined && quota.usedMem + mem > quota.memLimit * factor) return false;
+    if (quota.coreLimit !== undefined && quota.usedCores + cores > quota.coreLimit) return false;
+    return true;
+  }
+
+  /**
+   * Real-time check (CONTRACT 8), after the ledger's memory check: real free memory (total - real
+   * used - margin - what this pod already took on the card in this decision) against the request.
+   * Missing or stale data falls back to the ledger; it never rejects.
+   */
+  private realtimeMemoryFits(p: number): boolean {
+    const view = this.input.realtime;
+    if (view === undefined) return true;
+    const device = this.input.node.devices[p]!;
+    const cachedUsedMem = scratch.usedMem[p]!;
+    const measured = view.devices?.[device.id];
+    if (measured === undefined) {
+      this.note(p, { node: view.node, uuid: device.id, outcome: 'fallback', requestedMem: this.memoryRequest, cachedUsedMem });
+      return true;
+    }
+    this.realtimeUsed = measured.usedMemMB;
+    this.realtimeTotal = measured.totalMemMB;
+    const bookedByThisPod = cachedUsedMem - scratch.baseMem[p]!;
+    const realFree = measured.totalMemMB - measured.usedMemMB - view.settings.marginMiB - bookedByThisPod;
+    const short = realFree < this.memoryRequest;
+    const outcome = !short ? 'passed' : view.settings.mode === 'strict' ? 'failed' : 'warned';
+    this.note(p, {
+      node: view.node,
+      uuid: device.id,
+      outcome,
+      requestedMem: this.memoryRequest,
+      realUsedMem: measured.usedMemMB,
+      totalMem: measured.totalMemMB,
+      cachedUsedMem,
+    });
+    return outcome !== 'failed';
+  }
+
+  /** At most one note per node and card: the most severe outcome wins. */
+  private note(p: number, note: RealtimeNote): void {
+    const { notes } = this.input;
+    const at = scratch.noteAt[p]!;
+    if (at < 0) {
+      scratch.noteAt[p] = notes.length;
+      notes.push(note);
+    } else if (NOTE_SEVERITY[note.outcome] > NOTE_SEVERITY[notes[at]!.outcome]) {
+      notes[at] = note;
+    }
+  }
+}
+
+const NOTE_SEVERITY: Readonly<Record<RealtimeNote['outcome'], number>> = { passed: 0, fallback: 1, warned: 2, failed: 3 };
+
+/** Memory to book on a card (check 9): gpumem wins; else the percentage of the card, in int32 arithmetic. */
+function memoryToBook(request: ContainerRequest, devmem: number): number {
+  if (request.memreq > 0) return request.memreq;
+  if (request.mempercentagereq !== PercentageUnset) return Math.trunc(Math.imul(devmem, request.mempercentagereq) / 100);
+  return 0;
+}
+
+// ---------------------------------------------------------------------------------------------
+// Card scores and order (hami-spec 5.2, 5.3)
+
+/**
+ * `10 × (wSlot×(request+used)/count + wCore×(core+usedcores)/devcore + wMem×(mem+usedmem)/devmem)`
+ * in float32, on the working usage. Request terms count only when the card's type is exactly the
+ * request type (`NVIDIA`), which real model names never are (hami-spec 5.2 quirk).
+ */
+function scoreCards(node: PreparedNode, request: ContainerRequest, weights: DeviceScoringWeights): void {
+  const wSlot = f32(weights.slot);
+  const wCore = f32(weights.core);
+  const wMem = f32(weights.memory);
+  for (let i = 0; i < node.nvidiaCards.length; i++) {
+    const p = node.nvidiaCards[i]!;
+    const device = node.devices[p]!;
+    if (device.count === 0 || device.devcore === 0 || device.devmem === 0) {
+      scratch.cardScore[p] = 0;
+      continue;
+    }
+    let slots = 0;
+    let cores = 0;
+    let mem = 0;
+    if (request.type === device.type) {
+      slots = 1;
+      cores = request.coresreq;
+      const pct = request.mempercentagereq;
+      mem = pct !== 0 && pct !== PercentageUnset ? Math.trunc((device.devmem * pct) / 100) : request.memreq;
+    }
+    const slotShare = f32(f32(slots + scratch.used[p]!) / f32(device.count));
+    const coreShare = f32(f32(cores + scratch.usedCores[p]!) / f32(device.devcore));
+    const memShare = f32(f32(mem + scratch.usedMem[p]!) / f32(device.devmem));
+    scratch.cardScore[p] = f32(SCORE_WEIGHT * f32(f32(f32(wSlot * slotShare) + f32(wCore * coreShare)) + f32(wMem * memShare)));
+  }
+}
+
+/** Fills `scratch.order` with the node's NVIDIA cards in policy order (Fit takes from the end). */
+function orderCards(node: PreparedNode, policy: GpuPolicy): void {
+  const { order } = scratch;
+  const n = node.nvidiaCards.length;
+  order.set(node.nvidiaCards);
+  // Stable insertion sort: Go's sort.Sort for up to 12 elements; kept stable beyond (HAMi's pdqsort
+  // may reorder equal cards there).
+  for (let i = 1; i < n; i++) {
+    const card = order[i]!;
+    let j = i - 1;
+    while (j >= 0 && sortsBefore(node, policy, card, order[j]!)) {
+      order[j + 1] = order[j]!;
+      j--;
+    }
+    order[j + 1] = card;
+  }
+}
+
+/** Go's `DeviceUsageList.Less` (hami-spec 5.3): does card `a` sort before card `b`? */
+function sortsBefore(node: PreparedNode, policy: GpuPolicy, a: number, b: number): boolean {
+  const scoreA = scratch.cardScore[a]!;
+  const scoreB = scratch.cardScore[b]!;
+  const numaA = node.numa[a]!;
+  const numaB = node.numa[b]!;
+  switch (policy.kind) {
+    case 'chain':
+      for (const key of policy.keys) {
+        if (key === 'numa' && numaA !== numaB) return numaA < numaB;
+        if (key === 'binpack' && scoreA !== scoreB) return scoreA < scoreB;
+        if (key === 'spread' && scoreA !== scoreB) return scoreA > scoreB;
+      }
+      return node.devices[a]!.index < node.devices[b]!.index;
+    case 'mutex': {
+      // Busy cards first, idle cards last, so Fit tries idle ones first.
+      const usedA = scratch.used[a]!;
+      const usedB = scratch.used[b]!;
+      return usedA !== usedB ? usedA > usedB : numaA < numaB;
+    }
+    case 'binpack':
+    case 'spread': {
+      const binpack = policy.kind === 'binpack';
+      if (policy.numaBind) {
+        // Keep NUMA groups contiguous so Fit can collect a same-NUMA run.
+        if (numaA !== numaB) return binpack ? numaA > numaB : numaA < numaB;
+        return binpack ? scoreA < scoreB : scoreA > scoreB;
+      }
+      if (scoreA !== scoreB) return binpack ? scoreA < scoreB : scoreA > scoreB;
+      return numaA < numaB;
+    }
+  }
+}
+
+// ---------------------------------------------------------------------------------------------
+// Topology-aware choice (hami-spec 4.2, after the loop)
+
+/**
+ * More cards fit than requested: one card -> the card least connected to the others (first minimum
+ * in pick order); several -> the combination (lexicographic in pick order) with the highest sum of
+ * pair scores, first maximum. Missing pairs count 0.
+ */
+function chooseByTopology(pairScores: PairScores, picked: readonly ContainerDevice[], wanted: number): ContainerDevice[] {
+  const pair = (a: ContainerDevice, b: ContainerDevice): number => pairScores[a.uuid]?.[b.uuid] ?? 0;
+  if (wanted === 1) {
+    let best = picked[0]!;
+    let bestScore = Infinity;
+    for (const card of picked) {
+      let total = 0;
+      for (const other of picked) if (other.uuid !== card.uuid) total += pair(card, other);
+      if (total < bestScore) {
+        bestScore = total;
+        best = card;
+      }
+    }
+    return [best];
+  }
+  let best: ContainerDevice[] | undefined;
+  let bestScore = -Infinity;
+  const current: ContainerDevice[] = [];
+  const visit = (start: number): void => {
+    if (current.length === wanted) {
+      let total = 0;
+      for (let i = 0; i < current.length - 1; i++) for (let j = i + 1; j < current.length; j++) total += pair(current[i]!, current[j]!);
+      if (total > bestScore) {
+        bestScore = total;
+        best = [...current];
+      }
+      return;
+    }
+    for (let i = start; i <= picked.length - (wanted - current.length); i++) {
+      current.push(picked[i]!);
+      visit(i + 1);
+      current.pop();
+    }
+  };
+  visit(0);
+  return best ?? picked.slice(0, wanted);
+}

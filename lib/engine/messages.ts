@@ -1,0 +1,146 @@
+/**
+ * Texts exactly as HAMi writes them (hami-spec 4.3, 5.5): reason strings, filter messages and
+ * Go's `%.2f` / `%q` formatting.
+ */
+
+/**
+ * Go's `fmt` `%.2f`: the exact binary value rounded to two decimals, exact halves to even.
+ * JS `toFixed(2)` agrees everywhere except on exact halves, where it rounds away from zero
+ * (`2.625` -> `2.63`, Go `2.62`). A double's third decimal is an exact half only when the value
+ * is an odd multiple of 1/8 (hami-spec 5.6), which is what we test for.
+ */
+export function formatGoFixed2(value: number): string {
+  if (Number.isNaN(value)) return 'NaN';
+  if (!Number.isFinite(value)) return value > 0 ? '+Inf' : '-Inf';
+  const isExactHalf = Number.isInteger(value * 8) && !Number.isInteger(value * 4);
+  if (!isExactHalf) return value.toFixed(2);
+  const magnitude = Math.abs(value);
+  let hundredths = Math.floor(magnitude * 100);
+  if (hundredths % 2 === 1) hundredths += 1;
+  const whole = Math.floor(hundredths / 100);
+  const cents = String(hundredths % 100).padStart(2, '0');
+  const sign = value < 0 ? '-' : '';
+  return `${sign}${whole}.${cents}`;
+}
+
+/** Go's `strconv.Quote` (`%q`) for the texts HAMi formats with it. */
+export function goQuote(text: string): string {
+  let out = '"';
+  for (const ch of text) {
+    const code = ch.codePointAt(0) ?? 0;
+    switch (ch) {
+      case '"':
+        out += '\\"';
+        continue;
+      case '\\':
+        out += '\\\\';
+        continue;
+      case '\n':
+        out += '\\n';
+        continue;
+      case '\r':
+        out += '\\r';
+        continue;
+      case '\t':
+        out += '\\t';
+        continue;
+      case '\x07':
+        out += '\\a';
+        continue;
+      case '\b':
+        out += '\\b';
+        continue;
+      case '\f':
+        out += '\\f';
+        continue;
+      case '\v':
+        out += '\\v';
+        continue;
+    }
+    if (code < 0x20 || code === 0x7f) {
+      out += `\\x${code.toString(16).padStart(2, '0')}`;
+    } else if (code >= 0x80 && code < 0xa0) {
+      out += `\\u${code.toString(16).padStart(4, '0')}`;
+    } else if (code >= 0xd800 && code <= 0xdfff) {
+      // A lone surrogate is not valid UTF-8; Go renders the replacement character's escape.
+      out += '\\ufffd';
+    } else {
+      out += ch;
+    }
+  }
+  return `${out}"`;
+}
+
+/**
+ * HAMi's `GenReason`: `"<count>/<cards> <Reason>"` per reason, sorted as plain strings (so
+ * `10/12 X` sorts before `2/12 Y`), joined with `", "`.
+ */
+export function genReason(counts: ReadonlyMap<string, number>, cards: number): string {
+  const entries: string[] = [];
+  for (const [reason, count] of counts) entries.push(`${count}/${cards} ${reason}`);
+  entries.sort(compareCodeUnits);
+  return entries.join(', ');
+}
+
+export interface ParsedReason {
+  readonly count: number;
+  readonly cards: number;
+  readonly reason: string;
+}
+
+/**
+ * HAMi's `ParseReason`: splits on `", "` and scans `%d/%d %s`; pieces that do not scan
+ * (`NodeInsufficientDevice`, `node unregistered`) are skipped.
+ */
+export function parseReason(text: string): ParsedReason[] {
+  const parsed: ParsedReason[] = [];
+  for (const piece of text.split(', ')) {
+    const match = /^\s*([+-]?\d+)\/([+-]?\d+)\s+(\S+)/.exec(piece);
+    if (!match) continue;
+    parsed.push({ count: Number(match[1]), cards: Number(match[2]), reason: match[3] ?? '' });
+  }
+  return parsed;
+}
+
+export interface ScoredNode {
+  readonly name: string;
+  readonly score: number;
+}
+
+/** `find fit node(<node>), <not fit> nodes not fit, <fit> nodes fit(<a>:<s>,…)` (hami-spec 5.5). */
+export function fitNodeMessage(node: string, candidateCount: number, fitNodes: readonly ScoredNode[]): string {
+  const listed = fitNodes.map((n) => `${n.name}:${formatGoFixed2(n.score)}`).join(',');
+  return `find fit node(${node}), ${candidateCount - fitNodes.length} nodes not fit, ${fitNodes.length} nodes fit(${listed})`;
+}
+
+/** `no available node, <n> nodes do not meet`, n = number of candidates. */
+export function noAvailableNodeMessage(candidateCount: number): string {
+  return `no available node, ${candidateCount} nodes do not meet`;
+}
+
+/** The per-reason `FilteringFailed` event text `<n> nodes <Reason>(<sorted nodes>)`. */
+export function reasonEventMessage(reason: string, nodes: readonly string[]): string {
+  const sorted = [...nodes].sort(compareCodeUnits);
+  return `${sorted.length} nodes ${reason}(${sorted.join(',')})`;
+}
+
+/**
+ * Per-reason failure events for an unfit pod: one per reason code parsed from the nodes' reason
+ * strings. HAMi walks a Go map (random order); we list reasons in name order so the text is stable.
+ */
+export function reasonEvents(failedNodes: Readonly<Record<string, string>>): string[] {
+  const nodesByReason = new Map<string, string[]>();
+  for (const [node, text] of Object.entries(failedNodes)) {
+    for (const { reason } of parseReason(text)) {
+      const nodes = nodesByReason.get(reason);
+      if (nodes === undefined) nodesByReason.set(reason, [node]);
+      else if (!nodes.includes(node)) nodes.push(node);
+    }
+  }
+  return [...nodesByReason.keys()].sort(compareCodeUnits).map((reason) => reasonEventMessage(reason, nodesByReason.get(reason) ?? []));
+}
+
+/** Go's `sort.Strings` order for the ASCII texts involved (byte order, not locale order). */
+export function compareCodeUnits(a: string, b: string): number {
+  return a < b ? -1 : a > b ? 1 : 0;
+}

@@ -1,0 +1,53 @@
+/**
+ * Kubernetes resource quantities, as far as HAMi reads them: `resource.Quantity.AsInt64()`, which
+ * succeeds only for integral values that fit in an int64 (`16Gi` does, `500m` and `1.5` do not).
+ */
+
+const QUANTITY = /^([+-]?)(\d+(?:\.\d*)?|\.\d+)(?:([eE][+-]?\d+)|(Ki|Mi|Gi|Ti|Pi|Ei|[numkMGTPE]))?$/;
+const DECIMAL_SUFFIX_EXPONENT: Readonly<Record<string, number>> = { n: -9, u: -6, m: -3, k: 3, M: 6, G: 9, T: 12, P: 15, E: 18 };
+const BINARY_SUFFIX_SHIFT: Readonly<Record<string, number>> = { Ki: 10, Mi: 20, Gi: 30, Ti: 40, Pi: 50, Ei: 60 };
+const INT64_MAX = (1n << 63n) - 1n;
+const INT64_MIN = -(1n << 63n);
+
+/**
+ * The quantity's integer value, or undefined when `AsInt64` would fail (not a quantity, not
+ * integral, or outside int64). Values beyond 2^53 lose precision as JS numbers; every caller
+ * range-checks far below that.
+ */
+export function quantityAsInt64(value: string | number | undefined): number | undefined {
+  if (value === undefined) return undefined;
+  if (typeof value === 'number') {
+    return Number.isSafeInteger(value) ? value : undefined;
+  }
+  const match = QUANTITY.exec(value.trim());
+  if (!match) return undefined;
+  const [, sign = '', number = '', exponent, suffix] = match;
+  const [wholeDigits = '', fractionDigits = ''] = number.split('.');
+  let mantissa = BigInt(`${wholeDigits}${fractionDigits}` || '0');
+  let decimalExponent = -fractionDigits.length;
+  if (exponent !== undefined) decimalExponent += Number(exponent.slice(1));
+  if (suffix !== undefined) {
+    const shift = BINARY_SUFFIX_SHIFT[suffix];
+    if (shift !== undefined) mantissa <<= BigInt(shift);
+    else decimalExponent += DECIMAL_SUFFIX_EXPONENT[suffix] ?? 0;
+  }
+  if (decimalExponent > 40) return mantissa === 0n ? 0 : undefined;
+  if (decimalExponent >= 0) {
+    mantissa *= 10n ** BigInt(decimalExponent);
+  } else {
+    const divisor = 10n ** BigInt(-decimalExponent);
+    if (mantissa % divisor !== 0n) return undefined;
+    mantissa /= divisor;
+  }
+  if (sign === '-') mantissa = -mantissa;
+  if (mantissa > INT64_MAX || mantissa < INT64_MIN) return undefined;
+  return Number(mantissa);
+}
+
+/** Go's `int32(x)` conversion of an int64: keeps the low 32 bits. */
+export function toInt32(value: number): number {
+  if (Number.isSafeInteger(value)) return Number(BigInt.asIntN(32, BigInt(value)));
+  return value | 0;
+}
+
+export const INT32_MAX = 2147483647;
