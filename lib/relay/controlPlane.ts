@@ -1,0 +1,149 @@
+/**
+ * HTTP client for the control plane (CONTRACT section 2): API Gateway with IAM auth (SigV4-signed) or the
+ * local server (bearer token). Every call is bounded by a deadline so no caller can hang on it.
+ */
+import { Sha256 } from '@aws-crypto/sha256-js';
+import { SignatureV4 } from '@smithy/signature-v4';
+import type { RelayConfig } from './config';
+import { ControlPlaneError, ControlPlaneTimeoutError } from './errors';
+
+export interface OutgoingRequest {
+  readonly method: 'GET' | 'POST';
+  readonly url: URL;
+  readonly headers: Record<string, string>;
+  readonly body?: string;
+}
+
+/** Adds authentication headers to a request (returns the full header set to send). */
+export type RequestSigner = (req: OutgoingRequest) => Promise<Record<string, string>>;
+
+export const unsignedRequests: RequestSigner = async (req) => req.headers;
+
+export function bearerSigner(token: string): RequestSigner {
+  return async (req) => ({ ...req.headers, authorization: `Bearer ${token}` });
+}
+
+export interface AwsCredentials {
+  readonly accessKeyId: string;
+  readonly secretAccessKey: string;
+  readonly sessionToken?: string;
+}
+
+/** The standard AWS environment variables, read at each signing because session credentials rotate. */
+export function credentialsFromEnv(env: NodeJS.ProcessEnv = process.env): AwsCredentials {
+  const accessKeyId = env.AWS_ACCESS_KEY_ID;
+  const secretAccessKey = env.AWS_SECRET_ACCESS_KEY;
+  if (!accessKeyId || !secretAccessKey) {
+    throw new ControlPlaneError('AWS_ACCESS_KEY_ID / AWS_SECRET_ACCESS_KEY are not set; cannot sign for IAM', '(signing)');
+  }
+  return { accessKeyId, secretAccessKey, ...(env.AWS_SESSION_TOKEN ? { sessionToken: env.AWS_SESSION_TOKEN } : {}) };
+}
+
+export interface SigV4Options {
+  readonly region: string;
+  readonly credentials: () => AwsCredentials | Promise<AwsCredentials>;
+  /** Injected for tests; defaults to the wall clock. */
+  readonly now?: () => Date;
+  readonly service?: string;
+}
+
+/** Signs requests for API Gateway (`execute-api`) with AWS Signature Version 4. */
+export function sigV4Signer(opts: SigV4Options): RequestSigner {
+  const signer = new SignatureV4({
+    service: opts.service ?? 'execute-api',
+    region: opts.region,
+    credentials: async () => opts.credentials(),
+    sha256: Sha256,
+  });
+  const now = opts.now ?? (() => new Date());
+  return async (req) => {
+    const query: Record<string, string> = {};
+    req.url.searchParams.forEach((value, key) => {
+      query[key] = value;
+    });
+    const signed = await signer.sign(
+      {
+        method: req.method,
+        protocol: req.url.protocol,
+        hostname: req.url.hostname,
+        ...(req.url.port ? { port: Number(req.url.port) } : {}),
+        path: req.url.pathname,
+        query,
+        headers: { ...req.headers, host: req.url.host },
+        ...(req.body !== undefined ? { body: req.body } : {}),
+      },
+      { signingDate: now() },
+    );
+    return signed.headers;
+  };
+}
+
+export function signerFromConfig(cp: RelayConfig['controlPlane'], env: NodeJS.ProcessEnv = process.env): RequestSigner {
+  switch (cp.auth) {
+    case 'token':
+      return bearerSigner(cp.token ?? '');
+    case 'iam':
+      return sigV4Signer({ region: cp.region ?? '', credentials: () => credentialsFromEnv(env) });
+    case 'none':
+      return unsignedRequests;
+  }
+}
+
+export interface ControlPlaneResponse {
+  readonly status: number;
+  /** Parsed JSON, or undefined when the body was not JSON. */
+  readonly body: unknown;
+  readonly text: string;
+}
+
+export interface CallOptions {
+  readonly timeoutMs: number;
+  /** Extra query parameters (appended as given). */
+  readonly query?: Readonly<Record<string, string>>;
+}
+
+export interface ControlPlaneClient {
+  post(path: string, body: unknown, opts: CallOptions): Promise<ControlPlaneResponse>;
+  get(path: string, opts: CallOptions): Promise<ControlPlaneResponse>;
+}
+
+export function createControlPlaneClient(baseUrl: string, sign: RequestSigner): ControlPlaneClient {
+  const call = async (method: 'GET' | 'POST', path: string, body: unknown, opts: CallOptions): Promise<ControlPlaneResponse> => {
+    const url = new URL(baseUrl.replace(/\/+$/, '') + path);
+    for (const [k, val] of Object.entries(opts.query ?? {})) url.searchParams.set(k, val);
+    const payload = body === undefined ? undefined : JSON.stringify(body);
+    const headers: Record<string, string> = { accept: 'application/json' };
+    if (payload !== undefined) headers['content-type'] = 'application/json';
+    const signal = AbortSignal.timeout(opts.timeoutMs);
+    let res: Response;
+    let text: string;
+    try {
+      const signedHeaders = await sign({ method, url, headers, ...(payload !== undefined ? { body: payload } : {}) });
+      res = await fetch(url, { method, headers: signedHeaders, ...(payload !== undefined ? { body: payload } : {}), signal });
+      text = await res.text();
+    } catch (err) {
+      if (signal.aborted) throw new ControlPlaneTimeoutError(path, opts.timeoutMs, { cause: err });
+      if (err instanceof ControlPlaneError) throw err;
+      throw new ControlPlaneError(`control plane unreachable for ${path}: ${describe(err)}`, path, undefined, { cause: err });
+    }
+    let parsed: unknown;
+    try {
+      parsed = text === '' ? undefined : JSON.parse(text);
+    } catch {
+      parsed = undefined;
+    }
+    return { status: res.status, body: parsed, text };
+  };
+  return {
+    post: (path, body, opts) => call('POST', path, body, opts),
+    get: (path, opts) => call('GET', path, undefined, opts),
+  };
+}
+
+function describe(err: unknown): string {
+  if (err instanceof Error) {
+    const cause = (err as { cause?: unknown }).cause;
+    return cause instanceof Error ? `${err.message} (${cause.message})` : err.message;
+  }
+  return String(err);
+}

@@ -1,0 +1,104 @@
+/**
+ * Effects (CONTRACT section 3): the writes the control plane decides and the relay performs, in order.
+ * Patches and bindings are required (the first failure stops the list); events are best effort.
+ */
+import { z } from 'zod';
+import type { AppLogger } from '../powertools';
+
+const podTarget = {
+  namespace: z.string().min(1),
+  name: z.string().min(1),
+  uid: z.string().default(''),
+};
+
+export const patchPodAnnotationsSchema = z.object({
+  kind: z.literal('PatchPodAnnotations'),
+  ...podTarget,
+  annotations: z.record(z.string(), z.string().nullable()),
+  labels: z.record(z.string(), z.string().nullable()).optional(),
+});
+
+export const bindPodSchema = z.object({ kind: z.literal('BindPod'), ...podTarget, node: z.string().min(1) });
+
+export const recordEventSchema = z.object({
+  kind: z.literal('RecordEvent'),
+  ...podTarget,
+  type: z.enum(['Normal', 'Warning']),
+  reason: z.string().min(1),
+  message: z.string(),
+});
+
+export const effectSchema = z.discriminatedUnion('kind', [patchPodAnnotationsSchema, bindPodSchema, recordEventSchema]);
+export const effectsSchema = z.array(effectSchema);
+
+export type PatchPodAnnotationsEffect = z.infer<typeof patchPodAnnotationsSchema>;
+export type BindPodEffect = z.infer<typeof bindPodSchema>;
+export type RecordEventEffect = z.infer<typeof recordEventSchema>;
+export type Effect = z.infer<typeof effectSchema>;
+
+/** The cluster writes Effects need; implemented over client-node in kubeWriter.ts, doubled in tests. */
+export interface ClusterWriter {
+  /** JSON merge patch of the pod's metadata; null deletes a key. Throws KubeWriteError. */
+  patchPodMetadata(effect: PatchPodAnnotationsEffect): Promise<void>;
+  /** Creates the Binding; a 409 because the pod is already on `node` counts as success. Throws KubeWriteError. */
+  bindPod(effect: BindPodEffect): Promise<void>;
+  /** Records a core/v1 Event (aggregated like client-go's recorder). May throw; callers treat it as best effort. */
+  recordEvent(effect: RecordEventEffect): Promise<void>;
+}
+
+export type ApplyOutcome = { readonly ok: true } | { readonly ok: false; readonly error: string };
+
+/**
+ * Applies effects in order. Stops at the first failed patch or binding and returns its text; a failed
+ * event is logged and skipped.
+ */
+export async function applyEffects(effects: readonly Effect[], writer: ClusterWriter, logger: AppLogger): Promise<ApplyOutcome> {
+  for (const effect of effects) {
+    switch (effect.kind) {
+      case 'PatchPodAnnotations':
+      case 'BindPod':
+        try {
+          if (effect.kind === 'BindPod') await writer.bindPod(effect);
+          else await writer.patchPodMetadata(effect);
+        } catch (err) {
+          const error = err instanceof Error ? err.message : String(err);
+          logger.warn('EffectFailed', { effect: effect.kind, namespace: effect.namespace, pod: effect.name, error });
+          return { ok: false, error };
+        }
+        break;
+      case 'RecordEvent':
+        try {
+          await writer.recordEvent(effect);
+        } catch (err) {
+          logger.warn('EventNotRecorded', {
+            namespace: effect.namespace,
+            pod: effect.name,
+            reason: effect.reason,
+            error: err instanceof Error ? err.message : String(err),
+          });
+        }
+        break;
+    }
+  }
+  return { ok: true };
+}
+
+/**
+ * Reads `Effects` from a control-plane answer (any letter case, like the extender keys) and returns the
+ * answer without it, ready for kube-scheduler.
+ */
+export function splitEffects(answer: unknown): { readonly rest: Record<string, unknown>; readonly effects: Effect[]; readonly invalid?: string } {
+  if (answer === null || typeof answer !== 'object' || Array.isArray(answer)) return { rest: {}, effects: [] };
+  const rest: Record<string, unknown> = {};
+  let raw: unknown;
+  for (const [k, val] of Object.entries(answer)) {
+    if (k.toLowerCase() === 'effects') raw = val;
+    else rest[k] = val;
+  }
+  if (raw === undefined || raw === null) return { rest, effects: [] };
+  const parsed = effectsSchema.safeParse(raw);
+  if (!parsed.success) {
+    return { rest, effects: [], invalid: parsed.error.issues.map((i) => `Effects.${i.path.join('.')}: ${i.message}`).join('; ') };
+  }
+  return { rest, effects: parsed.data };
+}

@@ -1,0 +1,89 @@
+/**
+ * ClusterWriter over @kubernetes/client-node: merge-patches pods, creates Bindings, records Events.
+ * Kubernetes errors are translated to KubeWriteError here, never further up.
+ */
+import { ApiException, PatchStrategy, setHeaderOptions, type CoreV1Api } from '@kubernetes/client-node';
+import type { BindPodEffect, ClusterWriter, PatchPodAnnotationsEffect, RecordEventEffect } from './effects';
+import { KubeWriteError } from './errors';
+import { EventCorrelator } from './eventCorrelator';
+
+const mergePatch = setHeaderOptions('Content-Type', PatchStrategy.MergePatch);
+
+/** The message of a Kubernetes Status body, which client-node hands over as a raw string. */
+export function statusMessage(err: unknown): string {
+  if (err instanceof ApiException) {
+    const body: unknown = err.body;
+    if (typeof body === 'string') {
+      try {
+        const parsed = JSON.parse(body) as { message?: unknown };
+        if (typeof parsed.message === 'string') return parsed.message;
+      } catch {
+        // not JSON: fall through to the raw text
+      }
+      if (body !== '') return body;
+    } else if (body !== null && typeof body === 'object' && typeof (body as { message?: unknown }).message === 'string') {
+      return (body as { message: string }).message;
+    }
+    return `HTTP ${err.code}`;
+  }
+  return err instanceof Error ? err.message : String(err);
+}
+
+function statusCode(err: unknown): number | undefined {
+  return err instanceof ApiException ? err.code : undefined;
+}
+
+export function createKubeWriter(core: CoreV1Api, correlator: EventCorrelator): ClusterWriter {
+  const patchPodMetadata = async (e: PatchPodAnnotationsEffect): Promise<void> => {
+    const body = { metadata: { annotations: e.annotations, ...(e.labels !== undefined ? { labels: e.labels } : {}) } };
+    try {
+      await core.patchNamespacedPod({ name: e.name, namespace: e.namespace, body }, mergePatch);
+    } catch (err) {
+      throw new KubeWriteError(`patch pod ${e.namespace}/${e.name}: ${statusMessage(err)}`, statusCode(err), { cause: err });
+    }
+  };
+
+  const bindPod = async (e: BindPodEffect): Promise<void> => {
+    const body = {
+      apiVersion: 'v1',
+      kind: 'Binding',
+      metadata: { name: e.name, namespace: e.namespace, ...(e.uid !== '' ? { uid: e.uid } : {}) },
+      target: { apiVersion: 'v1', kind: 'Node', name: e.node },
+    };
+    try {
+      await core.createNamespacedPodBinding({ name: e.name, namespace: e.namespace, body });
+    } catch (err) {
+      // A retried bind after a timed-out but successful one: the pod is already where we wanted it.
+      if (statusCode(err) === 409 && (await boundNode(e)) === e.node) return;
+      throw new KubeWriteError(`bind pod ${e.namespace}/${e.name} to ${e.node}: ${statusMessage(err)}`, statusCode(err), { cause: err });
+    }
+  };
+
+  const boundNode = async (e: BindPodEffect): Promise<string | undefined> => {
+    try {
+      const pod = await core.readNamespacedPod({ name: e.name, namespace: e.namespace });
+      return pod.spec?.nodeName;
+    } catch {
+      return undefined;
+    }
+  };
+
+  const recordEvent = async (e: RecordEventEffect): Promise<void> => {
+    const decision = correlator.correlate(e);
+    if (decision.action === 'create') {
+      await core.createNamespacedEvent({ namespace: decision.event.metadata.namespace, body: decision.event as never });
+      return;
+    }
+    try {
+      await core.patchNamespacedEvent({ name: decision.name, namespace: decision.namespace, body: decision.patch }, mergePatch);
+    } catch (err) {
+      if (statusCode(err) !== 404) throw err;
+      // The earlier event expired on the server (events have a TTL): start a new one, as client-go does.
+      correlator.forget(decision.cacheKey);
+      const again = correlator.correlate(e);
+      if (again.action === 'create') await core.createNamespacedEvent({ namespace: again.event.metadata.namespace, body: again.event as never });
+    }
+  };
+
+  return { patchPodMetadata, bindPod, recordEvent };
+}

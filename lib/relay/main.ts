@@ -1,0 +1,47 @@
+/**
+ * Entry point of dist/relay.js. `node dist/relay.js` runs the relay against the current cluster
+ * credentials; `node dist/relay.js node-agent` (or RELAY_MODE=node-agent) runs the node reporter.
+ */
+import { logger } from '../powertools';
+import { loadRelayConfig } from './config';
+import { RelayConfigError } from './errors';
+import { loadKubeConfig } from './kubeconfig';
+import { startRelay } from './relay';
+
+function wantsNodeAgent(argv: readonly string[], env: NodeJS.ProcessEnv): boolean {
+  return argv.includes('node-agent') || env.RELAY_MODE === 'node-agent';
+}
+
+function onShutdown(stop: () => void): void {
+  for (const signal of ['SIGINT', 'SIGTERM'] as const) process.once(signal, stop);
+}
+
+async function main(): Promise<void> {
+  if (wantsNodeAgent(process.argv.slice(2), process.env)) {
+    // Loaded lazily: the relay itself never needs the node reporter's code.
+    const { runNodeAgent } = await import('../realtime/agent');
+    const controller = new AbortController();
+    onShutdown(() => controller.abort());
+    await runNodeAgent({ signal: controller.signal });
+    return;
+  }
+  const config = loadRelayConfig(process.env);
+  const { kubeConfig, source } = loadKubeConfig(process.env);
+  logger.info('ClusterCredentials', { source: source.kind, detail: source.detail, server: kubeConfig.getCurrentCluster()?.server });
+  const relay = await startRelay({ config, kubeConfig, logger });
+  // Printed plainly too, so `npm run relay` shows where it listens.
+  console.log(`relay listening: extender ${relay.extenderUrl}, users ${relay.userUrl}`);
+  onShutdown(() => {
+    logger.info('RelayStopping');
+    void relay.close().then(() => process.exit(0));
+  });
+}
+
+main().catch((err: unknown) => {
+  if (err instanceof RelayConfigError) {
+    console.error(err.message);
+  } else {
+    logger.error('RelayFailed', { error: err instanceof Error ? err.message : String(err) });
+  }
+  process.exit(1);
+});

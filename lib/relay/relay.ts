@@ -1,0 +1,86 @@
+/**
+ * Composition root of the relay: builds the clients once and wires extender, watcher, forwarder and
+ * the two HTTP listeners. Used by main.ts and by the tests (which inject a logger, a delay and ports).
+ */
+import type { Server } from 'node:http';
+import { AuthenticationV1Api, AuthorizationV1Api, CoreV1Api, type KubeConfig } from '@kubernetes/client-node';
+import type { AppLogger } from '../powertools';
+import type { RelayConfig } from './config';
+import { createControlPlaneClient, signerFromConfig, type RequestSigner } from './controlPlane';
+import type { DelayFn } from './delay';
+import { EventCorrelator } from './eventCorrelator';
+import { ClusterEventForwarder } from './forwarder';
+import { createKubeWriter } from './kubeWriter';
+import { closeServer, createRelayServer, listen } from './server';
+import { ClusterWatcher } from './watcher';
+
+export interface StartRelayOptions {
+  readonly config: RelayConfig;
+  readonly kubeConfig: KubeConfig;
+  readonly logger: AppLogger;
+  /** Defaults to the signer the config asks for (SigV4, bearer token or none). */
+  readonly signer?: RequestSigner;
+  readonly delay?: DelayFn;
+  readonly now?: () => Date;
+}
+
+export interface RunningRelay {
+  readonly extenderUrl: string;
+  readonly userUrl: string;
+  readonly watcher: ClusterWatcher;
+  readonly forwarder: ClusterEventForwarder;
+  close(): Promise<void>;
+}
+
+export async function startRelay(opts: StartRelayOptions): Promise<RunningRelay> {
+  const { config, kubeConfig, logger } = opts;
+  const controlPlane = createControlPlaneClient(config.controlPlane.url, opts.signer ?? signerFromConfig(config.controlPlane));
+  const core = kubeConfig.makeApiClient(CoreV1Api);
+  const writer = createKubeWriter(core, new EventCorrelator(config.eventSourceComponent, opts.now));
+  const forwarder = new ClusterEventForwarder({
+    controlPlane,
+    logger,
+    maxEvents: config.batch.maxEvents,
+    maxDelayMs: config.batch.maxDelayMs,
+    backoff: config.backoff,
+    requestTimeoutMs: config.extenderDeadlineMs,
+    ...(opts.delay ? { delay: opts.delay } : {}),
+  });
+  const watcher = new ClusterWatcher({
+    kubeConfig,
+    core,
+    forwarder,
+    logger,
+    managedResources: config.managedResources,
+    backoff: config.backoff,
+    watchTimeoutSeconds: config.watchTimeoutSeconds,
+    resyncIntervalMs: config.resyncIntervalMs,
+    ...(opts.delay ? { delay: opts.delay } : {}),
+  });
+  const deps = {
+    extender: { controlPlane, writer, logger, deadlineMs: config.extenderDeadlineMs },
+    controlPlane,
+    reviews: { authn: kubeConfig.makeApiClient(AuthenticationV1Api), authz: kubeConfig.makeApiClient(AuthorizationV1Api) },
+    logger,
+    watcherSynced: () => watcher.status().synced,
+    probeTimeoutMs: 2_000,
+    schedulerLogTimeoutMs: config.extenderDeadlineMs,
+  };
+  const servers: Server[] = [createRelayServer('extender', deps), createRelayServer('user', deps)];
+  const [extenderServer, userServer] = servers as [Server, Server];
+  const extenderUrl = await listen(extenderServer, config.port, config.host);
+  const userUrl = await listen(userServer, config.userPort, config.host);
+  watcher.start();
+  logger.info('RelayStarted', { extenderUrl, userUrl, controlPlane: config.controlPlane.url, auth: config.controlPlane.auth });
+  return {
+    extenderUrl,
+    userUrl,
+    watcher,
+    forwarder,
+    async close() {
+      watcher.stop();
+      forwarder.close();
+      await Promise.all(servers.map(closeServer));
+    },
+  };
+}

@@ -1,0 +1,163 @@
+/**
+ * The relay's HTTP surface. Two listeners share one router: the extender listener serves kube-scheduler's
+ * verbs, the user listener serves scheduler logs; both serve probes. Splitting them lets a
+ * NetworkPolicy keep /filter and /bind reachable by the scheduler only (the protocol has no auth).
+ */
+import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
+import type { AddressInfo } from 'node:net';
+import type { AppLogger } from '../powertools';
+import type { ControlPlaneClient } from './controlPlane';
+import { relayBind, relayFilter, type ExtenderDeps } from './extender';
+import { authorizePodRead, statusBody, type ReviewApis } from './userAuth';
+
+export const MAX_BODY_BYTES = 8 * 1024 * 1024;
+const SCHEDULER_LOG_ROUTE = /^\/api\/v1\/namespaces\/([^/]+)\/pods\/([^/]+)\/schedulerlog$/;
+const PASSED_QUERY = ['detail', 'history'] as const;
+
+export interface RouterDeps {
+  readonly extender: ExtenderDeps;
+  readonly controlPlane: ControlPlaneClient;
+  readonly reviews: ReviewApis;
+  readonly logger: AppLogger;
+  /** Ready once informers have listed; the control plane's /healthz is checked on each probe. */
+  readonly watcherSynced: () => boolean;
+  readonly probeTimeoutMs: number;
+  readonly schedulerLogTimeoutMs: number;
+}
+
+export type Listener = 'extender' | 'user';
+
+class BodyTooLargeError extends Error {
+  constructor() {
+    super(`request body exceeds ${MAX_BODY_BYTES} bytes`);
+    this.name = 'BodyTooLargeError';
+  }
+}
+
+function readBody(req: IncomingMessage): Promise<string> {
+  return new Promise((resolve, reject) => {
+    const chunks: Buffer[] = [];
+    let size = 0;
+    req.on('data', (chunk: Buffer) => {
+      size += chunk.length;
+      if (size > MAX_BODY_BYTES) {
+        reject(new BodyTooLargeError());
+        req.destroy();
+        return;
+      }
+      chunks.push(chunk);
+    });
+    req.on('end', () => resolve(Buffer.concat(chunks).toString('utf8')));
+    req.on('error', reject);
+  });
+}
+
+function send(res: ServerResponse, status: number, body: unknown): void {
+  const text = typeof body === 'string' ? body : JSON.stringify(body);
+  res.writeHead(status, { 'content-type': 'application/json', 'content-length': Buffer.byteLength(text) });
+  res.end(text);
+}
+
+async function readiness(deps: RouterDeps): Promise<{ ready: boolean; checks: Record<string, string> }> {
+  const informers = deps.watcherSynced() ? 'ok' : 'informers not synced';
+  let controlPlane = 'ok';
+  try {
+    const res = await deps.controlPlane.get('/healthz', { timeoutMs: deps.probeTimeoutMs });
+    if (res.status !== 200) controlPlane = `control plane /healthz answered HTTP ${res.status}`;
+  } catch (err) {
+    controlPlane = err instanceof Error ? err.message : String(err);
+  }
+  return { ready: informers === 'ok' && controlPlane === 'ok', checks: { informers, controlPlane } };
+}
+
+async function schedulerLog(req: IncomingMessage, res: ServerResponse, url: URL, match: RegExpExecArray, deps: RouterDeps): Promise<number> {
+  const namespace = decodeURIComponent(match[1] ?? '');
+  const name = decodeURIComponent(match[2] ?? '');
+  const decision = await authorizePodRead(req.headers.authorization, { namespace, name }, deps.reviews, deps.logger);
+  if (!decision.allowed) {
+    send(res, decision.code, statusBody(decision.code, decision.reason, decision.message));
+    return decision.code;
+  }
+  const query: Record<string, string> = {};
+  for (const key of PASSED_QUERY) {
+    const value = url.searchParams.get(key);
+    if (value !== null) query[key] = value;
+  }
+  try {
+    const answer = await deps.controlPlane.get(url.pathname, { timeoutMs: deps.schedulerLogTimeoutMs, query });
+    send(res, answer.status, answer.text);
+    return answer.status;
+  } catch (err) {
+    deps.logger.warn('SchedulerLogUnavailable', { namespace, pod: name, error: err instanceof Error ? err.message : String(err) });
+    send(res, 503, statusBody(503, 'ServiceUnavailable', 'the scheduler control plane is unavailable; retry later'));
+    return 503;
+  }
+}
+
+/** Handles one request on the given listener; returns the status for the access log. */
+async function route(listener: Listener, req: IncomingMessage, res: ServerResponse, deps: RouterDeps): Promise<number> {
+  const url = new URL(req.url ?? '/', 'http://relay.invalid');
+  const method = req.method ?? 'GET';
+  if (method === 'GET' && url.pathname === '/healthz') {
+    send(res, 200, { status: 'ok' });
+    return 200;
+  }
+  if (method === 'GET' && url.pathname === '/readyz') {
+    const r = await readiness(deps);
+    send(res, r.ready ? 200 : 503, r);
+    return r.ready ? 200 : 503;
+  }
+  if (listener === 'extender' && method === 'POST' && (url.pathname === '/filter' || url.pathname === '/bind')) {
+    let body: string;
+    try {
+      body = await readBody(req);
+    } catch (err) {
+      // Still 200: kube-scheduler discards other bodies and would only see a code.
+      send(res, 200, { Error: err instanceof Error ? err.message : String(err) });
+      return 200;
+    }
+    const answer = url.pathname === '/filter' ? await relayFilter(body, deps.extender) : await relayBind(body, deps.extender);
+    send(res, 200, answer);
+    return 200;
+  }
+  const match = listener === 'user' && method === 'GET' ? SCHEDULER_LOG_ROUTE.exec(url.pathname) : null;
+  if (match !== null) return schedulerLog(req, res, url, match, deps);
+  send(res, 404, statusBody(404, 'NotFound', `no route for ${method} ${url.pathname}`));
+  return 404;
+}
+
+export function createRelayServer(listener: Listener, deps: RouterDeps): Server {
+  return createServer((req, res) => {
+    const started = Date.now();
+    route(listener, req, res, deps)
+      .then((status) => {
+        // Paths only: query strings and headers (which carry tokens) are never logged.
+        if (!req.url?.startsWith('/healthz') && !req.url?.startsWith('/readyz')) {
+          deps.logger.debug('Request', { listener, method: req.method, path: new URL(req.url ?? '/', 'http://x').pathname, status, durationMs: Date.now() - started });
+        }
+      })
+      .catch((err: unknown) => {
+        deps.logger.error('RequestFailed', { listener, path: new URL(req.url ?? '/', 'http://x').pathname, error: err instanceof Error ? err.message : String(err) });
+        if (!res.headersSent) send(res, 500, statusBody(500, 'InternalError', 'internal error'));
+        else res.destroy();
+      });
+  });
+}
+
+export async function listen(server: Server, port: number, host: string): Promise<string> {
+  await new Promise<void>((resolve, reject) => {
+    server.once('error', reject);
+    server.listen(port, host, () => {
+      server.off('error', reject);
+      resolve();
+    });
+  });
+  const addr = server.address() as AddressInfo;
+  const shownHost = addr.address.includes(':') ? `[${addr.address}]` : addr.address;
+  return `http://${shownHost}:${addr.port}`;
+}
+
+export async function closeServer(server: Server): Promise<void> {
+  server.closeAllConnections();
+  await new Promise<void>((resolve) => server.close(() => resolve()));
+}
