@@ -1,0 +1,149 @@
+/**
+ * What each failure means, why it usually happens and what to do, for every reason the scheduler can
+ * report. Based on the failure table of HAMi's debugging guide, extended to every code HAMi defines
+ * and to our own node-level, bind and real-time texts. Keyed by the exact code or text.
+ */
+import { ReasonCode } from '../engine/types';
+import { ExtraReasonKey, type ReasonKey } from './reasons';
+
+export interface Hint {
+  readonly code: ReasonKey;
+  readonly meaning: string;
+  readonly cause: string;
+  readonly fix: string;
+}
+
+type HintText = Omit<Hint, 'code'>;
+
+// A Record over the full key union: the compiler refuses to build if a code has no hint.
+const hintTexts: Readonly<Record<ReasonKey, HintText>> = {
+  [ReasonCode.CardTypeMismatch]: {
+    meaning: 'The card is not of a type this container may use.',
+    cause:
+      'The pod narrows card models with nvidia.com/use-gputype or nvidia.com/nouse-gputype, or nvidia.com/vgpu-mode names a mode the card does not run in.',
+    fix: 'Compare those pod annotations with the card types shown by `hami-diag node <node>`; fix the spelling or remove the restriction, or target nodes with that model.',
+  },
+  [ReasonCode.CardUuidMismatch]: {
+    meaning: 'The card is excluded by the pod’s card UUID selection.',
+    cause: 'The pod lists cards with nvidia.com/use-gpuuuid (only these) or nvidia.com/nouse-gpuuuid (never these).',
+    fix: 'Check the UUIDs in those annotations against `hami-diag node <node>`; drop the annotation unless the pod really needs specific cards.',
+  },
+  [ReasonCode.CardTimeSlicingExhausted]: {
+    meaning: 'The card already hosts as many tasks as it may be shared by.',
+    cause: 'Every share of the card (the device plugin’s deviceSplitCount) is booked by other pods.',
+    fix: 'Wait for pods on the card to finish, raise deviceSplitCount in the device plugin configuration, or add capacity.',
+  },
+  [ReasonCode.CardComputeUnitsExhausted]: {
+    meaning: 'All compute on the card is booked and the container asked for none.',
+    cause: 'Other pods hold 100% of the card’s cores; a container without nvidia.com/gpucores is not placed on a fully booked card.',
+    fix: 'Set nvidia.com/gpucores explicitly, or wait for the card’s compute to be released.',
+  },
+  [ReasonCode.CardInsufficientMemory]: {
+    meaning: 'The card’s free GPU memory is less than the container requests.',
+    cause: 'nvidia.com/gpumem (or gpumem-percentage) is larger than what remains on the card after the memory booked by other pods.',
+    fix: 'Lower the memory request, wait for pods on the card to release memory, or use nodes with larger cards (`hami-diag node <node>` shows free memory per card).',
+  },
+  [ReasonCode.CardInsufficientCore]: {
+    meaning: 'The card’s free compute share is less than the container requests.',
+    cause: 'nvidia.com/gpucores plus the cores other pods booked on the card exceed 100%.',
+    fix: 'Lower nvidia.com/gpucores, wait for pods on the card to finish, or add cards.',
+  },
+  [ReasonCode.CardNotHealth]: {
+    meaning: 'The card is marked unhealthy.',
+    cause: 'The device plugin reported the card unhealthy (driver or XID errors, card lost), or the node’s registration is stale.',
+    fix: 'Check the card on the node (nvidia-smi, kernel log) and the device plugin logs; it is used again once reported healthy.',
+  },
+  [ReasonCode.CardCordoned]: {
+    meaning: 'The card is cordoned: the scheduler must not place new work on it.',
+    cause: 'The card’s UUID is listed in the node annotation hami.io/device-cordon.',
+    fix: 'Remove the UUID from hami.io/device-cordon once the card is fit for use again.',
+  },
+  [ReasonCode.NumaNotFit]: {
+    meaning: 'Not enough suitable cards on a single NUMA node.',
+    cause: 'The pod sets nvidia.com/numa-bind, so all its cards must share one NUMA node, and no NUMA node has enough that fit.',
+    fix: 'Request fewer cards, drop nvidia.com/numa-bind if locality is not required, or wait for cards on one NUMA node to free up.',
+  },
+  [ReasonCode.ExclusiveDeviceAllocateConflict]: {
+    meaning: 'The container needs the card to itself, but the card is already in use.',
+    cause: 'nvidia.com/gpucores: 100 (whole card) or the mutex GPU policy asks for exclusive use, and another pod already holds part of the card.',
+    fix: 'Wait for the other pods on the card to finish, schedule onto another node, or request less than 100 cores so the card can be shared.',
+  },
+  [ReasonCode.CardNotFoundCustomFilterRule]: {
+    meaning: 'A vendor-specific placement rule found no place on the card.',
+    cause: 'The card’s custom filter (used by MIG-style partitioning) has no free layout for the request.',
+    fix: 'Lower the request to a size the card’s partitions offer, or use cards in a non-partitioned mode.',
+  },
+  [ReasonCode.CardMigTopologyInfeasible]: {
+    meaning: 'The MIG card has no free slice combination large enough.',
+    cause: 'The card runs in MIG mode and every free placement of a profile with enough memory is taken or does not exist.',
+    fix: 'Request a smaller memory size, wait for MIG slices to be released, or reconfigure the card’s MIG geometry.',
+  },
+  [ReasonCode.NodeInsufficientDevice]: {
+    meaning: 'The container asks for more cards than the node has at all.',
+    cause: 'nvidia.com/gpu is larger than the number of cards of the requested type on the node, whatever their usage.',
+    fix: 'Lower nvidia.com/gpu, or run the pod on nodes with more cards (`hami-diag node <node>` lists them).',
+  },
+  [ReasonCode.AllocatedCardsInsufficientRequest]: {
+    meaning: 'Some cards fit, but fewer than the container asks for.',
+    cause: 'Only part of the requested nvidia.com/gpu cards have enough free memory, cores and slots at the same time.',
+    fix: 'Request fewer cards or less per card, or wait until enough cards on one node are free.',
+  },
+  [ReasonCode.NodeUnfitPod]: {
+    meaning: 'The node cannot host the pod: at least one container did not fit.',
+    cause: 'Usually the per-container reasons explain it; when they do not, the node’s device registration is stale or does not match what the pod asks for.',
+    fix: 'Read the container reasons; check the device plugin on the node and its registration with `hami-diag node <node>`.',
+  },
+  [ReasonCode.NodeFitPod]: {
+    meaning: 'The node can host the pod; its score ranks it against the other fitting nodes.',
+    cause: 'Every container found cards. With the binpack node policy the fullest node wins, with spread the emptiest.',
+    fix: 'Nothing to fix. To prefer other nodes, change the node policy (hami.io/node-scheduler-policy).',
+  },
+  [ReasonCode.ResourceQuotaNotFit]: {
+    meaning: 'Placing the pod would exceed its namespace’s GPU quota.',
+    cause: 'A ResourceQuota sets limits.nvidia.com/gpumem or limits.nvidia.com/gpucores, and the pods already booked in the namespace leave too little.',
+    fix: 'Inspect the quota (`kubectl describe resourcequota -n <namespace>`); raise it, free GPU pods in the namespace, or lower the request.',
+  },
+  [ReasonCode.CardRealtimeInsufficientMemory]: {
+    meaning: 'Memory actually in use on the card, measured on the node, leaves too little for the request.',
+    cause: 'Processes that the scheduler does not account for (pods outside HAMi, host processes) use GPU memory; the real-time check (strict mode) keeps a safety margin as well.',
+    fix: 'Find the processes with nvidia-smi on the node; lower the request, switch HAMI_REALTIME_CHECK_MODE to warning, or set hami.io/enable-realtime-check: "false" on the pod.',
+  },
+  [ExtraReasonKey.NodeUnregistered]: {
+    meaning: 'The scheduler has no usable GPU registration for the node.',
+    cause: 'The device plugin is not running on the node or has not reported yet, hami.io/node-nvidia-register is missing or empty, allocatable nvidia.com/gpu is 0, or the relay has not forwarded the node.',
+    fix: 'Check the device plugin pod on the node and the node’s hami.io/node-nvidia-register annotation; `hami-diag node <node>` shows what the scheduler holds.',
+  },
+  [ExtraReasonKey.DeviceTypeNotFound]: {
+    meaning: 'The node has no cards of the type the container requests.',
+    cause: 'The node registered no devices of that vendor/type, or the request names a type this scheduler does not manage.',
+    fix: 'Run the pod on nodes with that device type, or correct the resource name in the pod.',
+  },
+  [ExtraReasonKey.NodeLockContention]: {
+    meaning: 'Another pod is being bound to the node, so the node lock was not granted.',
+    cause: 'A bind for another pod took the node lock (hami.io/mutex.lock) less than 5 minutes ago and its device allocation has not finished.',
+    fix: 'Usually transient: kube-scheduler retries. If it persists, check the lock holder shown by `hami-diag node <node>` and the device plugin on that node; the lock expires after 5 minutes.',
+  },
+  [ExtraReasonKey.InvalidDeviceScoringWeights]: {
+    meaning: 'The pod’s hami.io/device-scoring-weights annotation is invalid, so no node was tried.',
+    cause: 'The annotation must have exactly slot, core and memory, each once, as non-negative integers, not all zero.',
+    fix: 'Fix or remove the annotation, e.g. hami.io/device-scoring-weights: "slot=1,core=1,memory=1".',
+  },
+  [ExtraReasonKey.FilterError]: {
+    meaning: 'The pod was rejected before any node was evaluated.',
+    cause: 'Something in the pod itself (its annotations or resource requests) cannot be scheduled as written.',
+    fix: 'Read the filter summary for the exact text and correct the pod.',
+  },
+  [ExtraReasonKey.BindingFailed]: {
+    meaning: 'A node was chosen, but binding the pod to it failed.',
+    cause: 'The relay could not patch the pod or create its Binding (API server errors, missing RBAC), or the pod changed or was deleted meanwhile.',
+    fix: 'Read the bind summary and the relay logs; kube-scheduler retries the pod.',
+  },
+};
+
+export const hints: readonly Hint[] = Object.entries(hintTexts).map(([code, text]) => ({ code: code as ReasonKey, ...text }));
+
+const hintsByKey: ReadonlyMap<string, Hint> = new Map(hints.map((hint) => [hint.code, hint]));
+
+export function hintFor(key: string): Hint | undefined {
+  return hintsByKey.get(key);
+}

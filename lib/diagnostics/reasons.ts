@@ -1,0 +1,93 @@
+/**
+ * Reading HAMi's failure texts back into codes, so the scheduler log can attach a hint to each and
+ * metrics can count them. `"x/y Reason"` pieces follow ParseReason (hami-spec 4.3); the other texts
+ * are the node-level, bind and filter-error messages we know by shape.
+ */
+import { NodeFailure, ReasonCode, type NodeEvidence } from '../engine/types';
+
+/** One `"<count>/<cards> <Reason>"` piece of a GenReason string. */
+export interface ReasonEntry {
+  readonly count: number;
+  readonly total: number;
+  readonly code: string;
+}
+
+/** Keys that have a hint but are not HAMi reason codes: node-level, bind and filter-error texts. */
+export const ExtraReasonKey = {
+  NodeUnregistered: NodeFailure.Unregistered,
+  DeviceTypeNotFound: NodeFailure.DeviceTypeNotFound,
+  NodeLockContention: 'NodeLockContention',
+  InvalidDeviceScoringWeights: 'InvalidDeviceScoringWeights',
+  FilterError: 'FilterError',
+  BindingFailed: 'BindingFailed',
+} as const;
+export type ExtraReasonKey = (typeof ExtraReasonKey)[keyof typeof ExtraReasonKey];
+
+/** Everything a hint can be looked up by. */
+export type ReasonKey = ReasonCode | ExtraReasonKey;
+
+const reasonCodes: ReadonlySet<string> = new Set(Object.values(ReasonCode));
+const bareKeys: ReadonlySet<string> = new Set<string>([...reasonCodes, NodeFailure.Unregistered, NodeFailure.DeviceTypeNotFound]);
+
+// Go's Sscanf("%d/%d %s"): two integers around a slash, a space, then a word; the rest is ignored.
+const entryPattern = /^\s*([+-]?\d+)\/([+-]?\d+) (\S+)/;
+
+/** ParseReason: split on `", "`, keep the pieces that scan as `%d/%d %s`, ignore the others. */
+export function parseReason(text: string): ReasonEntry[] {
+  const entries: ReasonEntry[] = [];
+  for (const piece of text.split(', ')) {
+    const match = entryPattern.exec(piece);
+    if (!match) continue;
+    entries.push({ count: Number(match[1]), total: Number(match[2]), code: match[3] ?? '' });
+  }
+  return entries;
+}
+
+export function isReasonCode(text: string): text is ReasonCode {
+  return reasonCodes.has(text);
+}
+
+/**
+ * The hint keys a node or container failure text names, in order of appearance: the codes of its
+ * `x/y` pieces, or the text itself when it is a bare code or a known node-level text
+ * (`NodeInsufficientDevice`, `node unregistered`, `Device type not found`). Unknown codes are dropped.
+ */
+export function reasonKeysOf(text: string): ReasonKey[] {
+  const keys: ReasonKey[] = [];
+  for (const entry of parseReason(text)) {
+    if (isReasonCode(entry.code) && !keys.includes(entry.code)) keys.push(entry.code);
+  }
+  if (keys.length > 0) return keys;
+  const bare = text.trim();
+  return bareKeys.has(bare) ? [bare as ReasonKey] : [];
+}
+
+/** Bind failures: HAMi's lock texts (hami-spec 6.2) end in `node lock contention`. */
+export function bindFailureKey(summary: string): ReasonKey {
+  return /: node lock contention$/.test(summary.trim()) ? ExtraReasonKey.NodeLockContention : ExtraReasonKey.BindingFailed;
+}
+
+/** Filter errors (a bad pod, not a bad node): the scoring-weights texts start with the annotation name. */
+export function filterErrorKey(summary: string): ReasonKey {
+  return summary.startsWith('invalid hami.io/device-scoring-weights annotation')
+    ? ExtraReasonKey.InvalidDeviceScoringWeights
+    : ExtraReasonKey.FilterError;
+}
+
+/**
+ * The reasons a failed node shows, once each: its failed containers' codes, or, when no container
+ * failed, its node-level text (`node unregistered`). Passed nodes show none.
+ */
+export function nodeReasonKeys(node: NodeEvidence): ReasonKey[] {
+  if (node.status !== 'failed') return [];
+  const failed = node.containers.filter((container) => container.status === 'failed');
+  const texts = failed.length > 0 ? failed.map((container) => container.reason ?? '') : [node.reason ?? ''];
+  return [...new Set(texts.flatMap(reasonKeysOf))];
+}
+
+/** How many nodes show each reason, most first; ties keep first appearance. */
+export function countNodesByReason(nodes: readonly NodeEvidence[]): [ReasonKey, number][] {
+  const counts = new Map<ReasonKey, number>();
+  for (const node of nodes) for (const key of nodeReasonKeys(node)) counts.set(key, (counts.get(key) ?? 0) + 1);
+  return [...counts.entries()].sort((a, b) => b[1] - a[1]);
+}

@@ -1,0 +1,235 @@
+/**
+ * The scheduler log (CONTRACT section 5): a stored scheduling attempt rendered as the Scheduler Log
+ * API proposal's JSON, plus our additions (pod identity, attempt, hints, device detail, history).
+ * Pure: the record in, the JSON out. The zod schema is what clients (hami-diag) validate against.
+ */
+import { z } from 'zod';
+import type { ContainerEvidence, NodeEvidence } from '../engine/types';
+import { hintFor, type Hint } from './hints';
+import type { AttemptRecord } from './record';
+import { bindFailureKey, countNodesByReason, filterErrorKey } from './reasons';
+
+const cardEvidenceSchema = z.object({
+  uuid: z.string(),
+  index: z.number(),
+  outcome: z.string(),
+  totalMem: z.number(),
+  usedMem: z.number(),
+  requestedMem: z.number(),
+  freeMem: z.number(),
+  totalCores: z.number(),
+  usedCores: z.number(),
+  requestedCores: z.number(),
+  slots: z.number(),
+  usedSlots: z.number(),
+  realtimeUsedMem: z.number().optional(),
+  realtimeTotalMem: z.number().optional(),
+});
+
+const chosenDeviceSchema = z.object({
+  idx: z.number(),
+  uuid: z.string(),
+  type: z.string(),
+  usedmem: z.number(),
+  usedcores: z.number(),
+});
+
+const containerRequestSchema = z.object({
+  nums: z.number(),
+  type: z.string(),
+  memreq: z.number(),
+  mempercentagereq: z.number(),
+  coresreq: z.number(),
+});
+
+const containerLogSchema = z.object({
+  name: z.string(),
+  status: z.enum(['passed', 'failed', 'skipped']),
+  reason: z.string().optional(),
+  /** Present (true) for init containers only. */
+  init: z.literal(true).optional(),
+  /** `?detail=devices`: what the container asked for per card. */
+  request: containerRequestSchema.optional(),
+  /** `?detail=devices`: every card tried, in the order tried, with the numbers compared. */
+  devices: z.array(cardEvidenceSchema).optional(),
+  /** `?detail=devices`: the cards given to the container when it passed. */
+  chosen: z.array(chosenDeviceSchema).optional(),
+});
+
+const nodeLogSchema = z.object({
+  name: z.string(),
+  status: z.enum(['passed', 'failed']),
+  score: z.number(),
+  /** Node-level failure that is not about a container (e.g. `node unregistered`). */
+  reason: z.string().optional(),
+  containers: z.array(containerLogSchema),
+});
+
+const hintSchema = z.object({ code: z.string(), meaning: z.string(), cause: z.string(), fix: z.string() });
+
+const attemptLogSchema = z.object({
+  status: z.enum(['succeeded', 'failed', 'pending']),
+  filter: z.object({
+    status: z.enum(['passed', 'failed']),
+    summary: z.string(),
+    nodes: z.array(nodeLogSchema),
+  }),
+  bind: z.object({
+    status: z.enum(['passed', 'failed', 'pending']),
+    summary: z.string(),
+    node: z.string().optional(),
+    time: z.string().optional(),
+  }),
+  pod: z.object({ namespace: z.string(), name: z.string(), uid: z.string() }),
+  attempt: z.number(),
+  attemptId: z.string(),
+  time: z.string(),
+});
+
+export const schedulerLogSchema = attemptLogSchema.extend({
+  hints: z.array(hintSchema),
+  /** `?history=true`: earlier attempts, newest first, without hints. */
+  history: z.array(attemptLogSchema).optional(),
+});
+
+export type CardEvidenceLog = z.infer<typeof cardEvidenceSchema>;
+export type ContainerLog = z.infer<typeof containerLogSchema>;
+export type NodeLog = z.infer<typeof nodeLogSchema>;
+export type AttemptLog = z.infer<typeof attemptLogSchema>;
+export type SchedulerLog = z.infer<typeof schedulerLogSchema>;
+
+export interface RenderOptions {
+  /** `devices`: add per-container card evidence, requests and chosen cards. */
+  readonly detail?: 'devices';
+  /** Earlier attempts of the same pod (any order; the latest itself is ignored if present). */
+  readonly history?: readonly AttemptRecord[];
+}
+
+export function renderSchedulerLog(latest: AttemptRecord, opts: RenderOptions = {}): SchedulerLog {
+  const log: SchedulerLog = { ...renderAttempt(latest, opts.detail), hints: hintsFor(latest) };
+  if (opts.history !== undefined) {
+    log.history = opts.history
+      .filter((earlier) => earlier.attemptId !== latest.attemptId)
+      .sort((a, b) => b.attempt - a.attempt || b.time.localeCompare(a.time))
+      .map((earlier) => renderAttempt(earlier, opts.detail));
+  }
+  return log;
+}
+
+/** CONTRACT 9: succeeded after a successful bind outcome, failed on a failed filter or bind, else pending. */
+export function overallStatus(record: AttemptRecord): AttemptLog['status'] {
+  if (record.filter.status === 'failed') return 'failed';
+  switch (record.bind.status) {
+    case 'passed':
+      return 'succeeded';
+    case 'failed':
+      return 'failed';
+    case 'pending':
+      return 'pending';
+  }
+}
+
+function renderAttempt(record: AttemptRecord, detail: RenderOptions['detail']): AttemptLog {
+  const bind: AttemptLog['bind'] = { status: record.bind.status, summary: record.bind.summary };
+  if (record.bind.node !== undefined) bind.node = record.bind.node;
+  if (record.bind.time !== undefined) bind.time = record.bind.time;
+  return {
+    status: overallStatus(record),
+    filter: {
+      status: record.filter.status,
+      summary: record.filter.summary,
+      nodes: record.filter.nodes.map((node) => renderNode(node, detail)),
+    },
+    bind,
+    pod: { namespace: record.pod.namespace, name: record.pod.name, uid: record.pod.uid },
+    attempt: record.attempt,
+    attemptId: record.attemptId,
+    time: record.time,
+  };
+}
+
+function renderNode(node: NodeEvidence, detail: RenderOptions['detail']): NodeLog {
+  const score = float32Json(node.score);
+  const containerFailed = node.containers.some((container) => container.status === 'failed');
+  if (node.status === 'failed' && !containerFailed) {
+    // CONTRACT 9: a failure that is not about a container is the node's own, with no containers.
+    return { name: node.name, status: node.status, score, reason: node.reason ?? '', containers: [] };
+  }
+  return { name: node.name, status: node.status, score, containers: node.containers.map((c) => renderContainer(c, detail)) };
+}
+
+function renderContainer(container: ContainerEvidence, detail: RenderOptions['detail']): ContainerLog {
+  // A container without a GPU request trivially passes; the proposal has only passed/failed (+ skipped).
+  const status = container.status === 'noRequest' ? 'passed' : container.status;
+  const out: ContainerLog = { name: container.name, status };
+  if (container.status === 'failed') out.reason = container.reason ?? '';
+  if (container.init) out.init = true;
+  if (detail === 'devices') {
+    if (container.request !== undefined) out.request = { ...container.request };
+    out.devices = container.cards.map((card) => ({ ...card }));
+    if (container.devices !== undefined) out.chosen = container.devices.map((device) => ({ ...device }));
+  }
+  return out;
+}
+
+/**
+ * Scores are float32 (hami-spec 5.6). Go's JSON encoder writes a float32 with the fewest digits that
+ * read back to the same float32 (2.35, not 2.3499999046325684); we do the same.
+ */
+export function float32Json(value: number): number {
+  if (!Number.isFinite(value) || Math.fround(value) !== value) return value;
+  for (let digits = 1; digits <= 9; digits++) {
+    const candidate = Number(value.toPrecision(digits));
+    if (Math.fround(candidate) === value) return candidate;
+  }
+  return value;
+}
+
+/** One hint per reason seen: node reasons by how many nodes show them (most first), then bind/filter. */
+function hintsFor(record: AttemptRecord): Hint[] {
+  const keys = countNodesByReason(record.filter.nodes).map(([key]) => key);
+  const summary = record.filter.summary;
+  // A failed filter with no node evaluated is a bad pod (an error text), unless there were no candidates.
+  if (record.filter.status === 'failed' && record.filter.nodes.length === 0 && !summary.startsWith('no available node')) {
+    keys.push(filterErrorKey(summary));
+  }
+  if (record.bind.status === 'failed') keys.push(bindFailureKey(record.bind.summary));
+  return [...new Set(keys)].flatMap((key) => {
+    const hint = hintFor(key);
+    return hint ? [{ ...hint }] : [];
+  });
+}
+
+/** CONTRACT 5: the body of a 404 for a pod with no scheduling record. */
+export function notFoundStatus(namespace: string, name: string): NotFoundStatus {
+  return {
+    kind: 'Status',
+    apiVersion: 'v1',
+    metadata: {},
+    status: 'Failure',
+    message: `no scheduling record for pod ${namespace}/${name}`,
+    reason: 'NotFound',
+    details: { name, kind: 'pods' },
+    code: 404,
+  };
+}
+
+export interface NotFoundStatus {
+  readonly kind: 'Status';
+  readonly apiVersion: 'v1';
+  readonly metadata: Record<string, never>;
+  readonly status: 'Failure';
+  readonly message: string;
+  readonly reason: 'NotFound';
+  readonly details: { readonly name: string; readonly kind: string };
+  readonly code: 404;
+}
+
+/** What a client accepts as a Kubernetes Status body (any error status, not only 404). */
+export const statusBodySchema = z.object({
+  kind: z.literal('Status'),
+  status: z.string().optional(),
+  message: z.string().optional(),
+  reason: z.string().optional(),
+  code: z.number().optional(),
+});

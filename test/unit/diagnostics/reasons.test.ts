@@ -1,0 +1,69 @@
+import { NodeFailure, ReasonCode } from '../../../lib/engine/types';
+import { hintFor, hints } from '../../../lib/diagnostics/hints';
+import { bindFailureKey, ExtraReasonKey, filterErrorKey, parseReason, reasonKeysOf } from '../../../lib/diagnostics/reasons';
+
+describe('parseReason (HAMi ParseReason)', () => {
+  it.each([
+    ['3/8 CardInsufficientMemory', [{ count: 3, total: 8, code: 'CardInsufficientMemory' }]],
+    [
+      '1/4 AllocatedCardsInsufficientRequest, 3/4 ResourceQuotaNotFit',
+      [
+        { count: 1, total: 4, code: 'AllocatedCardsInsufficientRequest' },
+        { count: 3, total: 4, code: 'ResourceQuotaNotFit' },
+      ],
+    ],
+    ['10/12 NumaNotFit, 2/12 CardNotHealth', [{ count: 10, total: 12, code: 'NumaNotFit' }, { count: 2, total: 12, code: 'CardNotHealth' }]],
+    ['NodeInsufficientDevice', []],
+    ['node unregistered', []],
+    ['', []],
+    ['2/8 CardInsufficientCore, garbage, 1/8 CardCordoned', [{ count: 2, total: 8, code: 'CardInsufficientCore' }, { count: 1, total: 8, code: 'CardCordoned' }]],
+  ])('%j', (text, expected) => {
+    expect(parseReason(text)).toEqual(expected);
+  });
+});
+
+describe('reasonKeysOf', () => {
+  it.each([
+    ['1/8 ExclusiveDeviceAllocateConflict, 2/8 CardInsufficientCore', ['ExclusiveDeviceAllocateConflict', 'CardInsufficientCore']],
+    ['NodeInsufficientDevice', ['NodeInsufficientDevice']],
+    ['node unregistered', ['node unregistered']],
+    ['Device type not found', ['Device type not found']],
+    ['1/2 SomethingNew', []],
+    ['node usage unavailable', []],
+  ])('%j -> %j', (text, expected) => {
+    expect(reasonKeysOf(text)).toEqual(expected);
+  });
+});
+
+describe('bind and filter error texts', () => {
+  it.each([
+    ['node node3 has been locked within 5m0s: node lock contention', 'NodeLockContention'],
+    ['node node3 is locked: node lock contention', 'NodeLockContention'],
+    ['failed to bind pod: connection reset', 'BindingFailed'],
+  ])('bind %j -> %s', (text, key) => {
+    expect(bindFailureKey(text)).toBe(key);
+  });
+  it.each([
+    ['invalid hami.io/device-scoring-weights annotation "x": expected key=value entries', 'InvalidDeviceScoringWeights'],
+    ['calcScore failed', 'FilterError'],
+  ])('filter %j -> %s', (text, key) => {
+    expect(filterErrorKey(text)).toBe(key);
+  });
+});
+
+describe('hints', () => {
+  const required = [...Object.values(ReasonCode), ...Object.values(NodeFailure), ...Object.values(ExtraReasonKey)];
+
+  it.each(required)('%s has a meaning, a cause and a fix', (code) => {
+    const hint = hintFor(code);
+    expect(hint).toBeDefined();
+    expect(hint?.code).toBe(code);
+    for (const text of [hint?.meaning, hint?.cause, hint?.fix]) expect(text?.length ?? 0).toBeGreaterThan(20);
+  });
+
+  it('has no hint for an unknown code and no duplicate texts', () => {
+    expect(hintFor('NotACode')).toBeUndefined();
+    expect(new Set(hints.map((hint) => hint.fix)).size).toBe(hints.length);
+    expect(hints).toHaveLength(new Set(required).size);
+  });
+});
