@@ -1,0 +1,96 @@
+/**
+ * Runs `serverless package` the way `npm run package` does (offline, no AWS credentials) and reads the
+ * generated CloudFormation template, for tests that check what would be deployed.
+ */
+import { execFile } from 'node:child_process';
+import { mkdirSync, mkdtempSync, readFileSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import path from 'node:path';
+import { promisify } from 'node:util';
+import { z } from 'zod';
+
+const resourceSchema = z.object({
+  Type: z.string(),
+  Properties: z.record(z.string(), z.unknown()).optional(),
+  DependsOn: z.union([z.string(), z.array(z.string())]).optional(),
+});
+
+const templateSchema = z.object({
+  Resources: z.record(z.string(), resourceSchema),
+  Outputs: z.record(z.string(), z.unknown()).optional(),
+  Conditions: z.record(z.string(), z.unknown()).optional(),
+});
+
+export type CfnResource = z.infer<typeof resourceSchema>;
+export type CfnTemplate = z.infer<typeof templateSchema>;
+
+export class ServerlessPackageError extends Error {
+  constructor(message: string, options?: ErrorOptions) {
+    super(message, options);
+    this.name = 'ServerlessPackageError';
+  }
+}
+
+export interface PackageOptions {
+  /** Directory holding serverless.yml. */
+  readonly serviceDir: string;
+  readonly stage: string;
+  readonly region: string;
+  /** `--param="key=value"` overrides. */
+  readonly params?: Readonly<Record<string, string>>;
+}
+
+export interface PackagedService {
+  readonly template: CfnTemplate;
+  /** Removes the package output and serverless's scratch files. */
+  readonly cleanup: () => void;
+}
+
+/**
+ * The child's environment: the stack's required switches, and nothing from the caller that could change
+ * the result (AWS credentials or profiles, HAMi or Powertools settings that `${env:...}` defaults read).
+ */
+function packagingEnvironment(scratchDir: string): NodeJS.ProcessEnv {
+  const env: NodeJS.ProcessEnv = {};
+  for (const [key, value] of Object.entries(process.env)) {
+    if (/^(AWS_|HAMI_|POWERTOOLS_)/.test(key)) continue;
+    env[key] = value;
+  }
+  env.SLS_TELEMETRY_DISABLED = '1';
+  env.SLS_NOTIFICATIONS_MODE = 'off';
+  // serverless leaves `<function>-<pid>-…` directories in the temp folder; keep them in ours.
+  env.TMPDIR = scratchDir;
+  return env;
+}
+
+export async function packageService(options: PackageOptions): Promise<PackagedService> {
+  const workDir = mkdtempSync(path.join(tmpdir(), 'hami-sls-package-'));
+  const cleanup = (): void => rmSync(workDir, { recursive: true, force: true });
+  const outDir = path.join(workDir, 'out');
+  const scratchDir = path.join(workDir, 'tmp');
+  mkdirSync(scratchDir);
+  const cli = path.join(options.serviceDir, 'node_modules', 'serverless', 'bin', 'serverless.js');
+  const args = [cli, 'package', '--package', outDir, '--stage', options.stage, '--region', options.region];
+  for (const [key, value] of Object.entries(options.params ?? {})) args.push(`--param=${key}=${value}`);
+  try {
+    await promisify(execFile)(process.execPath, args, {
+      cwd: options.serviceDir,
+      env: packagingEnvironment(scratchDir),
+      maxBuffer: 16 * 1024 * 1024,
+    });
+    const raw: unknown = JSON.parse(readFileSync(path.join(outDir, 'cloudformation-template-update-stack.json'), 'utf8'));
+    return { template: templateSchema.parse(raw), cleanup };
+  } catch (error) {
+    cleanup();
+    // execFile's error carries the child's output; serverless prints the reason there, not in `message`.
+    const { stdout = '', stderr = '' } = error as { stdout?: string; stderr?: string };
+    throw new ServerlessPackageError(`serverless package failed in ${options.serviceDir}\n${stdout}${stderr}`, {
+      cause: error,
+    });
+  }
+}
+
+/** The resources of one CloudFormation type, by logical id. */
+export function resourcesOfType(template: CfnTemplate, type: string): Map<string, CfnResource> {
+  return new Map(Object.entries(template.Resources).filter(([, resource]) => resource.Type === type));
+}
