@@ -22,7 +22,7 @@ import {
   uuidAllowed,
 } from './podAnnotations';
 import { PercentageUnset, podContainerRequests } from './requests';
-import { NodeFailure, ReasonCode } from './types';
+import { NodeFailure, NVIDIA, ReasonCode } from './types';
 import type {
   CardEvidence,
   ContainerDevice,
@@ -45,6 +45,8 @@ import { collapsePodUsage } from './usage';
 /** `util.Weight` in HAMi's score formulas. */
 const SCORE_WEIGHT = 10;
 const f32 = Math.fround;
+
+type Mutable<T> = { -readonly [K in keyof T]: T[K] };
 
 // ---------------------------------------------------------------------------------------------
 // What is fixed for one pod
@@ -75,6 +77,8 @@ interface PodPlan {
   readonly weights: DeviceScoringWeights;
   /** Undefined when the real-time check is off for this pod. */
   readonly realtime: RealtimeSettings | undefined;
+  /** Whether use/nouse gputype or vgpu-mode constrain cards at all. */
+  readonly selectsByType: boolean;
   /** Type/mode checks depend only on the card's type and mode strings: cache them per pod. */
   readonly typeCheckCache: Map<string, boolean>;
 }
@@ -103,6 +107,7 @@ function planPod(input: DecideInput, weights: DeviceScoringWeights): PodPlan {
       realtimeOn && mode !== 'disabled'
         ? { mode, marginMiB: config.realtime.marginMiB, maxAgeMs: config.realtime.maxAgeMs, nowMs: input.nowMs }
         : undefined,
+    selectsByType: selectors.useTypes.length > 0 || selectors.noUseTypes.length > 0 || selectors.vgpuMode !== undefined,
     typeCheckCache: new Map(),
   };
 }
@@ -116,12 +121,27 @@ interface PreparedNode {
   readonly nvidiaCards: Int32Array;
   readonly cordoned: Uint8Array;
   readonly numa: Int32Array;
+  /** `type` and `mode` joined, the key of the per-pod type check cache. */
+  readonly typeKeys: readonly string[];
   readonly pairScores: PairScores;
   /** Node score denominators over all cards (hami-spec 5.1). */
   readonly totalSlots: number;
   readonly totalCores: number;
   readonly totalMem: number;
 }
+
+const EMPTY_NODE: PreparedNode = {
+  devices: [],
+  nvidiaCards: new Int32Array(0),
+  cordoned: new Uint8Array(0),
+  numa: new Int32Array(0),
+  typeKeys: [],
+  pairScores: {},
+  totalSlots: 0,
+  totalCores: 0,
+  totalMem: 0,
+};
+const NO_REQUEST: ContainerRequest = { nums: 0, type: NVIDIA, memreq: 0, mempercentagereq: PercentageUnset, coresreq: 0 };
 
 const preparedNodes = new WeakMap<NodeRegistration, PreparedNode>();
 
@@ -145,6 +165,7 @@ function prepareNode(registration: Extract<NodeRegistration, { registered: true 
     nvidiaCards: Int32Array.from(nvidia),
     cordoned: Uint8Array.from(devices, (d) => (cordonedIds.has(d.id) ? 1 : 0)),
     numa: Int32Array.from(devices, (d) => d.numa),
+    typeKeys: devices.map((d) => `${d.type}\u0000${d.mode}`),
     pairScores: registration.pairScores,
     totalSlots,
     totalCores,
@@ -158,17 +179,18 @@ function prepareNode(registration: Extract<NodeRegistration, { registered: true 
 // Scratch space reused across nodes (decide is synchronous and never re-entered)
 
 class Scratch {
-  baseUsed = new Float64Array(16);
-  baseMem = new Float64Array(16);
-  baseCores = new Float64Array(16);
-  used = new Float64Array(16);
-  usedMem = new Float64Array(16);
-  usedCores = new Float64Array(16);
+  // Usage figures are int32 in HAMi; int32 scratch also keeps evidence numbers small integers.
+  baseUsed = new Int32Array(16);
+  baseMem = new Int32Array(16);
+  baseCores = new Int32Array(16);
+  used = new Int32Array(16);
+  usedMem = new Int32Array(16);
+  usedCores = new Int32Array(16);
   cardScore = new Float64Array(16);
   order = new Int32Array(16);
   picked = new Int32Array(16);
-  pickedMem = new Float64Array(16);
-  pickedCores = new Float64Array(16);
+  pickedMem = new Int32Array(16);
+  pickedCores = new Int32Array(16);
   /** Index into the decision's real-time notes per card, -1 when none yet for this node. */
   noteAt = new Int32Array(16);
   reasonCounts = new Int32Array(REASONS.length);
@@ -176,9 +198,10 @@ class Scratch {
   ensure(cards: number): void {
     if (cards <= this.order.length) return;
     const size = Math.max(cards, this.order.length * 2);
-    for (const key of ['baseUsed', 'baseMem', 'baseCores', 'used', 'usedMem', 'usedCores', 'cardScore', 'pickedMem', 'pickedCores'] as const) {
-      this[key] = new Float64Array(size);
+    for (const key of ['baseUsed', 'baseMem', 'baseCores', 'used', 'usedMem', 'usedCores', 'pickedMem', 'pickedCores'] as const) {
+      this[key] = new Int32Array(size);
     }
+    this.cardScore = new Float64Array(size);
     this.order = new Int32Array(size);
     this.picked = new Int32Array(size);
     this.noteAt = new Int32Array(size);
@@ -186,9 +209,11 @@ class Scratch {
 
   /** A fresh working copy of the node's booked usage. */
   resetWorkingUsage(cards: number): void {
-    this.used.set(this.baseUsed.subarray(0, cards));
-    this.usedMem.set(this.baseMem.subarray(0, cards));
-    this.usedCores.set(this.baseCores.subarray(0, cards));
+    for (let p = 0; p < cards; p++) {
+      this.used[p] = this.baseUsed[p]!;
+      this.usedMem[p] = this.baseMem[p]!;
+      this.usedCores[p] = this.baseCores[p]!;
+    }
   }
 }
 
@@ -228,6 +253,7 @@ export function decide(input: DecideInput): Decision {
   const evidence: NodeEvidence[] = [];
   const fitNodes: { name: string; score: number; devices: ContainerDevice[][] }[] = [];
   const failedNodes: Record<string, string> = {};
+  const run = new FitRun({ plan, notes, node: EMPTY_NODE, request: NO_REQUEST, podDevices: [], realtime: undefined });
 
   for (const name of input.candidates) {
     const state = input.nodes.get(name);
@@ -236,7 +262,7 @@ export function decide(input: DecideInput): Decision {
       failedNodes[name] = NodeFailure.Unregistered;
       continue;
     }
-    const outcome = evaluateNode(plan, state, prepareNode(state.registration), notes);
+    const outcome = evaluateNode(run, state, prepareNode(state.registration));
     evidence.push(outcome.evidence);
     if (outcome.devices !== undefined) fitNodes.push({ name, score: outcome.evidence.score, devices: outcome.devices });
     else failedNodes[name] = outcome.evidence.reason ?? '';
@@ -279,13 +305,15 @@ interface NodeOutcome {
   readonly devices?: ContainerDevice[][];
 }
 
-function evaluateNode(plan: PodPlan, state: NodeState, node: PreparedNode, notes: RealtimeNote[]): NodeOutcome {
+function evaluateNode(run: FitRun, state: NodeState, node: PreparedNode): NodeOutcome {
+  const { plan } = run.input;
   const cards = node.devices.length;
   scratch.ensure(cards);
   loadBookedUsage(state, node);
   const score = nodeScore(node);
-  const realtime = plan.realtime === undefined ? undefined : realtimeView(plan.realtime, state);
-  if (realtime !== undefined) scratch.noteAt.fill(-1, 0, cards);
+  run.input.node = node;
+  run.input.realtime = plan.realtime === undefined ? undefined : realtimeView(plan.realtime, state);
+  if (run.input.realtime !== undefined) scratch.noteAt.fill(-1, 0, cards);
 
   const containers: ContainerEvidence[] = [];
   const podDevices: ContainerDevice[][] = [];
@@ -308,7 +336,9 @@ function evaluateNode(plan: PodPlan, state: NodeState, node: PreparedNode, notes
       scratch.resetWorkingUsage(cards);
       appCopyReady = true;
     }
-    const fit = fitContainer({ plan, state, node, request, podDevices, realtime, notes });
+    run.input.request = request;
+    run.input.podDevices = podDevices;
+    const fit = fitContainer(run);
     if (fit.devices === undefined) {
       failure = fit.reason;
       containers.push({ name, index, init, status: 'failed', reason: fit.reason, request, cards: fit.cards });
@@ -384,29 +414,29 @@ function realtimeView(settings: RealtimeSettings, state: NodeState): RealtimeVie
 // ---------------------------------------------------------------------------------------------
 // One container on one node: HAMi's Fit (hami-spec 4.2)
 
+/** What one Fit call works on; one object per decision, refilled per node and container. */
 interface FitInput {
   readonly plan: PodPlan;
-  readonly state: NodeState;
-  readonly node: PreparedNode;
-  readonly request: ContainerRequest;
-  /** Devices of this pod's earlier containers on this node (for the quota check). */
-  readonly podDevices: readonly ContainerDevice[][];
-  readonly realtime: RealtimeView | undefined;
   readonly notes: RealtimeNote[];
+  node: PreparedNode;
+  request: ContainerRequest;
+  /** Devices of this pod's earlier containers on this node (for the quota check). */
+  podDevices: readonly ContainerDevice[][];
+  realtime: RealtimeView | undefined;
 }
 
 type FitResult =
   | { readonly devices: ContainerDevice[]; readonly cards: CardEvidence[]; readonly reason?: undefined }
   | { readonly devices?: undefined; readonly cards: CardEvidence[]; readonly reason: string };
 
-function fitContainer(input: FitInput): FitResult {
-  const { plan, node, request } = input;
+function fitContainer(run: FitRun): FitResult {
+  const { plan, node, request } = run.input;
   const cardCount = node.nvidiaCards.length;
   scoreCards(node, request, plan.weights);
   if (request.nums > cardCount) return { cards: [], reason: ReasonCode.NodeInsufficientDevice };
   orderCards(node, plan.gpuPolicy);
 
-  const run = new FitRun(input);
+  run.begin();
   for (let i = cardCount - 1; i >= 0; i--) {
     const position = scratch.order[i]!;
     const outcome = run.tryCard(position);
@@ -437,11 +467,11 @@ function collectReasonCounts(): Map<string, number> {
 
 /** The mutable state of one Fit call: the working request `k` and the cards picked so far. */
 class FitRun {
-  readonly cards: CardEvidence[] = [];
+  cards: CardEvidence[] = [];
   /** `k.Nums`: cards still to pick (not decremented under topology-aware). */
-  remaining: number;
+  remaining = 0;
   /** `k.Coresreq`: clamped to 100 once a card reaches that check, for all later cards. */
-  coresRequest: number;
+  coresRequest = 0;
   pickedCount = 0;
   private previousNuma = -1;
   /** Memory the current card would be booked (check 9), kept for its evidence. */
@@ -449,9 +479,15 @@ class FitRun {
   private realtimeUsed: number | undefined;
   private realtimeTotal: number | undefined;
 
-  constructor(private readonly input: FitInput) {
-    this.remaining = input.request.nums;
-    this.coresRequest = input.request.coresreq;
+  constructor(readonly input: FitInput) {}
+
+  /** Starts Fit for `input.request` on `input.node`. */
+  begin(): void {
+    this.cards = [];
+    this.remaining = this.input.request.nums;
+    this.coresRequest = this.input.request.coresreq;
+    this.pickedCount = 0;
+    this.previousNuma = -1;
     scratch.reasonCounts.fill(0);
   }
 
@@ -464,7 +500,7 @@ class FitRun {
     this.realtimeTotal = undefined;
     if (!device.health) return ReasonCode.CardNotHealth;
     if (node.cordoned[p] === 1) return ReasonCode.CardCordoned;
-    if (!this.typeMatches(device)) return ReasonCode.CardTypeMismatch;
+    if (!this.typeMatches(p)) return ReasonCode.CardTypeMismatch;
     if (plan.selectors.numaBind) this.startNumaGroupIfChanged(node.numa[p]!);
     if (!uuidAllowed(plan.selectors, device.id)) return ReasonCode.CardUuidMismatch;
     const used = scratch.used[p]!;
@@ -506,7 +542,7 @@ class FitRun {
   evidenceFor(p: number, outcome: ReasonCode | 'Fit'): CardEvidence {
     const device = this.input.node.devices[p]!;
     const usedMem = scratch.usedMem[p]!;
-    return {
+    const evidence: Mutable<CardEvidence> = {
       uuid: device.id,
       index: device.index,
       outcome,
@@ -519,17 +555,23 @@ class FitRun {
       requestedCores: this.coresRequest,
       slots: device.count,
       usedSlots: scratch.used[p]!,
-      ...(this.realtimeUsed !== undefined ? { realtimeUsedMem: this.realtimeUsed, realtimeTotalMem: this.realtimeTotal } : {}),
     };
+    if (this.realtimeUsed !== undefined && this.realtimeTotal !== undefined) {
+      evidence.realtimeUsedMem = this.realtimeUsed;
+      evidence.realtimeTotalMem = this.realtimeTotal;
+    }
+    return evidence;
   }
 
   /** use/nouse gputype, vgpu-mode and the request type (check 3). */
-  private typeMatches(device: DeviceInfo): boolean {
-    const { plan, request } = this.input;
-    if (request.type !== 'NVIDIA') return false;
-    const key = `${device.type}\u0000${device.mode}`;
+  private typeMatches(p: number): boolean {
+    const { plan, node, request } = this.input;
+    if (request.type !== NVIDIA) return false;
+    if (!plan.selectsByType) return true;
+    const key = node.typeKeys[p]!;
     let allowed = plan.typeCheckCache.get(key);
     if (allowed === undefined) {
+      const device = node.devices[p]!;
       allowed = typeAllowed(plan.selectors, device.type, device.mode);
       plan.typeCheckCache.set(key, allowed);
     }

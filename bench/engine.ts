@@ -1,0 +1,96 @@
+/**
+ * `npm run bench:engine`: decides one 2-container pod against N nodes of 8 cards with existing
+ * usage. Prints per-size lines, then, as the last line, one JSON summary:
+ * {"nodes":1000,"cardsPerNode":8,"medianMs":…,"p99Ms":…,"scaling":[{"nodes":100,"medianMs":…},…]}
+ */
+import { performance } from 'node:perf_hooks';
+import { decide } from '../lib/engine/decide';
+import { parseNodeRegistration } from '../lib/engine/registration';
+import { defaultEngineConfig } from '../lib/engine/types';
+import type { DecideInput, DeviceUsage, NodeState, PodLike } from '../lib/engine/types';
+
+const CARDS_PER_NODE = 8;
+const SIZES = [100, 1000, 5000];
+const HEADLINE_NODES = 1000;
+
+/** Deterministic pseudo-random numbers so runs are comparable. */
+function lcg(seed: number): () => number {
+  let state = seed >>> 0;
+  return () => {
+    state = (Math.imul(state, 1664525) + 1013904223) >>> 0;
+    return state / 2 ** 32;
+  };
+}
+
+function cluster(nodeCount: number): DecideInput {
+  const random = lcg(42);
+  const nodes = new Map<string, NodeState>();
+  const candidates: string[] = [];
+  for (let n = 0; n < nodeCount; n++) {
+    const name = `node-${String(n).padStart(5, '0')}`;
+    const devices = Array.from({ length: CARDS_PER_NODE }, (_, i) => ({
+      id: `GPU-${n}-${i}`,
+      index: i,
+      count: 10,
+      devmem: 81920,
+      devcore: 100,
+      type: 'NVIDIA-A100-SXM4-80GB',
+      numa: i < 4 ? 0 : 1,
+      health: true,
+      mode: 'hami-core',
+    }));
+    const registration = parseNodeRegistration(
+      { metadata: { name, annotations: { 'hami.io/node-nvidia-register': JSON.stringify(devices) } } },
+      defaultEngineConfig,
+    );
+    const usage: Record<string, DeviceUsage> = {};
+    for (const device of devices) {
+      const used = Math.floor(random() * 6);
+      usage[device.id] = { used, usedmem: used * 8000, usedcores: used * 10 };
+    }
+    nodes.set(name, { name, registration, usage });
+    candidates.push(name);
+  }
+  const pod: PodLike = {
+    metadata: { name: 'bench', namespace: 'default', annotations: {} },
+    spec: {
+      containers: [
+        { name: 'trainer', resources: { limits: { 'nvidia.com/gpu': 2, 'nvidia.com/gpumem': 20000, 'nvidia.com/gpucores': 30 } } },
+        { name: 'sidecar', resources: { limits: { 'nvidia.com/gpu': 1, 'nvidia.com/gpumem': 4000, 'nvidia.com/gpucores': 10 } } },
+      ],
+    },
+  };
+  return { pod, candidates, nodes, config: defaultEngineConfig, nowMs: Date.now() };
+}
+
+function percentile(sorted: readonly number[], p: number): number {
+  return sorted[Math.min(sorted.length - 1, Math.floor((p / 100) * sorted.length))] ?? 0;
+}
+
+function measure(input: DecideInput, runs: number): { medianMs: number; p99Ms: number } {
+  for (let i = 0; i < Math.max(20, runs / 5); i++) decide(input); // warm-up: let the JIT settle
+  const times: number[] = [];
+  for (let i = 0; i < runs; i++) {
+    const start = performance.now();
+    const decision = decide(input);
+    times.push(performance.now() - start);
+    if (decision.kind !== 'fit') throw new Error(`benchmark pod did not fit: ${decision.kind}`);
+  }
+  times.sort((a, b) => a - b);
+  const round = (ms: number): number => Math.round(ms * 1000) / 1000;
+  return { medianMs: round(percentile(times, 50)), p99Ms: round(percentile(times, 99)) };
+}
+
+function main(): void {
+  const scaling: { nodes: number; medianMs: number }[] = [];
+  let headline = { medianMs: 0, p99Ms: 0 };
+  for (const nodes of SIZES) {
+    const result = measure(cluster(nodes), nodes >= 5000 ? 60 : 200);
+    console.log(`nodes=${nodes} cards=${nodes * CARDS_PER_NODE} median=${result.medianMs}ms p99=${result.p99Ms}ms`);
+    scaling.push({ nodes, medianMs: result.medianMs });
+    if (nodes === HEADLINE_NODES) headline = result;
+  }
+  console.log(JSON.stringify({ nodes: HEADLINE_NODES, cardsPerNode: CARDS_PER_NODE, ...headline, scaling }));
+}
+
+main();
