@@ -99,7 +99,8 @@ export function logLockContention(
 
 /**
  * Real-time check notes (CONTRACT 8) with HAMi's texts. Refusals and warnings are always logged (warn),
- * fallbacks always (info, the data is missing or stale), successful uses of real-time data at level 5.
+ * fallbacks always (info, the data is missing or stale), successful uses of real-time data at level 5
+ * (without the `v` field, which marks decision lines only).
  */
 export function logRealtime(logger: DecisionLogger, ctx: DecisionContext, notes: readonly RealtimeNote[]): void {
   for (const note of notes) {
@@ -122,7 +123,6 @@ export function logRealtime(logger: DecisionLogger, ctx: DecisionContext, notes:
         if (v(5)) {
           logger.info(LogMessage.RealtimeUpdated, {
             ...base,
-            v: 5,
             cachedUsedMemory: note.cachedUsedMem,
             realUsedMemory: note.realUsedMem ?? null,
             totalMemory: note.totalMem ?? null,

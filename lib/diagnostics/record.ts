@@ -44,4 +44,6 @@ export interface AttemptRecord {
   readonly time: string;
   readonly filter: FilterRecord;
   readonly bind: BindRecord;
+  /** Set when per-card evidence was dropped to fit DynamoDB's item size limit. */
+  readonly evidenceTrimmed?: boolean;
 }
