@@ -20,7 +20,10 @@ export interface StartRelayOptions {
   readonly logger: AppLogger;
   /** Defaults to the signer the config asks for (SigV4, bearer token or none). */
   readonly signer?: RequestSigner;
-  readonly delay?: DelayFn;
+  /** Waits of the forwarder (batch window, retry backoff). */
+  readonly forwarderDelay?: DelayFn;
+  /** Waits before restarting a failed informer. */
+  readonly watcherDelay?: DelayFn;
   readonly now?: () => Date;
 }
 
@@ -44,7 +47,7 @@ export async function startRelay(opts: StartRelayOptions): Promise<RunningRelay>
     maxDelayMs: config.batch.maxDelayMs,
     backoff: config.backoff,
     requestTimeoutMs: config.extenderDeadlineMs,
-    ...(opts.delay ? { delay: opts.delay } : {}),
+    ...(opts.forwarderDelay ? { delay: opts.forwarderDelay } : {}),
   });
   const watcher = new ClusterWatcher({
     kubeConfig,
@@ -55,7 +58,7 @@ export async function startRelay(opts: StartRelayOptions): Promise<RunningRelay>
     backoff: config.backoff,
     watchTimeoutSeconds: config.watchTimeoutSeconds,
     resyncIntervalMs: config.resyncIntervalMs,
-    ...(opts.delay ? { delay: opts.delay } : {}),
+    ...(opts.watcherDelay ? { delay: opts.watcherDelay } : {}),
   });
   const deps = {
     extender: { controlPlane, writer, logger, deadlineMs: config.extenderDeadlineMs },

@@ -1,0 +1,254 @@
+/**
+ * The extender path over real HTTP: kube-scheduler -> relay -> fake control plane, Effects applied to the
+ * fake API server.
+ */
+import { startFakeKube, type FakeKube } from '../../support/fakeKube';
+import { gpuPod, postJson, recordingLogger, startFakeControlPlane, startTestRelay, type FakeControlPlane } from './harness';
+import type { RunningRelay } from '../../../lib/relay/relay';
+
+let kube: FakeKube;
+let cp: FakeControlPlane;
+let relay: RunningRelay;
+let logger: ReturnType<typeof recordingLogger>;
+
+beforeEach(async () => {
+  kube = await startFakeKube({ requiredToken: 'relay-token' });
+  cp = await startFakeControlPlane();
+  logger = recordingLogger();
+  relay = await startTestRelay(kube, cp.url, { logger, env: { RELAY_EXTENDER_DEADLINE_MS: '1500' } });
+});
+
+afterEach(async () => {
+  await relay.close();
+  await cp.close();
+  await kube.close();
+});
+
+function pod(name: string) {
+  return kube.create('Pod', gpuPod(name, 'team-a', { annotations: { 'hami.io/stale': 'x' } }));
+}
+
+describe('POST /filter', () => {
+  it('forwards the args, applies the merge patch and the event, and strips Effects from the answer', async () => {
+    // Prepare
+    const p = pod('job-0');
+    const uid = String(p.metadata?.uid);
+    cp.on('POST', '/filter', {
+      body: {
+        NodeNames: ['node-1'],
+        FailedNodes: null,
+        Error: '',
+        Effects: [
+          {
+            kind: 'PatchPodAnnotations',
+            namespace: 'team-a',
+            name: 'job-0',
+            uid,
+            annotations: { 'hami.io/vgpu-node': 'node-1', 'hami.io/vgpu-devices-to-allocate': 'GPU-0,NVIDIA,3000,0:;', 'hami.io/stale': null },
+            labels: { 'hami.io/vgpu-node': 'node-1' },
+          },
+          { kind: 'RecordEvent', namespace: 'team-a', name: 'job-0', uid, type: 'Normal', reason: 'FilteringSucceed', message: 'find fit node(node-1)' },
+        ],
+      },
+    });
+    const args = { Pod: { metadata: { name: 'job-0', namespace: 'team-a', uid } }, Nodes: null, NodeNames: ['node-1', 'node-2'] };
+
+    // Act
+    const answer = await postJson(`${relay.extenderUrl}/filter`, args);
+
+    // Assess
+    expect(answer).toEqual({ status: 200, body: { NodeNames: ['node-1'], FailedNodes: null, Error: '' } });
+    expect(cp.callsTo('/filter')).toEqual([expect.objectContaining({ body: args, authorization: 'Bearer cp-secret-token' })]);
+    const patched = kube.get('Pod', 'team-a', 'job-0');
+    expect(patched?.metadata?.annotations).toEqual({ 'hami.io/vgpu-node': 'node-1', 'hami.io/vgpu-devices-to-allocate': 'GPU-0,NVIDIA,3000,0:;' });
+    expect(patched?.metadata?.labels).toEqual({ 'hami.io/vgpu-node': 'node-1' });
+    const patch = kube.writes().find((w) => w.method === 'PATCH' && w.path === '/api/v1/namespaces/team-a/pods/job-0');
+    expect(patch?.contentType).toBe('application/merge-patch+json');
+    expect(patch?.body).toEqual({
+      metadata: {
+        annotations: { 'hami.io/vgpu-node': 'node-1', 'hami.io/vgpu-devices-to-allocate': 'GPU-0,NVIDIA,3000,0:;', 'hami.io/stale': null },
+        labels: { 'hami.io/vgpu-node': 'node-1' },
+      },
+    });
+    expect(kube.list('Event')).toEqual([
+      expect.objectContaining({
+        involvedObject: expect.objectContaining({ kind: 'Pod', namespace: 'team-a', name: 'job-0', uid }),
+        reason: 'FilteringSucceed',
+        message: 'find fit node(node-1)',
+        type: 'Normal',
+        count: 1,
+        source: { component: 'hami-scheduler' },
+      }),
+    ]);
+  });
+
+  it('answers Error (HTTP 200) when a required patch fails, and still never hangs', async () => {
+    // Prepare: the pod does not exist, so the patch 404s
+    cp.on('POST', '/filter', {
+      body: { NodeNames: ['node-1'], Effects: [{ kind: 'PatchPodAnnotations', namespace: 'team-a', name: 'ghost', uid: 'u', annotations: { a: 'b' } }] },
+    });
+
+    // Act
+    const answer = await postJson(`${relay.extenderUrl}/filter`, { Pod: { metadata: { name: 'ghost', namespace: 'team-a' } }, NodeNames: ['node-1'] });
+
+    // Assess
+    expect(answer.status).toBe(200);
+    expect(answer.body.Error).toMatch(/patch pod team-a\/ghost: pods "ghost" not found/);
+  });
+
+  it('answers a clear Error for a body that is not JSON, without calling the control plane', async () => {
+    const answer = await postJson(`${relay.extenderUrl}/filter`, '{not json');
+    expect(answer.status).toBe(200);
+    expect(answer.body.Error).toMatch(/not valid JSON/);
+    expect(cp.callsTo('/filter')).toHaveLength(0);
+  });
+
+  it('answers Error within the deadline when the control plane does not answer', async () => {
+    cp.on('POST', '/filter', 'hang');
+    const started = Date.now();
+    const answer = await postJson(`${relay.extenderUrl}/filter`, { Pod: { metadata: { name: 'x', namespace: 'team-a' } }, NodeNames: ['node-1'] });
+    const elapsed = Date.now() - started;
+    expect(answer.status).toBe(200);
+    expect(answer.body.Error).toMatch(/within 1500ms/);
+    expect(elapsed).toBeGreaterThanOrEqual(1400);
+    expect(elapsed).toBeLessThan(3000);
+  });
+
+  it('answers Error at once when the control plane is unreachable', async () => {
+    await cp.close();
+    const started = Date.now();
+    const answer = await postJson(`${relay.extenderUrl}/filter`, { Pod: { metadata: { name: 'x', namespace: 'team-a' } }, NodeNames: ['node-1'] });
+    expect(answer.status).toBe(200);
+    expect(answer.body.Error).toMatch(/control plane unreachable for \/filter/);
+    expect(Date.now() - started).toBeLessThan(1400);
+  });
+
+  it('aggregates a repeated event like client-go: one Event, count 2, updated by PATCH', async () => {
+    // Prepare
+    const p = pod('job-1');
+    const event = { kind: 'RecordEvent', namespace: 'team-a', name: 'job-1', uid: String(p.metadata?.uid), type: 'Warning', reason: 'FilteringFailed', message: 'no available node, 2 nodes do not meet' };
+    cp.on('POST', '/filter', { body: { NodeNames: [], FailedNodes: { 'node-1': 'x', 'node-2': 'y' }, Effects: [event] } });
+    const args = { Pod: { metadata: { name: 'job-1', namespace: 'team-a' } }, NodeNames: ['node-1', 'node-2'] };
+
+    // Act
+    await postJson(`${relay.extenderUrl}/filter`, args);
+    await postJson(`${relay.extenderUrl}/filter`, args);
+
+    // Assess
+    const events = kube.list('Event');
+    expect(events).toHaveLength(1);
+    expect(events[0]).toEqual(expect.objectContaining({ count: 2, reason: 'FilteringFailed', type: 'Warning' }));
+    const eventWrites = kube.writes().filter((w) => w.path.includes('/events'));
+    expect(eventWrites.map((w) => w.method)).toEqual(['POST', 'PATCH']);
+    expect(eventWrites[1]?.body).toEqual(expect.objectContaining({ count: 2, message: 'no available node, 2 nodes do not meet' }));
+  });
+});
+
+describe('POST /bind', () => {
+  const bindArgs = (name: string, node: string, uid: string) => ({ PodName: name, PodNamespace: 'team-a', PodUID: uid, Node: node });
+
+  function bindAnswer(name: string, uid: string, node: string) {
+    return {
+      body: {
+        Error: '',
+        Effects: [
+          { kind: 'PatchPodAnnotations', namespace: 'team-a', name, uid, annotations: { 'hami.io/bind-phase': 'allocating', 'hami.io/bind-time': '1746093600' } },
+          { kind: 'BindPod', namespace: 'team-a', name, uid, node },
+        ],
+      },
+    };
+  }
+
+  function outcomeAnswer() {
+    cp.on('POST', '/bind/outcome', (call) => {
+      const b = call.body as { PodName: string; PodUID: string; Node: string; Error: string };
+      const failed = b.Error !== '';
+      return {
+        body: {
+          Effects: [
+            {
+              kind: 'RecordEvent',
+              namespace: 'team-a',
+              name: b.PodName,
+              uid: b.PodUID,
+              type: failed ? 'Warning' : 'Normal',
+              reason: failed ? 'BindingFailed' : 'BindingSucceed',
+              message: failed ? b.Error : `Successfully binding node [${b.Node}] to team-a/${b.PodName}`,
+            },
+          ],
+        },
+      };
+    });
+  }
+
+  it('applies patch then Binding (201), reports the outcome, and records its event', async () => {
+    // Prepare
+    const uid = String(pod('job-2').metadata?.uid);
+    cp.on('POST', '/bind', bindAnswer('job-2', uid, 'node-1'));
+    outcomeAnswer();
+
+    // Act
+    const answer = await postJson(`${relay.extenderUrl}/bind`, bindArgs('job-2', 'node-1', uid));
+
+    // Assess
+    expect(answer).toEqual({ status: 200, body: { Error: '' } });
+    const bound = kube.get('Pod', 'team-a', 'job-2');
+    expect((bound?.spec as { nodeName?: string }).nodeName).toBe('node-1');
+    expect(bound?.metadata?.annotations).toEqual(expect.objectContaining({ 'hami.io/bind-phase': 'allocating' }));
+    const writes = kube.writes().map((w) => `${w.method} ${w.path}`);
+    expect(writes.indexOf('PATCH /api/v1/namespaces/team-a/pods/job-2')).toBeLessThan(writes.indexOf('POST /api/v1/namespaces/team-a/pods/job-2/binding'));
+    const binding = kube.writes().find((w) => w.path.endsWith('/binding'));
+    expect(binding?.body).toEqual(expect.objectContaining({ kind: 'Binding', metadata: expect.objectContaining({ name: 'job-2', uid }), target: expect.objectContaining({ kind: 'Node', name: 'node-1' }) }));
+    expect(cp.callsTo('/bind/outcome').map((c) => c.body)).toEqual([{ PodUID: uid, PodNamespace: 'team-a', PodName: 'job-2', Node: 'node-1', Error: '' }]);
+    expect(kube.list('Event').map((e) => e.reason)).toEqual(['BindingSucceed']);
+  });
+
+  it('counts a 409 for a pod already on the same node as success', async () => {
+    const uid = String(kube.create('Pod', gpuPod('job-3', 'team-a', { nodeName: 'node-1' })).metadata?.uid);
+    cp.on('POST', '/bind', bindAnswer('job-3', uid, 'node-1'));
+    outcomeAnswer();
+
+    const answer = await postJson(`${relay.extenderUrl}/bind`, bindArgs('job-3', 'node-1', uid));
+
+    expect(answer.body).toEqual({ Error: '' });
+    expect(cp.callsTo('/bind/outcome').map((c) => (c.body as { Error: string }).Error)).toEqual(['']);
+  });
+
+  it('fails on a 409 for a pod on another node, and reports that text as the outcome', async () => {
+    const uid = String(kube.create('Pod', gpuPod('job-4', 'team-a', { nodeName: 'node-2' })).metadata?.uid);
+    cp.on('POST', '/bind', bindAnswer('job-4', uid, 'node-1'));
+    outcomeAnswer();
+
+    const answer = await postJson(`${relay.extenderUrl}/bind`, bindArgs('job-4', 'node-1', uid));
+
+    expect(answer.status).toBe(200);
+    expect(answer.body.Error).toMatch(/pod job-4 is already assigned to node "node-2"/);
+    const outcome = cp.callsTo('/bind/outcome').map((c) => c.body as { Error: string });
+    expect(outcome).toHaveLength(1);
+    expect(outcome[0]?.Error).toBe(answer.body.Error);
+    expect(kube.list('Event').map((e) => [e.reason, e.message])).toEqual([['BindingFailed', answer.body.Error]]);
+  });
+
+  it('applies the BindingFailed event of a refused bind and does not call /bind/outcome', async () => {
+    const uid = String(pod('job-5').metadata?.uid);
+    const text = 'node node-1 has been locked within 5m0s: node lock contention';
+    cp.on('POST', '/bind', {
+      body: { Error: text, Effects: [{ kind: 'RecordEvent', namespace: 'team-a', name: 'job-5', uid, type: 'Warning', reason: 'BindingFailed', message: text }] },
+    });
+
+    const answer = await postJson(`${relay.extenderUrl}/bind`, bindArgs('job-5', 'node-1', uid));
+
+    expect(answer.body).toEqual({ Error: text });
+    expect(cp.callsTo('/bind/outcome')).toHaveLength(0);
+    expect(kube.list('Event').map((e) => e.reason)).toEqual(['BindingFailed']);
+    expect((kube.get('Pod', 'team-a', 'job-5')?.spec as { nodeName?: string }).nodeName).toBeUndefined();
+  });
+
+  it('answers Error within the deadline when /bind hangs', async () => {
+    cp.on('POST', '/bind', 'hang');
+    const started = Date.now();
+    const answer = await postJson(`${relay.extenderUrl}/bind`, bindArgs('job-6', 'node-1', 'u'));
+    expect(answer.body.Error).toMatch(/within 1500ms/);
+    expect(Date.now() - started).toBeLessThan(3000);
+  });
+});
