@@ -36,7 +36,9 @@ export function createNvidiaSmiRunner(options: NvidiaSmiRunnerOptions): (args: r
             return;
           }
           const failure = error as NodeJS.ErrnoException & { killed?: boolean; signal?: NodeJS.Signals | null };
-          if (failure.code === 'ENOENT') {
+          if (options.signal?.aborted) {
+            reject(new NvidiaSmiSpawnError('nvidia-smi stopped: the node agent is shutting down', { cause: error }));
+          } else if (failure.code === 'ENOENT') {
             reject(new NvidiaSmiNotFoundError(`nvidia-smi not found at "${options.path}"`, { cause: error }));
           } else if (failure.killed === true || failure.signal === 'SIGKILL') {
             reject(new NvidiaSmiTimeoutError(`nvidia-smi did not finish within ${options.timeoutMs} ms and was killed`, { cause: error }));
