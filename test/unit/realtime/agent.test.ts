@@ -170,7 +170,12 @@ describe('runNodeAgent', () => {
     const sigtermListeners = process.listenerCount('SIGTERM');
     await runNodeAgent({
       env: { NODE_NAME: 'gpu-node-7', HAMI_NODE_AGENT_NVIDIA_SMI: fakeNvidiaSmi, HAMI_NODE_AGENT_HEALTH_PORT: '0' },
-      logger: { ...silent, info: (message: unknown) => void started.push(message) },
+      logger: {
+        ...silent,
+        info: (message: unknown, ..._fields: unknown[]): void => {
+          started.push(message);
+        },
+      },
       patchNode: async (node, annotations) => {
         patches.push({ node, annotations });
         process.emit('SIGTERM');
