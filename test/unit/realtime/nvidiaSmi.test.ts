@@ -7,8 +7,10 @@ import {
   NvidiaSmiOutputError,
   parseComputeApps,
   parseGpuQuery,
+  REALTIME_ANNOTATION,
   serializeRealtimeAnnotation,
 } from '../../../lib/realtime/nvidiaSmi';
+import { parseRealtimeReport, RealtimeAnnotation } from '../../../lib/engine/registration';
 
 const fixture = (name: string): string => readFileSync(join(__dirname, '../../fixtures/nvidia-smi', name), 'utf8');
 const errorOf = (fn: () => unknown): unknown => {
@@ -185,5 +187,28 @@ describe('buildRealtimeAnnotation', () => {
     expect(serializeRealtimeAnnotation(buildRealtimeAnnotation([], [], NOW))).toBe(
       '{"time":"2025-03-14T09:26:53.000Z","devices":[]}',
     );
+  });
+});
+
+describe('the annotation as the control plane reads it', () => {
+  it.each([
+    ['gpu-one-a100-40gb.csv', 'apps-one-a100.csv'],
+    ['gpu-eight-h100-80gb.csv', 'apps-eight-h100.csv'],
+    ['gpu-four-a100-80gb-with-errors.csv', undefined],
+    ['gpu-empty.csv', 'apps-empty.csv'],
+  ])('%s parses with the engine\'s parseRealtimeReport to the same figures', (gpuFile, appsFile) => {
+    const { cards } = parseGpuQuery(fixture(gpuFile));
+    const apps = appsFile === undefined ? undefined : parseComputeApps(fixture(appsFile));
+    const annotation = buildRealtimeAnnotation(cards, apps, NOW);
+    const report = parseRealtimeReport(serializeRealtimeAnnotation(annotation));
+    expect(report?.timeMs).toBe(NOW);
+    expect(report?.devices).toEqual(
+      Object.fromEntries(annotation.devices.map(({ id, ...usage }) => [id, usage])),
+    );
+  });
+
+  it('uses the same annotation key', () => {
+    expect(REALTIME_ANNOTATION).toBe(RealtimeAnnotation);
+    expect(REALTIME_ANNOTATION).toBe('hami.io/node-nvidia-realtime');
   });
 });
