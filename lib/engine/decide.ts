@@ -677,30 +677,36 @@ function memoryToBook(request: ContainerRequest, devmem: number): number {
  * request type (`NVIDIA`), which real model names never are (hami-spec 5.2 quirk).
  */
 function scoreCards(node: PreparedNode, request: ContainerRequest, weights: DeviceScoringWeights): void {
-  const wSlot = f32(weights.slot);
-  const wCore = f32(weights.core);
-  const wMem = f32(weights.memory);
   for (let i = 0; i < node.nvidiaCards.length; i++) {
     const p = node.nvidiaCards[i]!;
-    const device = node.devices[p]!;
-    if (device.count === 0 || device.devcore === 0 || device.devmem === 0) {
-      scratch.cardScore[p] = 0;
-      continue;
-    }
-    let slots = 0;
-    let cores = 0;
-    let mem = 0;
-    if (request.type === device.type) {
-      slots = 1;
-      cores = request.coresreq;
-      const pct = request.mempercentagereq;
-      mem = pct !== 0 && pct !== PercentageUnset ? Math.trunc((device.devmem * pct) / 100) : request.memreq;
-    }
-    const slotShare = f32(f32(slots + scratch.used[p]!) / f32(device.count));
-    const coreShare = f32(f32(cores + scratch.usedCores[p]!) / f32(device.devcore));
-    const memShare = f32(f32(mem + scratch.usedMem[p]!) / f32(device.devmem));
-    scratch.cardScore[p] = f32(SCORE_WEIGHT * f32(f32(f32(wSlot * slotShare) + f32(wCore * coreShare)) + f32(wMem * memShare)));
+    scratch.cardScore[p] = cardScore(node.devices[p]!, scratch.used[p]!, scratch.usedCores[p]!, scratch.usedMem[p]!, request, weights);
   }
+}
+
+/** One card's score for one container's request (`DeviceListsScore.ComputeScore`). */
+export function cardScore(
+  device: DeviceInfo,
+  used: number,
+  usedCores: number,
+  usedMem: number,
+  request: ContainerRequest,
+  weights: DeviceScoringWeights,
+): number {
+  if (device.count === 0 || device.devcore === 0 || device.devmem === 0) return 0;
+  let slots = 0;
+  let cores = 0;
+  let mem = 0;
+  if (request.type === device.type) {
+    slots = 1;
+    cores = request.coresreq;
+    const pct = request.mempercentagereq;
+    mem = pct !== 0 && pct !== PercentageUnset ? Math.trunc((device.devmem * pct) / 100) : request.memreq;
+  }
+  const slotShare = f32(f32(slots + used) / f32(device.count));
+  const coreShare = f32(f32(cores + usedCores) / f32(device.devcore));
+  const memShare = f32(f32(mem + usedMem) / f32(device.devmem));
+  const weighted = f32(f32(f32(weights.slot) * slotShare) + f32(f32(weights.core) * coreShare));
+  return f32(SCORE_WEIGHT * f32(weighted + f32(f32(weights.memory) * memShare)));
 }
 
 /** Fills `scratch.order` with the node's NVIDIA cards in policy order (Fit takes from the end). */

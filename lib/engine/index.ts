@@ -1,6 +1,6 @@
 /** The decision engine's public surface: pure functions over plain data (hami-spec 1-5, 7; CONTRACT 8, 9). */
 export * from './types';
-export { decide } from './decide';
+export { cardScore, decide } from './decide';
 export { hasManagedResources, podContainerRequests, containerRequest, PercentageUnset } from './requests';
 export type { PodRequests } from './requests';
 export {

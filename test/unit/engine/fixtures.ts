@@ -1,0 +1,66 @@
+/** Fresh fixtures for engine tests: every call builds new objects. */
+import { defaultEngineConfig } from '../../../lib/engine/types';
+import type { DecideInput, DeviceInfo, DeviceUsage, EngineConfig, NodeState, PodLike, QuotaView, RealtimeReport } from '../../../lib/engine/types';
+
+export function card(id: string, overrides: Partial<DeviceInfo> = {}): DeviceInfo {
+  return { id, index: 0, count: 10, devmem: 8192, devcore: 100, type: 'NVIDIA-A100', numa: 0, mode: 'hami-core', health: true, ...overrides };
+}
+
+/** `n` cards `<prefix>-0 … <prefix>-(n-1)` with index = position. */
+export function cards(prefix: string, n: number, overrides: Partial<DeviceInfo> = {}): DeviceInfo[] {
+  return Array.from({ length: n }, (_, i) => card(`${prefix}-${i}`, { index: i, ...overrides }));
+}
+
+export interface NodeOptions {
+  usage?: Record<string, DeviceUsage>;
+  cordoned?: string[];
+  pairScores?: Record<string, Record<string, number>>;
+  realtime?: RealtimeReport;
+}
+
+export function node(name: string, devices: DeviceInfo[], options: NodeOptions = {}): NodeState {
+  return {
+    name,
+    registration: { registered: true, devices, cordoned: options.cordoned ?? [], pairScores: options.pairScores ?? {} },
+    usage: options.usage ?? {},
+    ...(options.realtime ? { realtime: options.realtime } : {}),
+  };
+}
+
+export type Limits = Record<string, string | number>;
+
+export interface PodOptions {
+  annotations?: Record<string, string>;
+  init?: Limits[];
+  namespace?: string;
+}
+
+/** A pod whose app containers have the given limits (`{}` = no GPU). */
+export function pod(app: Limits[], options: PodOptions = {}): PodLike {
+  return {
+    metadata: { name: 'p', namespace: options.namespace ?? 'default', uid: 'uid-1', annotations: options.annotations ?? {} },
+    spec: {
+      initContainers: (options.init ?? []).map((limits, i) => ({ name: `init${i}`, resources: { limits } })),
+      containers: app.map((limits, i) => ({ name: `c${i}`, resources: { limits } })),
+    },
+  };
+}
+
+export function gpu(nums: number, extra: Limits = {}): Limits {
+  return { 'nvidia.com/gpu': nums, ...extra };
+}
+
+export function config(overrides: Partial<EngineConfig> = {}): EngineConfig {
+  return { ...defaultEngineConfig, ...overrides };
+}
+
+export function input(p: PodLike, nodes: NodeState[], extra: { config?: EngineConfig; quota?: QuotaView; nowMs?: number; candidates?: string[] } = {}): DecideInput {
+  return {
+    pod: p,
+    candidates: extra.candidates ?? nodes.map((n) => n.name),
+    nodes: new Map(nodes.map((n) => [n.name, n])),
+    config: extra.config ?? config(),
+    nowMs: extra.nowMs ?? 1_700_000_000_000,
+    ...(extra.quota ? { quota: extra.quota } : {}),
+  };
+}

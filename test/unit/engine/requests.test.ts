@@ -1,0 +1,77 @@
+import { containerRequest, hasManagedResources, podContainerRequests } from '../../../lib/engine/requests';
+import type { ContainerLike } from '../../../lib/engine/types';
+import { config, gpu, pod } from './fixtures';
+
+const ctr = (limits: Record<string, string | number>, requests?: Record<string, string | number>): ContainerLike => ({
+  name: 'c',
+  resources: { limits, ...(requests ? { requests } : {}) },
+});
+
+describe('containerRequest (hami-spec 1.2 table)', () => {
+  const cases: [string, ContainerLike, number, [number, number, number, number] | undefined][] = [
+    ['gpu 1', ctr({ 'nvidia.com/gpu': '1' }), 1, [1, 0, 100, 0]],
+    ['gpu 2, gpumem 4096', ctr({ 'nvidia.com/gpu': '2', 'nvidia.com/gpumem': '4096' }), 1, [2, 4096, 101, 0]],
+    ['gpu 1, pct 50', ctr({ 'nvidia.com/gpu': '1', 'nvidia.com/gpumem-percentage': '50' }), 1, [1, 0, 50, 0]],
+    ['gpu 1, pct 150', ctr({ 'nvidia.com/gpu': '1', 'nvidia.com/gpumem-percentage': '150' }), 1, [1, 0, 100, 0]],
+    ['gpu 1, pct 2^32+50', ctr({ 'nvidia.com/gpu': '1', 'nvidia.com/gpumem-percentage': String(2 ** 32 + 50) }), 1, [1, 0, 100, 0]],
+    ['gpu 1, pct 101', ctr({ 'nvidia.com/gpu': '1', 'nvidia.com/gpumem-percentage': '101' }), 1, [1, 0, 100, 0]],
+    ['gpu 1, gpucores 50', ctr({ 'nvidia.com/gpu': '1', 'nvidia.com/gpucores': '50' }), 1, [1, 0, 100, 50]],
+    ['gpu only in requests', ctr({}, { 'nvidia.com/gpu': '1' }), 1, [1, 0, 100, 0]],
+    ['gpu 1, pct 0', ctr({ 'nvidia.com/gpu': '1', 'nvidia.com/gpumem-percentage': '0' }), 1, [1, 0, 100, 0]],
+    ['gpu 1, pct -1', ctr({ 'nvidia.com/gpu': '1', 'nvidia.com/gpumem-percentage': '-1' }), 1, [1, 0, 100, 0]],
+    ['gpu 1, gpumem 2000, pct 0', ctr({ 'nvidia.com/gpu': '1', 'nvidia.com/gpumem': '2000', 'nvidia.com/gpumem-percentage': '0' }), 1, [1, 2000, 101, 0]],
+    ['gpu 1, gpumem 16Gi', ctr({ 'nvidia.com/gpu': '1', 'nvidia.com/gpumem': '16Gi' }), 1, undefined],
+    ['gpu 1, gpumem 16.0Gi', ctr({ 'nvidia.com/gpu': '1', 'nvidia.com/gpumem': '16.0Gi' }), 1, undefined],
+    ['factor 2, gpumem 1024', ctr({ 'nvidia.com/gpu': '1', 'nvidia.com/gpumem': '1024' }), 2, [1, 2048, 101, 0]],
+    ['factor 2, gpumem 1Gi', ctr({ 'nvidia.com/gpu': '1', 'nvidia.com/gpumem': '1Gi' }), 2, undefined],
+    ['both gpumem and pct kept', ctr({ 'nvidia.com/gpu': '1', 'nvidia.com/gpumem': '2000', 'nvidia.com/gpumem-percentage': '50' }), 1, [1, 2000, 50, 0]],
+    ['limits read before requests', ctr({ 'nvidia.com/gpu': '2' }, { 'nvidia.com/gpu': '1' }), 1, [2, 0, 100, 0]],
+    ['no gpu resource', ctr({ cpu: '1' }), 1, undefined],
+    ['gpu not an integer', ctr({ 'nvidia.com/gpu': '1.5' }), 1, undefined],
+    ['gpu 0', ctr({ 'nvidia.com/gpu': '0' }), 1, undefined],
+    ['gpu 1000m is 1', ctr({ 'nvidia.com/gpu': '1000m' }), 1, [1, 0, 100, 0]],
+    ['negative gpumem rejected', ctr({ 'nvidia.com/gpu': '1', 'nvidia.com/gpumem': '-5' }), 1, undefined],
+  ];
+  it.each(cases)('%s', (_label, container, memoryFactor, expected) => {
+    const request = containerRequest(container, config({ memoryFactor }));
+    if (expected === undefined) {
+      expect(request).toBeUndefined();
+      return;
+    }
+    const [nums, memreq, mempercentagereq, coresreq] = expected;
+    expect(request).toEqual({ nums, type: 'NVIDIA', memreq, mempercentagereq, coresreq });
+  });
+
+  it.each([
+    [{ 'nvidia.com/gpu': '1' }, 512, 101],
+    [{ 'nvidia.com/gpu': '1', 'nvidia.com/gpumem-percentage': '0' }, 512, 101],
+    [{ 'nvidia.com/gpu': '1', 'nvidia.com/gpumem': '0' }, 512, 101],
+  ])('defaultMemory 512 applies to %j, not multiplied by the factor', (limits, memreq, pct) => {
+    expect(containerRequest(ctr(limits), config({ defaultMemory: 512, memoryFactor: 4 }))).toMatchObject({ memreq, mempercentagereq: pct });
+  });
+
+  it('uses defaultCores unless gpucores is given, and configured resource names', () => {
+    const custom = config({ resourceCountName: 'hami.io/gpu', resourceCoreName: 'hami.io/gpucores', defaultCores: 20 });
+    expect(containerRequest(ctr({ 'hami.io/gpu': 1 }), custom)?.coresreq).toBe(20);
+    expect(containerRequest(ctr({ 'hami.io/gpu': 1, 'hami.io/gpucores': 70 }), custom)?.coresreq).toBe(70);
+    expect(containerRequest(ctr({ 'nvidia.com/gpu': 1 }), custom)).toBeUndefined();
+  });
+});
+
+describe('podContainerRequests (hami-spec 1.3)', () => {
+  it('lists init containers, then app containers, undefined for containers without cards', () => {
+    const requests = podContainerRequests(pod([{}, gpu(1)], { init: [gpu(2)] }), config());
+    expect(requests.init.map((r) => r?.nums)).toEqual([2]);
+    expect(requests.app.map((r) => r?.nums)).toEqual([undefined, 1]);
+  });
+
+  it.each([
+    [pod([{}]), false],
+    [pod([{ cpu: '1' }, {}]), false],
+    [pod([{}, gpu(1)]), true],
+    [pod([{}], { init: [gpu(1)] }), true],
+    [{ metadata: { name: 'bare' } }, false],
+  ])('hasManagedResources case %#', (p, expected) => {
+    expect(hasManagedResources(p, config())).toBe(expected);
+  });
+});
