@@ -1,0 +1,122 @@
+/**
+ * The control plane's configuration, read once from the environment and checked as a whole: a bad value
+ * fails start-up with every problem listed by variable name.
+ */
+import { z } from 'zod';
+import { ConfigError } from './errors';
+import type { EngineConfig } from './engine/types';
+
+const intIn = (min: number, max: number, fallback: number) =>
+  z
+    .string()
+    .default(String(fallback))
+    .pipe(
+      z
+        .string()
+        .trim()
+        .regex(/^-?\d+$/, 'must be an integer')
+        .transform(Number)
+        .pipe(z.number().int().min(min).max(max)),
+    );
+
+const bool = (fallback: boolean) =>
+  z
+    .string()
+    .default(fallback ? 'true' : 'false')
+    .pipe(z.enum(['true', 'false', '1', '0', 'yes', 'no'], { message: 'must be true or false' }))
+    .transform((v) => v === 'true' || v === '1' || v === 'yes');
+
+const name = (fallback: string) => z.string().trim().min(1, 'must not be empty').default(fallback);
+
+const envSchema = z.object({
+  STATE_TABLE: name('hami-state'),
+  RECORDS_TABLE: name('hami-records'),
+  /** Set for dynalite / DynamoDB Local; unset in AWS. */
+  DDB_ENDPOINT: z.url({ message: 'must be a URL such as http://127.0.0.1:4567' }).optional(),
+  AWS_REGION: name('us-east-1'),
+  HAMI_LOG_VERBOSITY: intIn(0, 5, 0),
+  HAMI_NODE_SCHEDULER_POLICY: z.enum(['binpack', 'spread'], { message: 'must be binpack or spread' }).default('binpack'),
+  HAMI_GPU_SCHEDULER_POLICY: z
+    .string()
+    .trim()
+    .refine(
+      (v) => v.split(',').every((p) => ['binpack', 'spread', 'topology-aware', 'mutex', 'numa'].includes(p.trim())),
+      'must be binpack, spread, topology-aware, mutex, numa or a comma chain of them',
+    )
+    .default('spread'),
+  HAMI_RESOURCE_COUNT_NAME: name('nvidia.com/gpu'),
+  HAMI_RESOURCE_MEMORY_NAME: name('nvidia.com/gpumem'),
+  HAMI_RESOURCE_MEMORY_PERCENTAGE_NAME: name('nvidia.com/gpumem-percentage'),
+  HAMI_RESOURCE_CORE_NAME: name('nvidia.com/gpucores'),
+  HAMI_DEFAULT_MEMORY: intIn(0, 2_147_483_647, 0),
+  HAMI_DEFAULT_CORES: intIn(0, 100, 0),
+  HAMI_MEMORY_FACTOR: intIn(1, 1_000_000, 1),
+  HAMI_NODE_LOCK_EXPIRE_SECONDS: intIn(1, 86_400, 300),
+  /** A filter's reservation counts until the pod is seen with its annotations, or for this long. */
+  HAMI_RESERVATION_TTL_SECONDS: intIn(10, 86_400, 600),
+  HAMI_RECORD_RETENTION_HOURS: intIn(1, 24 * 90, 24),
+  HAMI_STORE_SHARDS: intIn(1, 99, 32),
+  HAMI_REALTIME_CHECK: bool(false),
+  HAMI_REALTIME_CHECK_MODE: z.enum(['strict', 'warning', 'disabled'], { message: 'must be strict, warning or disabled' }).default('strict'),
+  HAMI_REALTIME_MARGIN_MIB: intIn(0, 1_048_576, 100),
+  HAMI_REALTIME_MAX_AGE_SECONDS: intIn(1, 86_400, 60),
+  /** Local server only: every route requires `Authorization: Bearer <token>` when set. */
+  HAMI_API_TOKEN: z.string().min(8, 'must be at least 8 characters').optional(),
+});
+
+export interface AppConfig {
+  readonly stateTable: string;
+  readonly recordsTable: string;
+  readonly ddbEndpoint?: string;
+  readonly region: string;
+  readonly logVerbosity: number;
+  readonly engine: EngineConfig;
+  readonly nodeLockExpireSeconds: number;
+  readonly reservationTtlSeconds: number;
+  readonly recordRetentionHours: number;
+  readonly storeShards: number;
+  readonly apiToken?: string;
+}
+
+/** Parses the environment; throws ConfigError listing every bad variable. */
+export function loadConfig(env: Readonly<Record<string, string | undefined>> = process.env): AppConfig {
+  const present: Record<string, string> = {};
+  for (const key of Object.keys(envSchema.shape)) {
+    const value = env[key];
+    if (value !== undefined && value !== '') present[key] = value;
+  }
+  const parsed = envSchema.safeParse(present);
+  if (!parsed.success) {
+    throw new ConfigError(parsed.error.issues.map((i) => `${i.path.join('.')}: ${i.message}`));
+  }
+  const e = parsed.data;
+  return {
+    stateTable: e.STATE_TABLE,
+    recordsTable: e.RECORDS_TABLE,
+    ...(e.DDB_ENDPOINT ? { ddbEndpoint: e.DDB_ENDPOINT } : {}),
+    region: e.AWS_REGION,
+    logVerbosity: e.HAMI_LOG_VERBOSITY,
+    engine: {
+      resourceCountName: e.HAMI_RESOURCE_COUNT_NAME,
+      resourceMemoryName: e.HAMI_RESOURCE_MEMORY_NAME,
+      resourceMemoryPercentageName: e.HAMI_RESOURCE_MEMORY_PERCENTAGE_NAME,
+      resourceCoreName: e.HAMI_RESOURCE_CORE_NAME,
+      defaultMemory: e.HAMI_DEFAULT_MEMORY,
+      defaultCores: e.HAMI_DEFAULT_CORES,
+      memoryFactor: e.HAMI_MEMORY_FACTOR,
+      nodeSchedulerPolicy: e.HAMI_NODE_SCHEDULER_POLICY,
+      gpuSchedulerPolicy: e.HAMI_GPU_SCHEDULER_POLICY,
+      realtime: {
+        enabled: e.HAMI_REALTIME_CHECK,
+        mode: e.HAMI_REALTIME_CHECK_MODE,
+        marginMiB: e.HAMI_REALTIME_MARGIN_MIB,
+        maxAgeMs: e.HAMI_REALTIME_MAX_AGE_SECONDS * 1000,
+      },
+    },
+    nodeLockExpireSeconds: e.HAMI_NODE_LOCK_EXPIRE_SECONDS,
+    reservationTtlSeconds: e.HAMI_RESERVATION_TTL_SECONDS,
+    recordRetentionHours: e.HAMI_RECORD_RETENTION_HOURS,
+    storeShards: e.HAMI_STORE_SHARDS,
+    ...(e.HAMI_API_TOKEN ? { apiToken: e.HAMI_API_TOKEN } : {}),
+  };
+}

@@ -1,0 +1,43 @@
+/**
+ * Effects (CONTRACT section 3): the Kubernetes writes the handlers decide and the relay applies, in order.
+ */
+import type { PodRef } from '../diagnostics/record';
+
+export type Effect =
+  | {
+      readonly kind: 'PatchPodAnnotations';
+      readonly namespace: string;
+      readonly name: string;
+      readonly uid: string;
+      readonly annotations: Readonly<Record<string, string | null>>;
+      readonly labels?: Readonly<Record<string, string | null>>;
+    }
+  | { readonly kind: 'BindPod'; readonly namespace: string; readonly name: string; readonly uid: string; readonly node: string }
+  | {
+      readonly kind: 'RecordEvent';
+      readonly namespace: string;
+      readonly name: string;
+      readonly uid: string;
+      readonly type: 'Normal' | 'Warning';
+      readonly reason: EventReason;
+      readonly message: string;
+    };
+
+/** HAMi's event reasons (hami-spec 5.5). */
+export type EventReason = 'FilteringSucceed' | 'FilteringFailed' | 'BindingSucceed' | 'BindingFailed';
+
+export function podEvent(pod: PodRef, type: 'Normal' | 'Warning', reason: EventReason, message: string): Effect {
+  return { kind: 'RecordEvent', namespace: pod.namespace, name: pod.name, uid: pod.uid, type, reason, message };
+}
+
+export function patchPod(
+  pod: PodRef,
+  annotations: Readonly<Record<string, string | null>>,
+  labels?: Readonly<Record<string, string | null>>,
+): Effect {
+  return { kind: 'PatchPodAnnotations', namespace: pod.namespace, name: pod.name, uid: pod.uid, annotations, ...(labels ? { labels } : {}) };
+}
+
+export function bindPod(pod: PodRef, node: string): Effect {
+  return { kind: 'BindPod', namespace: pod.namespace, name: pod.name, uid: pod.uid, node };
+}

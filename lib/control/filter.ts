@@ -1,0 +1,271 @@
+/**
+ * `/filter` (CONTRACT 2): decide where a GPU pod goes and reserve its cards so no concurrent decision
+ * can take the same memory. The reservation is one conditional write on the chosen node's entry; a lost
+ * race re-reads that node only and decides again.
+ */
+import { decide } from '../engine/decide';
+import { encodePodDevices, PodAnnotation } from '../engine/podAnnotations';
+import { hasManagedResources } from '../engine/requests';
+import { parseNodeRegistration } from '../engine/registration';
+import type { Decision, NodeLike, NodeState, PodLike } from '../engine/types';
+import { logDecision, logRealtime, recordDecisionMetrics } from '../diagnostics/decisionLogs';
+import type { AttemptRecord, FilterRecord, PodRef } from '../diagnostics/record';
+import { ContentionError } from '../errors';
+import type { NodeEntry } from '../store/model';
+import type { ClusterSnapshot } from '../store/stateStore';
+import { appContainersUseCards, cardUses, nextVersion, nodesHoldingPod, toNodeState, toQuotaView } from './ledger';
+import { patchPod, podEvent, type Effect } from './effects';
+import type { ControlDeps } from './deps';
+
+export interface FilterRequest {
+  readonly pod: PodLike;
+  readonly podRef: PodRef;
+  /** nodeCacheCapable: true. */
+  readonly nodeNames: readonly string[] | null;
+  /** nodeCacheCapable: false, or cluster-autoscaler simulation. */
+  readonly nodes: readonly NodeLike[] | null;
+}
+
+/** ExtenderFilterResult with Go's null-for-unset encoding. */
+export interface FilterResult {
+  readonly Nodes: { readonly items: readonly NodeLike[] } | null;
+  readonly NodeNames: readonly string[] | null;
+  readonly FailedNodes: Readonly<Record<string, string>> | null;
+  readonly FailedAndUnresolvableNodes: null;
+  readonly Error: string;
+}
+
+export interface FilterAnswer {
+  readonly result: FilterResult;
+  readonly effects: readonly Effect[];
+  readonly attemptId?: string;
+}
+
+const MAX_RESERVE_ATTEMPTS = 12;
+
+export async function filterPod(deps: ControlDeps, req: FilterRequest): Promise<FilterAnswer> {
+  const { config } = deps;
+  if (!hasManagedResources(req.pod, config.engine)) {
+    return { result: result({ Nodes: req.nodes ? { items: req.nodes } : null, NodeNames: req.nodeNames }), effects: [] };
+  }
+  if (req.nodes) return simulate(deps, req, req.nodes);
+  return decideAndReserve(deps, req, req.nodeNames ?? []);
+}
+
+/** `Nodes` given: devices from the objects, usage zero, nothing written (hami-spec 7.5). */
+async function simulate(deps: ControlDeps, req: FilterRequest, nodes: readonly NodeLike[]): Promise<FilterAnswer> {
+  const nowMs = deps.runtime.clock.now();
+  const states = new Map<string, NodeState>();
+  for (const node of nodes) {
+    const registration = parseNodeRegistration(node, deps.config.engine);
+    states.set(node.metadata.name, { name: node.metadata.name, registration, usage: {} });
+  }
+  // Quota still follows the live ledger, as HAMi's simulation consults its live quota cache.
+  const cluster = await deps.state.readCluster(req.podRef.namespace);
+  const quota = toQuotaView(req.podRef.namespace, cluster.quota, cluster.nodes, nowMs, req.podRef.uid);
+  const decision = decide({
+    pod: req.pod,
+    candidates: nodes.map((n) => n.metadata.name),
+    nodes: states,
+    ...(quota ? { quota } : {}),
+    config: deps.config.engine,
+    nowMs,
+  });
+  switch (decision.kind) {
+    case 'error':
+      return { result: result({ Error: decision.message }), effects: [] };
+    case 'noFit':
+      return { result: result({ FailedNodes: decision.failedNodes }), effects: [] };
+    case 'fit': {
+      const best = nodes.find((n) => n.metadata.name === decision.node);
+      return {
+        result: result({ Nodes: { items: best ? [structuredClone(best)] : [] }, FailedNodes: decision.failedNodes }),
+        effects: [],
+      };
+    }
+  }
+}
+
+async function decideAndReserve(deps: ControlDeps, req: FilterRequest, candidates: readonly string[]): Promise<FilterAnswer> {
+  const { runtime, state } = deps;
+  const attemptId = runtime.newId();
+  const pod = req.podRef;
+  const podKey = `${pod.namespace}/${pod.name}`;
+  const started = runtime.clock.now();
+  let cluster: ClusterSnapshot = await state.readCluster(pod.namespace);
+
+  for (let round = 0; round < MAX_RESERVE_ATTEMPTS; round++) {
+    const nowMs = runtime.clock.now();
+    const decision = decideOn(deps, req, candidates, cluster, nowMs);
+    if (decision.kind !== 'fit') {
+      return finishWithoutFit(deps, req, decision, attemptId, started);
+    }
+    const entry = cluster.nodes.get(decision.node);
+    if (!entry) throw new Error(`engine chose node ${decision.node}, which has no entry`);
+    const next = reservedEntry(deps, req, entry, decision, attemptId, nowMs);
+    if ((await state.putNodeEntry(decision.node, next, entry.ver)) === 'conflict') {
+      // Someone changed this node since we read it: refresh it alone and decide again.
+      const fresh = await state.readNode(decision.node);
+      cluster = withNode(cluster, decision.node, fresh.entry);
+      await runtime.sleep(Math.floor(runtime.random() * 5 * (round + 1)));
+      continue;
+    }
+    await releaseEarlierBookings(deps, pod.uid, decision.node, cluster, nowMs);
+    const record = attemptRecord(pod, attemptId, nowMs, {
+      status: 'passed',
+      summary: decision.message,
+      node: decision.node,
+      score: decision.score,
+      nodes: decision.evidence,
+      devices: decision.devices,
+    });
+    try {
+      await deps.records.putAttempt(record, nowMs);
+    } catch (err) {
+      // Without a record the decision is not explainable: undo the reservation (it expires anyway).
+      await releaseBooking(deps, decision.node, pod.uid).catch(() => undefined);
+      throw err;
+    }
+    observe(deps, podKey, attemptId, decision, started);
+    const encoded = encodePodDevices(decision.devices);
+    return {
+      attemptId,
+      result: result({ NodeNames: [decision.node] }),
+      effects: [
+        patchPod(
+          pod,
+          {
+            [PodAnnotation.VgpuNode]: decision.node,
+            [PodAnnotation.VgpuTime]: String(Math.floor(nowMs / 1000)),
+            [PodAnnotation.DevicesToAllocate]: encoded,
+            [PodAnnotation.DevicesAllocated]: encoded,
+          },
+          { [PodAnnotation.VgpuNode]: decision.node },
+        ),
+        podEvent(pod, 'Normal', 'FilteringSucceed', decision.message),
+      ],
+    };
+  }
+  throw new ContentionError(`could not reserve devices for ${podKey} after ${MAX_RESERVE_ATTEMPTS} attempts`);
+}
+
+function decideOn(deps: ControlDeps, req: FilterRequest, candidates: readonly string[], cluster: ClusterSnapshot, nowMs: number): Decision {
+  const states = new Map<string, NodeState>();
+  for (const name of candidates) {
+    const entry = cluster.nodes.get(name);
+    if (entry?.reg && entry.deleted !== true) states.set(name, toNodeState(name, entry, nowMs, req.podRef.uid));
+  }
+  const quota = toQuotaView(req.podRef.namespace, cluster.quota, cluster.nodes, nowMs, req.podRef.uid);
+  return decide({ pod: req.pod, candidates, nodes: states, ...(quota ? { quota } : {}), config: deps.config.engine, nowMs });
+}
+
+function reservedEntry(
+  deps: ControlDeps,
+  req: FilterRequest,
+  entry: NodeEntry,
+  decision: Extract<Decision, { kind: 'fit' }>,
+  attemptId: string,
+  nowMs: number,
+): NodeEntry {
+  const initCount = req.pod.spec?.initContainers?.length ?? 0;
+  const next = nextVersion(entry, nowMs);
+  next.pods[req.podRef.uid] = {
+    ns: req.podRef.namespace,
+    name: req.podRef.name,
+    st: 'reserved',
+    dev: encodePodDevices(decision.devices),
+    init: initCount,
+    u: cardUses(decision.devices, initCount, false),
+    appGpu: appContainersUseCards(decision.devices, initCount),
+    exp: nowMs + deps.config.reservationTtlSeconds * 1000,
+    attemptId,
+    at: nowMs,
+  };
+  return next;
+}
+
+/** A pod filtered again drops what it held elsewhere (HAMi drops its cached allocation first). */
+async function releaseEarlierBookings(deps: ControlDeps, uid: string, chosen: string, cluster: ClusterSnapshot, nowMs: number): Promise<void> {
+  for (const node of nodesHoldingPod(cluster.nodes, uid)) {
+    if (node === chosen) continue;
+    const held = cluster.nodes.get(node)?.pods[uid];
+    if (held && held.st !== 'gone' && held.exp !== undefined && held.exp <= nowMs) continue;
+    await releaseBooking(deps, node, uid);
+  }
+}
+
+/** Remove a pod's booking from one node, re-reading on conflict. */
+export async function releaseBooking(deps: ControlDeps, node: string, uid: string): Promise<void> {
+  for (let round = 0; round < MAX_RESERVE_ATTEMPTS; round++) {
+    const { entry } = await deps.state.readNode(node);
+    if (!entry || entry.pods[uid] === undefined) return;
+    const next = nextVersion(entry, deps.runtime.clock.now());
+    delete next.pods[uid];
+    if ((await deps.state.putNodeEntry(node, next, entry.ver)) === 'ok') return;
+    await deps.runtime.sleep(Math.floor(deps.runtime.random() * 5 * (round + 1)));
+  }
+  throw new ContentionError(`could not release the booking of pod ${uid} on node ${node}`);
+}
+
+async function finishWithoutFit(
+  deps: ControlDeps,
+  req: FilterRequest,
+  decision: Exclude<Decision, { kind: 'fit' }>,
+  attemptId: string,
+  started: number,
+): Promise<FilterAnswer> {
+  const pod = req.podRef;
+  const nowMs = deps.runtime.clock.now();
+  const filter: FilterRecord =
+    decision.kind === 'error'
+      ? { status: 'failed', summary: decision.message, nodes: [] }
+      : { status: 'failed', summary: decision.message, reasonEvents: decision.reasonEvents, nodes: decision.evidence };
+  await deps.records.putAttempt(attemptRecord(pod, attemptId, nowMs, filter), nowMs);
+  observe(deps, `${pod.namespace}/${pod.name}`, attemptId, decision, started);
+  if (decision.kind === 'error') {
+    return {
+      attemptId,
+      result: result({ Error: decision.message }),
+      effects: [podEvent(pod, 'Warning', 'FilteringFailed', decision.message)],
+    };
+  }
+  return {
+    attemptId,
+    result: result({ FailedNodes: decision.failedNodes }),
+    effects: [
+      ...decision.reasonEvents.map((text) => podEvent(pod, 'Warning', 'FilteringFailed', text)),
+      podEvent(pod, 'Warning', 'FilteringFailed', decision.message),
+    ],
+  };
+}
+
+function observe(deps: ControlDeps, pod: string, attemptId: string, decision: Decision, started: number): void {
+  const ctx = { attemptId, pod };
+  if (decision.kind !== 'error') {
+    logDecision(deps.logger, ctx, decision.evidence);
+    logRealtime(deps.logger, ctx, decision.realtime);
+  }
+  recordDecisionMetrics(deps.metrics, decision, deps.runtime.clock.now() - started);
+}
+
+function attemptRecord(pod: PodRef, attemptId: string, nowMs: number, filter: FilterRecord): AttemptRecord {
+  return {
+    pod,
+    attemptId,
+    attempt: 0,
+    time: new Date(nowMs).toISOString(),
+    filter,
+    bind: filter.status === 'passed' ? { status: 'pending', summary: '' } : { status: 'pending', summary: 'not attempted: no node passed the filter' },
+  };
+}
+
+function withNode(cluster: ClusterSnapshot, node: string, entry: NodeEntry | undefined): ClusterSnapshot {
+  const nodes = new Map(cluster.nodes);
+  if (entry) nodes.set(node, entry);
+  else nodes.delete(node);
+  return { ...cluster, nodes };
+}
+
+function result(fields: Partial<FilterResult>): FilterResult {
+  return { Nodes: null, NodeNames: null, FailedNodes: null, FailedAndUnresolvableNodes: null, Error: '', ...fields };
+}

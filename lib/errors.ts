@@ -1,0 +1,57 @@
+/**
+ * Domain errors. Adapters translate SDK failures into these; `lib/http/respond.ts` is the one place that
+ * maps them to HTTP. Only 4xx messages are shown to callers.
+ */
+export abstract class DomainError extends Error {
+  abstract readonly status: number;
+  constructor(message: string, options?: { cause?: unknown }) {
+    super(message, options);
+    this.name = new.target.name;
+  }
+}
+
+/** The caller sent something we cannot use; the message says what and is safe to show. */
+export class BadRequestError extends DomainError {
+  readonly status = 400;
+}
+
+export class UnauthorizedError extends DomainError {
+  readonly status = 401;
+}
+
+export class NotFoundError extends DomainError {
+  readonly status = 404;
+  constructor(
+    message: string,
+    readonly kind: string,
+    readonly resourceName: string,
+  ) {
+    super(message);
+  }
+}
+
+export class PayloadTooLargeError extends DomainError {
+  readonly status = 413;
+}
+
+/** The store could not be reached or failed; the caller may retry. Details stay in the logs. */
+export class StoreUnavailableError extends DomainError {
+  readonly status = 503;
+}
+
+/** Optimistic concurrency lost too many times in a row; the caller may retry. */
+export class ContentionError extends DomainError {
+  readonly status = 503;
+}
+
+/** A stored item does not match its schema: a bug or a manual edit, never the caller's fault. */
+export class CorruptItemError extends DomainError {
+  readonly status = 500;
+}
+
+export class ConfigError extends Error {
+  constructor(readonly problems: readonly string[]) {
+    super(`invalid configuration:\n  - ${problems.join('\n  - ')}`);
+    this.name = 'ConfigError';
+  }
+}

@@ -1,0 +1,42 @@
+/**
+ * Lambda adapter: API Gateway HTTP API (payload v2) events in, one route, responses out, with the
+ * Powertools middlewares. The local server invokes these same handlers, so both serve identically.
+ */
+import middy from '@middy/core';
+import { injectLambdaContext } from '@aws-lambda-powertools/logger/middleware';
+import { logMetrics } from '@aws-lambda-powertools/metrics/middleware';
+import { captureLambdaHandler } from '@aws-lambda-powertools/tracer/middleware';
+import type { APIGatewayProxyEventV2, APIGatewayProxyStructuredResultV2, Context } from 'aws-lambda';
+import type { ControlDeps } from '../control/deps';
+import { logger, metrics, tracer } from '../powertools';
+import { errorResponse, isExposed } from './respond';
+import type { Route } from './routes';
+
+export type LambdaHandler = (event: APIGatewayProxyEventV2, context: Context) => Promise<APIGatewayProxyStructuredResultV2>;
+
+export function lambdaHandler(route: Route, deps: () => ControlDeps): LambdaHandler {
+  const run = async (event: APIGatewayProxyEventV2, context: Context): Promise<APIGatewayProxyStructuredResultV2> => {
+    const started = Date.now();
+    const reference = context.awsRequestId;
+    logger.appendKeys({ route: route.name });
+    try {
+      const body = event.body === undefined ? '' : event.isBase64Encoded ? Buffer.from(event.body, 'base64').toString('utf8') : event.body;
+      const response = await route.handle(
+        deps(),
+        { body, pathParameters: event.pathParameters ?? {}, query: event.queryStringParameters ?? {} },
+        (keys) => logger.appendKeys(keys),
+      );
+      logger.info('Request handled', { status: response.statusCode, latencyMs: Date.now() - started });
+      return { ...response, headers: { ...response.headers } };
+    } catch (err) {
+      if (isExposed(err)) logger.warn('Request rejected', { status: err.status, error: err.message, latencyMs: Date.now() - started });
+      else logger.error('Request failed', { error: err as Error, reference, latencyMs: Date.now() - started });
+      const response = errorResponse(err, route.kind, reference);
+      return { ...response, headers: { ...response.headers } };
+    }
+  };
+  return middy(run)
+    .use(captureLambdaHandler(tracer))
+    .use(injectLambdaContext(logger, { clearState: true }))
+    .use(logMetrics(metrics)) as unknown as LambdaHandler;
+}

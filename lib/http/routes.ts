@@ -1,0 +1,209 @@
+/**
+ * The control-plane routes (CONTRACT 2), independent of how requests arrive (Lambda or the local server):
+ * parse and check the input, call one service, shape the answer.
+ */
+import { z } from 'zod';
+import { bindPodToNode, recordBindOutcome } from '../control/bind';
+import { clusterEventsBody, ingestClusterEvents } from '../control/clusterEvents';
+import type { ControlDeps } from '../control/deps';
+import { filterPod } from '../control/filter';
+import { readNodeDevices, readSchedulerLog } from '../control/views';
+import type { NodeLike, PodLike } from '../engine/types';
+import { BadRequestError, PayloadTooLargeError } from '../errors';
+import { json, type HttpResponse, type RouteKind } from './respond';
+
+export interface HttpRequest {
+  readonly body: string;
+  readonly pathParameters: Readonly<Record<string, string | undefined>>;
+  readonly query: Readonly<Record<string, string | undefined>>;
+}
+
+export interface Route {
+  readonly name: string;
+  readonly kind: RouteKind;
+  /** Keys added to every log line of the request (pod, node, attempt id). */
+  handle(deps: ControlDeps, req: HttpRequest, logKeys: (keys: Record<string, string>) => void): Promise<HttpResponse>;
+}
+
+/** Lambda's synchronous payload limit; larger bodies are refused before parsing. */
+export const MAX_BODY_BYTES = 6 * 1024 * 1024;
+
+const quantities = z.record(z.string(), z.union([z.string(), z.number()])).nullish();
+const containers = z
+  .array(z.object({ name: z.string(), resources: z.object({ limits: quantities, requests: quantities }).nullish() }).loose())
+  .nullish();
+
+const podSchema = z
+  .object({
+    metadata: z
+      .object({
+        name: z.string().min(1, 'must not be empty'),
+        namespace: z.string().nullish(),
+        uid: z.string().min(1, 'must not be empty'),
+        annotations: z.record(z.string(), z.string()).nullish(),
+        labels: z.record(z.string(), z.string()).nullish(),
+      })
+      .loose(),
+    spec: z.object({ initContainers: containers, containers }).loose().nullish(),
+  })
+  .loose();
+
+const nodeSchema = z
+  .object({
+    metadata: z.object({ name: z.string().min(1), annotations: z.record(z.string(), z.string()).nullish() }).loose(),
+    status: z.object({ allocatable: quantities }).loose().nullish(),
+  })
+  .loose();
+
+const filterArgs = z.object({
+  pod: podSchema,
+  nodes: z.object({ items: z.array(nodeSchema).nullish() }).loose().nullish(),
+  nodenames: z.array(z.string()).nullish(),
+});
+
+const bindArgs = z.object({
+  podname: z.string().min(1, 'must not be empty'),
+  podnamespace: z.string().min(1, 'must not be empty'),
+  poduid: z.string().min(1, 'must not be empty'),
+  node: z.string().min(1, 'must not be empty'),
+});
+
+const outcomeArgs = bindArgs.extend({ error: z.string() });
+
+/** Parses a JSON body whose top-level keys may come in any letter case (as Go's decoder accepts). */
+function parseExtenderBody(body: string): Record<string, unknown> {
+  if (Buffer.byteLength(body) > MAX_BODY_BYTES) throw new PayloadTooLargeError(`request body larger than ${MAX_BODY_BYTES} bytes`);
+  let parsed: unknown;
+  try {
+    parsed = JSON.parse(body);
+  } catch (err) {
+    throw new BadRequestError(`request body is not valid JSON: ${(err as Error).message}`);
+  }
+  if (parsed === null || typeof parsed !== 'object' || Array.isArray(parsed)) throw new BadRequestError('request body must be a JSON object');
+  const folded: Record<string, unknown> = {};
+  for (const [key, value] of Object.entries(parsed)) folded[key.toLowerCase()] = value;
+  return folded;
+}
+
+function check<T>(schema: z.ZodType<T>, value: unknown, what: string): T {
+  const parsed = schema.safeParse(value);
+  if (parsed.success) return parsed.data;
+  const issues = parsed.error.issues
+    .slice(0, 3)
+    .map((i) => `${i.path.join('.') || what}: ${i.message}`)
+    .join('; ');
+  throw new BadRequestError(`invalid ${what}: ${issues}`);
+}
+
+function normalisePod(pod: z.infer<typeof podSchema>): PodLike {
+  const clean = (list: z.infer<typeof containers>) =>
+    (list ?? []).map((c) => ({
+      name: c.name,
+      resources: { limits: c.resources?.limits ?? {}, requests: c.resources?.requests ?? {} },
+    }));
+  return {
+    metadata: {
+      name: pod.metadata.name,
+      namespace: pod.metadata.namespace ?? 'default',
+      uid: pod.metadata.uid,
+      annotations: pod.metadata.annotations ?? {},
+      labels: pod.metadata.labels ?? {},
+    },
+    spec: { initContainers: clean(pod.spec?.initContainers), containers: clean(pod.spec?.containers) },
+  };
+}
+
+export const filterRoute: Route = {
+  name: 'filter',
+  kind: 'extender',
+  async handle(deps, req, logKeys) {
+    const body = parseExtenderBody(req.body);
+    if (body.pod === undefined || body.pod === null) throw new BadRequestError('extender args missing pod');
+    const args = check(filterArgs, body, 'ExtenderArgs');
+    const pod = normalisePod(args.pod);
+    const podRef = { namespace: pod.metadata.namespace ?? 'default', name: pod.metadata.name, uid: pod.metadata.uid ?? '' };
+    logKeys({ pod: `${podRef.namespace}/${podRef.name}` });
+    const nodes = args.nodes ? ((args.nodes.items ?? []) as unknown as NodeLike[]) : null;
+    const answer = await filterPod(deps, { pod, podRef, nodeNames: args.nodenames ?? null, nodes });
+    if (answer.attemptId) logKeys({ attemptId: answer.attemptId });
+    return json(200, { ...answer.result, Effects: answer.effects });
+  },
+};
+
+export const bindRoute: Route = {
+  name: 'bind',
+  kind: 'extender',
+  async handle(deps, req, logKeys) {
+    const args = check(bindArgs, parseExtenderBody(req.body), 'ExtenderBindingArgs');
+    logKeys({ pod: `${args.podnamespace}/${args.podname}`, node: args.node });
+    const answer = await bindPodToNode(deps, { pod: { namespace: args.podnamespace, name: args.podname, uid: args.poduid }, node: args.node });
+    return json(200, { ...answer.result, Effects: answer.effects });
+  },
+};
+
+export const bindOutcomeRoute: Route = {
+  name: 'bindOutcome',
+  kind: 'api',
+  async handle(deps, req, logKeys) {
+    const args = check(outcomeArgs, parseExtenderBody(req.body), 'bind outcome');
+    logKeys({ pod: `${args.podnamespace}/${args.podname}`, node: args.node });
+    const answer = await recordBindOutcome(deps, {
+      pod: { namespace: args.podnamespace, name: args.podname, uid: args.poduid },
+      node: args.node,
+      error: args.error,
+    });
+    return json(200, { Effects: answer.effects });
+  },
+};
+
+export const clusterEventsRoute: Route = {
+  name: 'clusterEvents',
+  kind: 'api',
+  async handle(deps, req) {
+    const body = check(clusterEventsBody, parseExtenderBody(req.body), 'cluster events');
+    return json(200, await ingestClusterEvents(deps, body.events));
+  },
+};
+
+const logQuery = z.object({
+  detail: z.enum(['devices'], { message: 'detail must be "devices"' }).optional(),
+  history: z.enum(['true', 'false'], { message: 'history must be true or false' }).optional(),
+});
+
+export const schedulerLogRoute: Route = {
+  name: 'schedulerLog',
+  kind: 'api',
+  async handle(deps, req, logKeys) {
+    const namespace = req.pathParameters.ns ?? '';
+    const name = req.pathParameters.name ?? '';
+    if (namespace === '' || name === '') throw new BadRequestError('namespace and pod name are required');
+    logKeys({ pod: `${namespace}/${name}` });
+    const query = check(logQuery, req.query, 'query');
+    const log = await readSchedulerLog(deps, {
+      namespace,
+      name,
+      ...(query.detail ? { detail: query.detail } : {}),
+      history: query.history === 'true',
+    });
+    return json(200, log);
+  },
+};
+
+export const nodeDevicesRoute: Route = {
+  name: 'nodeDevices',
+  kind: 'api',
+  async handle(deps, req, logKeys) {
+    const node = req.pathParameters.name ?? '';
+    if (node === '') throw new BadRequestError('node name is required');
+    logKeys({ node });
+    return json(200, await readNodeDevices(deps, node));
+  },
+};
+
+export const healthzRoute: Route = {
+  name: 'healthz',
+  kind: 'api',
+  async handle() {
+    return { statusCode: 200, headers: { 'content-type': 'text/plain' }, body: 'ok' };
+  },
+};

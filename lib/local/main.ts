@@ -1,0 +1,26 @@
+/** `npm start`: the control plane on http://127.0.0.1:${PORT:-8080} over an embedded store. */
+
+// Set before the observability clients are built (they read the environment once, at import).
+// The local server logs at info unless told otherwise; EMF metrics only mean something inside Lambda.
+process.env.POWERTOOLS_LOG_LEVEL ??= 'INFO';
+process.env.POWERTOOLS_METRICS_DISABLED ??= 'true';
+
+async function main(): Promise<void> {
+  const { runFromEnvironment } = await import('./server');
+  const server = await runFromEnvironment();
+  process.stdout.write(`hami-explain control plane listening on ${server.url} (embedded store${process.env.HAMI_API_TOKEN ? ', bearer token required' : ''})\n`);
+  const stop = () => {
+    server.close().then(
+      () => process.exit(0),
+      () => process.exit(1),
+    );
+  };
+  process.once('SIGINT', stop);
+  process.once('SIGTERM', stop);
+}
+
+main().catch((err: unknown) => {
+  const message = err instanceof Error ? err.message : String(err);
+  process.stderr.write(err instanceof Error && err.name === 'ConfigError' ? `${message}\n` : `cannot start the local control plane: ${message}\n`);
+  process.exit(1);
+});
