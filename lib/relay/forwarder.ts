@@ -77,6 +77,9 @@ export class ClusterEventForwarder {
         });
         await Promise.race([this.delay(this.opts.maxDelayMs, signal), full]);
         this.wakeBatch = undefined;
+      } else {
+        // Without a window, still let events enqueued in the same turn (a list's items) share the batch.
+        await new Promise<void>((resolve) => setImmediate(resolve));
       }
       const batch = this.pending.splice(0, this.opts.maxEvents);
       await this.deliver(batch, signal);

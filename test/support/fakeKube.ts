@@ -73,7 +73,8 @@ export interface FakeKube {
   update(kind: FakeKind, obj: Obj): Obj;
   /** JSON merge patch, as PATCH with application/merge-patch+json does. */
   patch(kind: FakeKind, namespace: string | undefined, name: string, mergePatch: unknown): Obj;
-  remove(kind: FakeKind, namespace: string | undefined, name: string): void;
+  /** Deletes the object; `silent` skips the watch event and history (a change the relay never saw). */
+  remove(kind: FakeKind, namespace: string | undefined, name: string, opts?: { silent?: boolean }): void;
   get(kind: FakeKind, namespace: string | undefined, name: string): Obj | undefined;
   list(kind: FakeKind): Obj[];
   /** Forgets history up to now: watches from an older resourceVersion get 410 Gone. */
@@ -195,12 +196,13 @@ export async function startFakeKube(opts: FakeKubeOptions = {}): Promise<FakeKub
     return replace(kind, key, next);
   };
 
-  const remove = (kind: FakeKind, namespace: string | undefined, name: string) => {
+  const remove = (kind: FakeKind, namespace: string | undefined, name: string, removeOpts: { silent?: boolean } = {}) => {
     const key = keyOf(kind, namespace, name);
     const current = store.get(kind)!.get(key);
     if (current === undefined) return;
     store.get(kind)!.delete(key);
     rv++;
+    if (removeOpts.silent) return;
     meta(current).resourceVersion = String(rv);
     emit(kind, 'DELETED', current);
   };
@@ -409,7 +411,8 @@ export async function startFakeKube(opts: FakeKubeOptions = {}): Promise<FakeKub
     get,
     list: (kind) => [...store.get(kind)!.values()].map(clone),
     compact() {
-      compactedBelow = rv + 1;
+      // Watching from the current version stays possible (a fresh list returns it); anything older is gone.
+      compactedBelow = rv;
       history.length = 0;
     },
     sendBookmarks() {
