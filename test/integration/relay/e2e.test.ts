@@ -1,0 +1,118 @@
+/**
+ * End to end: fake Kubernetes API server + relay + the local control plane (the `npm start` code path).
+ * kube-scheduler is played by this test, calling the relay exactly as it would (POST /filter with
+ * NodeNames, then POST /bind).
+ */
+import { startLocalServer, type LocalServer } from '../../../lib/local/server';
+import type { RunningRelay } from '../../../lib/relay/relay';
+import { startFakeKube, type FakeKube } from '../../support/fakeKube';
+import { eventually, gpuNode, postJson, recordingLogger, startTestRelay } from './harness';
+
+const TOKEN = 'e2e-control-plane-token';
+const REGISTER = (prefix: string) =>
+  JSON.stringify([
+    { id: `GPU-${prefix}-0`, count: 10, devmem: 8192, devcore: 100, type: 'NVIDIA-A100', numa: 0, health: true, index: 0, mode: 'hami-core' },
+    { id: `GPU-${prefix}-1`, count: 10, devmem: 8192, devcore: 100, type: 'NVIDIA-A100', numa: 0, health: true, index: 1, mode: 'hami-core' },
+  ]);
+
+interface DeviceView {
+  registered: boolean;
+  devices: { id: string; used: number; usedmem: number; pods: string[] }[];
+}
+
+let kube: FakeKube;
+let local: LocalServer;
+let relay: RunningRelay | undefined;
+
+async function startRelay(): Promise<RunningRelay> {
+  return startTestRelay(kube, local.url, { logger: recordingLogger(), env: { HAMI_API_TOKEN: TOKEN } });
+}
+
+async function devices(node: string): Promise<DeviceView> {
+  const res = await fetch(`${local.url}/api/v1/nodes/${node}/devices`, { headers: { authorization: `Bearer ${TOKEN}` } });
+  expect(res.status).toBe(200);
+  return (await res.json()) as DeviceView;
+}
+
+const usedOn = (view: DeviceView) => view.devices.reduce((n, d) => n + d.used, 0);
+
+function gpuPodSpec(name: string, extra: { annotations?: Record<string, string>; nodeName?: string } = {}) {
+  return {
+    metadata: { name, namespace: 'team-a', annotations: extra.annotations ?? {} },
+    spec: {
+      schedulerName: 'hami-scheduler',
+      ...(extra.nodeName ? { nodeName: extra.nodeName } : {}),
+      containers: [{ name: 'main', image: 'cuda:12', resources: { limits: { 'nvidia.com/gpu': '1', 'nvidia.com/gpumem': '3000', 'nvidia.com/gpucores': '30' } } }],
+    },
+    status: { phase: extra.nodeName ? 'Running' : 'Pending' },
+  };
+}
+
+/** The pod as kube-scheduler's informer holds it: no kind/apiVersion. */
+function schedulerView(pod: Record<string, unknown>): Record<string, unknown> {
+  const { kind: _kind, apiVersion: _apiVersion, ...rest } = pod;
+  return rest;
+}
+
+beforeAll(async () => {
+  kube = await startFakeKube({ requiredToken: 'relay-token' });
+  local = await startLocalServer({ port: 0, host: '127.0.0.1', token: TOKEN, env: {} });
+});
+
+afterAll(async () => {
+  await relay?.close();
+  await local.close();
+  await kube.close();
+});
+
+describe('relay + local control plane', () => {
+  it('registers nodes, filters and binds a GPU pod, frees its cards on deletion, and survives a relay restart', async () => {
+    // Nodes with HAMi registrations appear in the ledger.
+    kube.create('Node', gpuNode('node-1', REGISTER('a')));
+    kube.create('Node', gpuNode('node-2', REGISTER('b')));
+    relay = await startRelay();
+    await eventually(async () => expect((await devices('node-1')).registered).toBe(true), 15000);
+    await eventually(async () => expect((await devices('node-2')).registered).toBe(true), 15000);
+
+    // Filter, as kube-scheduler calls it with nodeCacheCapable: true.
+    const created = kube.create('Pod', gpuPodSpec('train-0'));
+    const filter = await postJson(`${relay.extenderUrl}/filter`, { Pod: schedulerView(created), Nodes: null, NodeNames: ['node-1', 'node-2'] });
+    expect(filter.status).toBe(200);
+    expect(filter.body.Error ?? '').toBe('');
+    expect(filter.body).not.toHaveProperty('Effects');
+    const nodeNames = filter.body.NodeNames as string[];
+    expect(nodeNames).toHaveLength(1);
+    const chosen = nodeNames[0] as string;
+
+    const filtered = kube.get('Pod', 'team-a', 'train-0');
+    const annotations = filtered?.metadata?.annotations as Record<string, string>;
+    expect(annotations['hami.io/vgpu-node']).toBe(chosen);
+    expect(annotations['hami.io/vgpu-devices-allocated']).toMatch(/^GPU-[ab]-[01],NVIDIA,3000,30:;$/);
+    expect(annotations['hami.io/vgpu-devices-to-allocate']).toBe(annotations['hami.io/vgpu-devices-allocated']);
+
+    // Bind.
+    const bind = await postJson(`${relay.extenderUrl}/bind`, { PodName: 'train-0', PodNamespace: 'team-a', PodUID: created.metadata?.uid, Node: chosen });
+    expect(bind).toEqual({ status: 200, body: { Error: '' } });
+    const bound = kube.get('Pod', 'team-a', 'train-0');
+    expect((bound?.spec as { nodeName: string }).nodeName).toBe(chosen);
+    expect(bound?.metadata?.annotations).toEqual(expect.objectContaining({ 'hami.io/bind-phase': 'allocating' }));
+    expect(kube.writes().filter((w) => w.path === '/api/v1/namespaces/team-a/pods/train-0/binding')).toHaveLength(1);
+    expect(kube.list('Event').map((e) => e.reason)).toEqual(expect.arrayContaining(['FilteringSucceed', 'BindingSucceed']));
+
+    // The card is booked; deleting the pod frees it.
+    await eventually(async () => expect(usedOn(await devices(chosen))).toBe(1), 10000);
+    kube.remove('Pod', 'team-a', 'train-0');
+    await eventually(async () => expect(usedOn(await devices(chosen))).toBe(0), 10000);
+
+    // Kill the relay; a pod placed while it is down is accounted once it is back.
+    await relay.close();
+    relay = undefined;
+    kube.create('Pod', gpuPodSpec('train-1', { nodeName: chosen, annotations: { ...annotations, 'hami.io/bind-phase': 'success' } }));
+    relay = await startRelay();
+    await eventually(async () => {
+      const view = await devices(chosen);
+      expect(usedOn(view)).toBe(1);
+      expect(view.devices.flatMap((d) => d.pods)).toEqual(['team-a/train-1']);
+    }, 10000);
+  });
+});
