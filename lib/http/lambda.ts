@@ -5,6 +5,7 @@
 import middy from '@middy/core';
 import { injectLambdaContext } from '@aws-lambda-powertools/logger/middleware';
 import { logMetrics } from '@aws-lambda-powertools/metrics/middleware';
+import { MetricUnit } from '@aws-lambda-powertools/metrics';
 import { captureLambdaHandler } from '@aws-lambda-powertools/tracer/middleware';
 import type { APIGatewayProxyEventV2, APIGatewayProxyStructuredResultV2, Context } from 'aws-lambda';
 import type { ControlDeps } from '../control/deps';
@@ -19,6 +20,8 @@ export function lambdaHandler(route: Route, deps: () => ControlDeps): LambdaHand
     const started = Date.now();
     const reference = context.awsRequestId;
     logger.appendKeys({ route: route.name });
+    // One count per request and route; it also keeps every invocation's EMF flush non-empty.
+    metrics.addMetric(`${route.name}Requests`, MetricUnit.Count, 1);
     try {
       const body = event.body === undefined ? '' : event.isBase64Encoded ? Buffer.from(event.body, 'base64').toString('utf8') : event.body;
       const response = await route.handle(
@@ -30,7 +33,10 @@ export function lambdaHandler(route: Route, deps: () => ControlDeps): LambdaHand
       return { ...response, headers: { ...response.headers } };
     } catch (err) {
       if (isExposed(err)) logger.warn('Request rejected', { status: err.status, error: err.message, latencyMs: Date.now() - started });
-      else logger.error('Request failed', { error: err as Error, reference, latencyMs: Date.now() - started });
+      else {
+        logger.error('Request failed', { error: err as Error, reference, latencyMs: Date.now() - started });
+        metrics.addMetric(`${route.name}Failures`, MetricUnit.Count, 1);
+      }
       const response = errorResponse(err, route.kind, reference);
       return { ...response, headers: { ...response.headers } };
     }

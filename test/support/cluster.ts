@@ -1,0 +1,148 @@
+/** Fresh Kubernetes objects for tests, shaped as the relay forwards them (CONTRACT 4). */
+
+export interface CardSpec {
+  readonly id: string;
+  readonly index?: number;
+  readonly count?: number;
+  readonly devmem?: number;
+  readonly devcore?: number;
+  readonly type?: string;
+  readonly numa?: number;
+  readonly health?: boolean;
+}
+
+export function card(id: string, overrides: Omit<CardSpec, 'id'> = {}): CardSpec {
+  return { id, ...overrides };
+}
+
+/** A Node with HAMi's JSON registration annotation. */
+export function gpuNode(
+  name: string,
+  cards: readonly CardSpec[],
+  options: { rv?: string; annotations?: Record<string, string>; allocatable?: string } = {},
+) {
+  const register = cards.map((c, i) => ({
+    id: c.id,
+    index: c.index ?? i,
+    count: c.count ?? 10,
+    devmem: c.devmem ?? 16384,
+    devcore: c.devcore ?? 100,
+    type: c.type ?? 'NVIDIA-Tesla T4',
+    numa: c.numa ?? 0,
+    mode: 'hami-core',
+    health: c.health ?? true,
+  }));
+  return {
+    kind: 'Node',
+    apiVersion: 'v1',
+    metadata: {
+      name,
+      resourceVersion: options.rv ?? '1',
+      labels: { 'gpu': 'on' },
+      annotations: { 'hami.io/node-nvidia-register': JSON.stringify(register), ...(options.annotations ?? {}) },
+    },
+    status: { allocatable: { 'nvidia.com/gpu': options.allocatable ?? String(cards.length * 10), cpu: '8' } },
+  };
+}
+
+export interface ContainerSpec {
+  readonly name: string;
+  readonly gpu?: number;
+  readonly mem?: number;
+  readonly cores?: number;
+  readonly pct?: number;
+}
+
+export function gpuPod(
+  name: string,
+  containers: readonly ContainerSpec[],
+  options: { namespace?: string; uid?: string; annotations?: Record<string, string>; initContainers?: readonly ContainerSpec[] } = {},
+) {
+  const toContainer = (c: ContainerSpec) => {
+    const limits: Record<string, string> = {};
+    if (c.gpu !== undefined) limits['nvidia.com/gpu'] = String(c.gpu);
+    if (c.mem !== undefined) limits['nvidia.com/gpumem'] = String(c.mem);
+    if (c.cores !== undefined) limits['nvidia.com/gpucores'] = String(c.cores);
+    if (c.pct !== undefined) limits['nvidia.com/gpumem-percentage'] = String(c.pct);
+    return { name: c.name, image: 'cuda:12', resources: { limits } };
+  };
+  const namespace = options.namespace ?? 'default';
+  return {
+    metadata: {
+      name,
+      namespace,
+      uid: options.uid ?? `uid-${namespace}-${name}`,
+      resourceVersion: '1',
+      annotations: options.annotations ?? {},
+    },
+    spec: {
+      schedulerName: 'hami-scheduler',
+      initContainers: (options.initContainers ?? []).map(toContainer),
+      containers: containers.map(toContainer),
+    },
+    status: { phase: 'Pending' },
+  };
+}
+
+/** The pod as the relay would forward it after applying the filter's annotation patch. */
+export function forwardedPod(
+  pod: ReturnType<typeof gpuPod>,
+  annotations: Record<string, string | null>,
+  options: { rv?: string; phase?: string; deletionTimestamp?: string } = {},
+) {
+  const merged: Record<string, string> = { ...pod.metadata.annotations };
+  for (const [k, v] of Object.entries(annotations)) {
+    if (v === null) delete merged[k];
+    else merged[k] = v;
+  }
+  return {
+    kind: 'Pod',
+    apiVersion: 'v1',
+    ...pod,
+    metadata: {
+      ...pod.metadata,
+      annotations: merged,
+      resourceVersion: options.rv ?? '2',
+      ...(options.deletionTimestamp ? { deletionTimestamp: options.deletionTimestamp } : {}),
+    },
+    status: { phase: options.phase ?? 'Pending' },
+  };
+}
+
+/** Minimal JSON-over-HTTP client for the control plane. */
+export function controlClient(baseUrl: string, token?: string) {
+  const call = async (method: string, path: string, body?: unknown, raw?: string) => {
+    const res = await fetch(`${baseUrl}${path}`, {
+      method,
+      headers: { 'content-type': 'application/json', ...(token ? { authorization: `Bearer ${token}` } : {}) },
+      ...(body !== undefined || raw !== undefined ? { body: raw ?? JSON.stringify(body) } : {}),
+    });
+    const text = await res.text();
+    let json: unknown;
+    try {
+      json = JSON.parse(text);
+    } catch {
+      json = undefined;
+    }
+    // eslint-disable-next-line @typescript-eslint/no-explicit-any -- test client: callers assert on the shape
+    return { status: res.status, json: json as any, text };
+  };
+  return {
+    call,
+    events: (events: { type: string; object: unknown }[]) => call('POST', '/cluster/events', { events }),
+    filter: (pod: unknown, nodeNames: string[]) => call('POST', '/filter', { Pod: pod, Nodes: null, NodeNames: nodeNames }),
+    bind: (pod: { metadata: { name: string; namespace: string; uid: string } }, node: string) =>
+      call('POST', '/bind', { PodName: pod.metadata.name, PodNamespace: pod.metadata.namespace, PodUID: pod.metadata.uid, Node: node }),
+    outcome: (pod: { metadata: { name: string; namespace: string; uid: string } }, node: string, error = '') =>
+      call('POST', '/bind/outcome', { PodName: pod.metadata.name, PodNamespace: pod.metadata.namespace, PodUID: pod.metadata.uid, Node: node, Error: error }),
+    schedulerLog: (ns: string, name: string, query = '') => call('GET', `/api/v1/namespaces/${ns}/pods/${name}/schedulerlog${query}`),
+    devices: (node: string) => call('GET', `/api/v1/nodes/${node}/devices`),
+  };
+}
+
+/** The annotations a filter answer asks the relay to patch. */
+export function patchedAnnotations(answer: { Effects: { kind: string; annotations?: Record<string, string | null> }[] }) {
+  const patch = answer.Effects.find((e) => e.kind === 'PatchPodAnnotations');
+  if (!patch?.annotations) throw new Error('no PatchPodAnnotations effect');
+  return patch.annotations;
+}
