@@ -9,8 +9,8 @@ export type LogLine = Record<string, unknown> & { message: string; level: string
 
 export function captureLogger(): { logger: Logger; lines: LogLine[]; restore: () => void } {
   const lines: LogLine[] = [];
-  const record = (text: unknown) => {
-    lines.push(JSON.parse(String(text)) as LogLine);
+  const record = (...args: unknown[]) => {
+    lines.push(JSON.parse(String(args[0])) as LogLine);
   };
   const spies = (['debug', 'info', 'warn', 'error', 'log'] as const).map((method) =>
     jest.spyOn(console, method).mockImplementation(record),

@@ -1,0 +1,103 @@
+/**
+ * ClusterReader on @kubernetes/client-node with the user's kubeconfig. loadFromDefault() silently
+ * falls back to localhost:8080 when it finds nothing, so we look for a configuration first and say
+ * plainly when there is none.
+ */
+import { existsSync } from 'node:fs';
+import { homedir } from 'node:os';
+import { delimiter, join } from 'node:path';
+import { CoreV1Api, KubeConfig } from '@kubernetes/client-node';
+import type { ClusterNode, ClusterPod, ClusterReader } from './decisionTree';
+import type { ClusterAccess } from './run';
+
+export class ClusterReadError extends Error {
+  constructor(
+    message: string,
+    readonly status: number | undefined,
+    options?: { cause?: unknown },
+  ) {
+    super(message, options);
+    this.name = 'ClusterReadError';
+  }
+}
+
+/** Where a kubeconfig would come from, or why there is none. */
+export function findKubeconfig(
+  env: Readonly<Record<string, string | undefined>>,
+  fileExists: (path: string) => boolean = existsSync,
+  home: string = homedir(),
+): { kind: 'files'; files: string[] } | { kind: 'in-cluster' } | { kind: 'none'; reason: string } {
+  const listed = (env.KUBECONFIG ?? '').split(delimiter).filter((file) => file !== '');
+  if (listed.length > 0) {
+    const missing = listed.filter((file) => !fileExists(file));
+    if (missing.length === listed.length) return { kind: 'none', reason: `KUBECONFIG names no existing file (${listed.join(', ')})` };
+    return { kind: 'files', files: listed.filter((file) => fileExists(file)) };
+  }
+  const standard = join(home, '.kube', 'config');
+  if (fileExists(standard)) return { kind: 'files', files: [standard] };
+  if (env.KUBERNETES_SERVICE_HOST && fileExists('/var/run/secrets/kubernetes.io/serviceaccount/token')) return { kind: 'in-cluster' };
+  return { kind: 'none', reason: 'no kubeconfig found (KUBECONFIG is unset and ~/.kube/config does not exist)' };
+}
+
+export function kubeClusterAccess(env: Readonly<Record<string, string | undefined>>): ClusterAccess {
+  const found = findKubeconfig(env);
+  if (found.kind === 'none') return { kind: 'unavailable', reason: found.reason };
+  const config = new KubeConfig();
+  try {
+    if (found.kind === 'in-cluster') config.loadFromCluster();
+    else {
+      config.loadFromFile(found.files[0] ?? '');
+      for (const file of found.files.slice(1)) {
+        const more = new KubeConfig();
+        more.loadFromFile(file);
+        config.mergeConfig(more);
+      }
+    }
+  } catch (err) {
+    return { kind: 'unavailable', reason: `the kubeconfig could not be loaded: ${err instanceof Error ? err.message : String(err)}` };
+  }
+  if (!config.getCurrentCluster()) return { kind: 'unavailable', reason: 'the kubeconfig has no current context with a cluster' };
+  return { kind: 'ready', reader: new KubeClusterReader(config.makeApiClient(CoreV1Api)) };
+}
+
+type CoreApi = Pick<CoreV1Api, 'readNamespacedPod' | 'readNode'>;
+
+export class KubeClusterReader implements ClusterReader {
+  constructor(private readonly api: CoreApi) {}
+
+  async getPod(namespace: string, name: string): Promise<ClusterPod | undefined> {
+    return this.read(() => this.api.readNamespacedPod({ name, namespace }) as Promise<ClusterPod>, `pod ${namespace}/${name}`);
+  }
+
+  async getNode(name: string): Promise<ClusterNode | undefined> {
+    return this.read(() => this.api.readNode({ name }) as Promise<ClusterNode>, `node ${name}`);
+  }
+
+  private async read<T>(call: () => Promise<T>, what: string): Promise<T | undefined> {
+    try {
+      return await call();
+    } catch (err) {
+      const status = statusOf(err);
+      if (status === 404) return undefined;
+      // ApiException's own message embeds headers and the whole body: too noisy for one line.
+      const detail = status === undefined ? (err instanceof Error ? err.message : String(err)) : `the Kubernetes API answered ${status}${bodyMessage(err)}`;
+      throw new ClusterReadError(`reading ${what}: ${detail}`, status, { cause: err });
+    }
+  }
+}
+
+function statusOf(err: unknown): number | undefined {
+  const code = (err as { code?: unknown } | null)?.code;
+  return typeof code === 'number' ? code : undefined;
+}
+
+function bodyMessage(err: unknown): string {
+  const body = (err as { body?: unknown }).body;
+  if (typeof body !== 'string') return '';
+  try {
+    const message = (JSON.parse(body) as { message?: unknown }).message;
+    return typeof message === 'string' ? ` (${message})` : '';
+  } catch {
+    return '';
+  }
+}

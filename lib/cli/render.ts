@@ -1,0 +1,202 @@
+/**
+ * hami-diag's text output: pure functions from API data to the string printed. Golden-tested.
+ */
+import type { NodeDevices } from '../diagnostics/nodeDevices';
+import type { AttemptLog, CardEvidenceLog, ContainerLog, NodeLog, SchedulerLog } from '../diagnostics/schedulerLog';
+import type { TreeResult } from './decisionTree';
+import { plain, statusTone, table, type Cell, type Styler } from './style';
+
+export interface RenderStyle {
+  readonly style?: Styler;
+}
+
+export function renderSchedulerLogText(log: SchedulerLog, opts: RenderStyle = {}): string {
+  const style = opts.style ?? plain;
+  const out: string[] = [];
+  out.push(...attemptHeader(log, style), '');
+  out.push(...filterSection(log, style));
+  out.push('', `${style('strong', 'Bind')}      ${bindLine(log, style)}`);
+  const detail = devicesSection(log, style);
+  if (detail.length > 0) out.push('', ...detail);
+  if (log.hints.length > 0) {
+    out.push('', style('strong', 'What it means'));
+    for (const hint of log.hints) {
+      out.push(`  ${style('strong', hint.code)}: ${hint.meaning}`, `    cause: ${hint.cause}`, `    fix:   ${hint.fix}`);
+    }
+  }
+  if (log.history !== undefined) {
+    out.push('', style('strong', 'Earlier attempts'));
+    if (log.history.length === 0) out.push('  none');
+    for (const earlier of log.history) {
+      out.push(`  #${earlier.attempt}  ${earlier.time}  ${style(statusTone(earlier.status), earlier.status)}  ${attemptSummary(earlier)}`);
+    }
+  }
+  return `${out.join('\n')}\n`;
+}
+
+function attemptHeader(log: SchedulerLog, style: Styler): string[] {
+  return [
+    `${style('strong', 'Pod')}       ${log.pod.namespace}/${log.pod.name}  (uid ${log.pod.uid})`,
+    `${style('strong', 'Attempt')}   #${log.attempt} at ${log.time}  (id ${log.attemptId})`,
+    `${style('strong', 'Status')}    ${style(statusTone(log.status), log.status)}`,
+  ];
+}
+
+function filterSection(log: AttemptLog, style: Styler): string[] {
+  const lines = [`${style('strong', 'Filter')}    ${style(statusTone(log.filter.status), log.filter.status)}  ${log.filter.summary}`];
+  if (log.filter.nodes.length === 0) return lines;
+  const rows = log.filter.nodes.flatMap((node) => nodeRows(node));
+  return [...lines, '', ...table(['NODE', 'STATUS', 'SCORE', 'CONTAINER', 'RESULT', 'REASON'], rows, style)];
+}
+
+function nodeRows(node: NodeLog): Cell[][] {
+  const nodeCells: Cell[] = [
+    { text: node.name },
+    { text: node.status, tone: statusTone(node.status) },
+    { text: node.status === 'passed' ? String(node.score) : '-' },
+  ];
+  const blank: Cell[] = [{ text: '' }, { text: '' }, { text: '' }];
+  if (node.containers.length === 0) {
+    return reasonLines(node.reason ?? '').map((piece, i) => [...(i === 0 ? nodeCells : blank), { text: '-' }, { text: '-' }, { text: piece }]);
+  }
+  return node.containers.flatMap((container, c) =>
+    reasonLines(container.reason ?? '').map((piece, i) => {
+      const containerCells: Cell[] =
+        i === 0 ? [{ text: containerLabel(container) }, { text: container.status, tone: statusTone(container.status) }] : [{ text: '' }, { text: '' }];
+      return [...(c === 0 && i === 0 ? nodeCells : blank), ...containerCells, { text: piece }];
+    }),
+  );
+}
+
+function containerLabel(container: ContainerLog): string {
+  return container.init ? `${container.name} (init)` : container.name;
+}
+
+/** One `x/y Reason` piece per line, in HAMi's order; other texts stay whole. */
+function reasonLines(reason: string): string[] {
+  return reason === '' ? [''] : reason.split(', ');
+}
+
+function bindLine(log: AttemptLog, style: Styler): string {
+  const where = [log.bind.node, log.bind.time].filter((part) => part !== undefined).join(', ');
+  const summary = log.bind.summary === '' ? (log.bind.status === 'pending' ? 'not attempted' : '') : log.bind.summary;
+  return `${style(statusTone(log.bind.status), log.bind.status)}  ${summary}${where === '' ? '' : `  (${where})`}`.trimEnd();
+}
+
+function attemptSummary(attempt: AttemptLog): string {
+  if (attempt.filter.status === 'failed') return `filter: ${attempt.filter.summary}`;
+  if (attempt.bind.status === 'failed') return `bind: ${attempt.bind.summary}`;
+  return attempt.filter.summary;
+}
+
+function devicesSection(log: SchedulerLog, style: Styler): string[] {
+  const out: string[] = [];
+  for (const node of log.filter.nodes) {
+    for (const container of node.containers) {
+      if (container.devices === undefined || (container.devices.length === 0 && container.chosen === undefined)) continue;
+      out.push(`${style('strong', 'Cards')}     ${node.name} / ${containerLabel(container)}${requestText(container)}`);
+      if (container.devices.length > 0) {
+        out.push(
+          ...table(
+            ['IDX', 'UUID', 'OUTCOME', 'MEM USED/TOTAL', '+REQ', 'CORES USED/TOTAL', '+REQ', 'SLOTS USED/COUNT'],
+            container.devices.map((card) => cardRow(card)),
+            style,
+          ),
+        );
+      }
+      for (const chosen of container.chosen ?? []) {
+        out.push(`  chosen: card ${chosen.idx} ${chosen.uuid}, ${chosen.usedmem} MiB, ${chosen.usedcores}% cores`);
+      }
+    }
+  }
+  return out;
+}
+
+function requestText(container: ContainerLog): string {
+  const request = container.request;
+  if (request === undefined) return '';
+  const memory = request.memreq > 0 ? `${request.memreq} MiB` : request.mempercentagereq !== 101 ? `${request.mempercentagereq}% memory` : 'default memory';
+  return `: asks ${request.nums} card(s) × ${memory}, ${request.coresreq}% cores`;
+}
+
+function cardRow(card: CardEvidenceLog): Cell[] {
+  return [
+    { text: String(card.index) },
+    { text: card.uuid },
+    { text: card.outcome, tone: card.outcome === 'Fit' ? 'good' : 'bad' },
+    { text: `${card.usedMem}/${card.totalMem}` },
+    { text: String(card.requestedMem) },
+    { text: `${card.usedCores}/${card.totalCores}` },
+    { text: String(card.requestedCores) },
+    { text: `${card.usedSlots}/${card.slots}` },
+  ];
+}
+
+export interface NodeRenderOptions extends RenderStyle {
+  /** Epoch milliseconds, to show how old the lock is. */
+  readonly nowMs: number;
+}
+
+export function renderNodeDevicesText(view: NodeDevices, opts: NodeRenderOptions): string {
+  const style = opts.style ?? plain;
+  const out: string[] = [`${style('strong', 'Node')}         ${view.name}`];
+  const registered = view.registered ? 'yes' : 'no';
+  out.push(`${style('strong', 'Registered')}   ${style(statusTone(registered), registered)}${view.reason ? `  (${view.reason})` : ''}`);
+  const allocatable = Object.entries(view.allocatable)
+    .filter(([key]) => key.includes('/'))
+    .map(([key, value]) => `${key}=${value}`)
+    .join(', ');
+  out.push(`${style('strong', 'Allocatable')}  ${allocatable === '' ? 'no extended resources' : allocatable}`);
+  out.push(`${style('strong', 'Lock')}         ${lockText(view.lock, opts.nowMs, style)}`);
+  if (view.devices.length === 0) {
+    out.push('', '  no cards registered');
+    return `${out.join('\n')}\n`;
+  }
+  const rows = view.devices.map((device): Cell[] => [
+    { text: String(device.index) },
+    { text: device.id },
+    { text: device.type },
+    { text: device.health ? 'ok' : 'unhealthy', tone: device.health ? 'good' : 'bad' },
+    { text: String(device.numa) },
+    { text: `${device.used}/${device.count}` },
+    { text: `${device.usedmem}/${device.devmem}` },
+    { text: String(device.devmem - device.usedmem) },
+    { text: `${device.usedcores}/${device.devcore}` },
+    { text: device.pods.length === 0 ? '-' : device.pods.join(', ') },
+  ]);
+  out.push('', ...table(['IDX', 'UUID', 'TYPE', 'HEALTH', 'NUMA', 'SLOTS', 'MEM USED/TOTAL', 'MEM FREE', 'CORES USED/TOTAL', 'PODS'], rows, style));
+  return `${out.join('\n')}\n`;
+}
+
+function lockText(lock: NodeDevices['lock'], nowMs: number, style: Styler): string {
+  if (lock === null) return 'free';
+  const sinceMs = Date.parse(lock.since);
+  const age = Number.isNaN(sinceMs) ? '' : `, ${formatAge(nowMs - sinceMs)} ago`;
+  return `${style('warn', 'held')} by ${lock.holder} since ${lock.since}${age}`;
+}
+
+/** `1h2m`, `4m5s`, `12s`: enough to judge a 5-minute lock. */
+export function formatAge(ms: number): string {
+  const seconds = Math.max(0, Math.floor(ms / 1000));
+  const h = Math.floor(seconds / 3600);
+  const m = Math.floor((seconds % 3600) / 60);
+  const s = seconds % 60;
+  if (h > 0) return `${h}h${m}m`;
+  if (m > 0) return `${m}m${s}s`;
+  return `${s}s`;
+}
+
+export function renderNotFoundText(namespace: string, name: string, tree: TreeResult | { readonly unavailable: string }, opts: RenderStyle = {}): string {
+  const style = opts.style ?? plain;
+  const out = [`No scheduling record for pod ${namespace}/${name}.`];
+  if ('unavailable' in tree) {
+    out.push(`Cannot walk the debugging decision tree: ${tree.unavailable}`);
+    return `${out.join('\n')}\n`;
+  }
+  out.push('', style('strong', 'Debugging decision tree'));
+  for (const step of tree.steps) {
+    out.push(`  ${step.question}  ${style(step.ok ? 'good' : 'bad', step.answer)}`);
+  }
+  out.push('', `${style('strong', 'Branch')}   ${tree.branch}`, `${style('strong', 'Why')}      ${tree.explanation}`, `${style('strong', 'Next')}     ${tree.advice}`);
+  return `${out.join('\n')}\n`;
+}

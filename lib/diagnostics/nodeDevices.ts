@@ -1,0 +1,33 @@
+/**
+ * `GET /api/v1/nodes/{name}/devices` (CONTRACT 9 "Node devices"): what the scheduler holds about one
+ * node. The schema is shared by the control plane (which builds the body) and hami-diag (which checks it).
+ */
+import { z } from 'zod';
+
+export const nodeDeviceSchema = z.object({
+  id: z.string(),
+  index: z.number(),
+  type: z.string(),
+  count: z.number(),
+  devmem: z.number(),
+  devcore: z.number(),
+  numa: z.number(),
+  health: z.boolean(),
+  used: z.number(),
+  usedmem: z.number(),
+  usedcores: z.number(),
+  /** `namespace/name` of the pods booked on the card. */
+  pods: z.array(z.string()),
+});
+
+export const nodeDevicesSchema = z.object({
+  name: z.string(),
+  registered: z.boolean(),
+  reason: z.string().optional(),
+  allocatable: z.record(z.string(), z.union([z.string(), z.number()])),
+  devices: z.array(nodeDeviceSchema),
+  lock: z.object({ holder: z.string(), since: z.string() }).nullable(),
+});
+
+export type NodeDevice = z.infer<typeof nodeDeviceSchema>;
+export type NodeDevices = z.infer<typeof nodeDevicesSchema>;
