@@ -16,6 +16,7 @@ export { loadNodeAgentConfig, defaultNodeAgentSettings, type NodeAgentConfig } f
 export { NodeAgentConfigError } from './errors';
 
 export const NODE_AGENT_STARTED = 'Node agent started';
+export const NODE_AGENT_CREDENTIALS = 'Node agent cluster credentials';
 
 /** A sleep that resolves early, without throwing, when the signal aborts. */
 export async function abortableSleep(ms: number, signal: AbortSignal): Promise<void> {
@@ -72,8 +73,8 @@ export interface RunNodeAgentOptions {
 }
 
 /**
- * Runs until SIGTERM, SIGINT or `opts.signal`. Rejects only on invalid configuration
- * (NodeAgentConfigError naming the variable) or when the health port cannot be bound.
+ * Runs until SIGTERM, SIGINT or `opts.signal`. Rejects only at start: invalid configuration
+ * (NodeAgentConfigError naming the variable), no cluster credentials, or a health port already in use.
  */
 export async function runNodeAgent(opts: RunNodeAgentOptions = {}): Promise<void> {
   const log = opts.logger ?? defaultLogger;
@@ -89,7 +90,7 @@ export async function runNodeAgent(opts: RunNodeAgentOptions = {}): Promise<void
 
   let health: Server | undefined;
   try {
-    const patchNode = opts.patchNode ?? (await loadKubePatcher(config));
+    const patchNode = opts.patchNode ?? (await loadKubePatcher(config, log));
     const reporter = createNodeReporter(
       {
         runNvidiaSmi: createNvidiaSmiRunner({ path: config.nvidiaSmiPath, timeoutMs: config.timeoutSeconds * 1000, signal: stop.signal }),
@@ -115,14 +116,15 @@ export async function runNodeAgent(opts: RunNodeAgentOptions = {}): Promise<void
   }
 }
 
-async function loadKubePatcher(config: NodeAgentConfig): Promise<NodeReporterDeps['patchNode']> {
+async function loadKubePatcher(config: NodeAgentConfig, log: AppLogger): Promise<NodeReporterDeps['patchNode']> {
   // Loaded lazily: client-node is ESM-only and large, and nothing else in this file needs it.
-  const [{ KubeConfig }, { createKubeNodePatcher }] = await Promise.all([
-    import('@kubernetes/client-node'),
+  const [{ loadKubeConfig }, { createKubeNodePatcher }] = await Promise.all([
+    import('../relay/kubeconfig'),
     import('./kubeNodePatcher'),
   ]);
-  const kc = new KubeConfig();
-  // In the pod: the ServiceAccount token; on a workstation: $KUBECONFIG or ~/.kube/config.
-  kc.loadFromDefault();
-  return createKubeNodePatcher(kc, config.timeoutSeconds * 1000);
+  // The relay's explicit choice (kubeconfig file, else the pod's ServiceAccount), never client-node's
+  // silent fallback to http://localhost:8080.
+  const { kubeConfig, source } = loadKubeConfig(process.env);
+  log.info(NODE_AGENT_CREDENTIALS, { source: source.kind, server: kubeConfig.getCurrentCluster()?.server });
+  return createKubeNodePatcher(kubeConfig, config.timeoutSeconds * 1000);
 }
