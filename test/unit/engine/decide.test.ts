@@ -334,7 +334,7 @@ describe('real-time check (CONTRACT 8)', () => {
     const d = decide(input(p, [node('n1', [card('a')], rt ? { realtime: rt } : {})], { config: cfg, nowMs: now }));
     if (d.kind === 'error') throw new Error(d.message);
     expect(d.kind).toBe(expected === 'fit' ? 'fit' : 'noFit');
-    if (expected === 'reject') expect(reasonOf(d)).toBe('1/1 CardRealtimeInsufficientMemory');
+    expect(d.kind === 'noFit' ? d.failedNodes['n1'] : undefined).toBe(expected === 'reject' ? '1/1 CardRealtimeInsufficientMemory' : undefined);
     expect(d.realtime.map((n) => n.outcome)).toEqual(note === undefined ? [] : [note]);
   });
 

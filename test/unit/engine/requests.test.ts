@@ -34,12 +34,8 @@ describe('containerRequest (hami-spec 1.2 table)', () => {
   ];
   it.each(cases)('%s', (_label, container, memoryFactor, expected) => {
     const request = containerRequest(container, config({ memoryFactor }));
-    if (expected === undefined) {
-      expect(request).toBeUndefined();
-      return;
-    }
-    const [nums, memreq, mempercentagereq, coresreq] = expected;
-    expect(request).toEqual({ nums, type: 'NVIDIA', memreq, mempercentagereq, coresreq });
+    const wanted = expected && { nums: expected[0], type: 'NVIDIA', memreq: expected[1], mempercentagereq: expected[2], coresreq: expected[3] };
+    expect(request).toEqual(wanted);
   });
 
   it.each([
