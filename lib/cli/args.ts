@@ -55,7 +55,9 @@ export function parseCommand(argv: readonly string[], env: Readonly<Record<strin
       },
     });
   } catch (err) {
-    throw new UsageError(err instanceof Error ? err.message : String(err), { cause: err });
+    // parseArgs' messages may carry an `TypeError [ERR_…]:` prefix and a long tip; keep the first sentence.
+    const message = (err instanceof Error ? err.message : String(err)).replace(/^[^:]*\[ERR_[A-Z_]+\]: /, '').split('. ')[0] ?? '';
+    throw new UsageError(`${message}; see hami-diag --help`, { cause: err });
   }
   const { values, positionals } = parsed;
   if (values.help || positionals.length === 0) return { kind: 'help' };

@@ -1,0 +1,36 @@
+/** Golden files: compare with test/fixtures/schedulerlog/<name>; `UPDATE_GOLDEN=1` rewrites them (review the diff). */
+import { existsSync, readFileSync, writeFileSync } from 'node:fs';
+import { join } from 'node:path';
+import type { AttemptRecord } from '../../../lib/diagnostics/record';
+import type { ClusterNode, ClusterPod, ClusterReader } from '../../../lib/cli/decisionTree';
+
+export const fixtureDir = join(__dirname, '..', '..', 'fixtures', 'schedulerlog');
+
+export function readFixture<T>(file: string): T {
+  return JSON.parse(readFileSync(join(fixtureDir, file), 'utf8')) as T;
+}
+
+export function record(name: 'success' | 'nofit' | 'bindfail'): AttemptRecord {
+  return readFixture<AttemptRecord>(`${name}.record.json`);
+}
+
+export function expectGolden(file: string, actual: string): void {
+  const path = join(fixtureDir, file);
+  if (process.env.UPDATE_GOLDEN === '1') writeFileSync(path, actual);
+  if (!existsSync(path)) throw new Error(`golden file ${file} is missing; run with UPDATE_GOLDEN=1 and review it`);
+  expect(actual).toBe(readFileSync(path, 'utf8'));
+}
+
+interface Cluster {
+  readonly pods: Record<string, ClusterPod>;
+  readonly nodes: Record<string, ClusterNode>;
+}
+
+/** The captured cluster of cluster.json as a ClusterReader. */
+export function fixtureCluster(): ClusterReader {
+  const cluster = readFixture<Cluster>('cluster.json');
+  return {
+    getPod: async (namespace, name) => cluster.pods[`${namespace}/${name}`],
+    getNode: async (name) => cluster.nodes[name],
+  };
+}

@@ -1,0 +1,89 @@
+import { renderSchedulerLog } from '../../../lib/diagnostics/schedulerLog';
+import type { NodeDevices } from '../../../lib/diagnostics/nodeDevices';
+import type { AttemptRecord } from '../../../lib/diagnostics/record';
+import { walkDecisionTree } from '../../../lib/cli/decisionTree';
+import { formatAge, renderNodeDevicesText, renderNotFoundText, renderSchedulerLogText } from '../../../lib/cli/render';
+import { ansi } from '../../../lib/cli/style';
+import { expectGolden, fixtureCluster, readFixture, record } from './golden';
+
+const stripAnsi = (text: string) => text.replace(/\u001b\[[0-9;]*m/g, '');
+
+describe('renderSchedulerLogText (golden)', () => {
+  it('success: the CONTRACT example', () => {
+    expectGolden('success.txt', renderSchedulerLogText(renderSchedulerLog(record('success'))));
+  });
+
+  it('no fit: one "x/y Reason" piece per line, skipped containers, node-level reasons', () => {
+    const text = renderSchedulerLogText(renderSchedulerLog(record('nofit')));
+    expectGolden('nofit.txt', text);
+    expect(text).toContain('3/8 AllocatedCardsInsufficientRequest');
+    expect(text).toMatch(/trainer\s+skipped/);
+  });
+
+  it('no fit with per-card detail', () => {
+    expectGolden('nofit-detail.txt', renderSchedulerLogText(renderSchedulerLog(record('nofit'), { detail: 'devices' })));
+  });
+
+  it('bind failure with lock contention, and earlier attempts', () => {
+    const history = readFixture<AttemptRecord[]>('bindfail.history.json');
+    const text = renderSchedulerLogText(renderSchedulerLog(record('bindfail'), { history }));
+    expectGolden('bindfail-history.txt', text);
+    expect(text).toContain('node node3 has been locked within 5m0s: node lock contention');
+  });
+
+  it('colours only the words, leaving the layout of the plain text', () => {
+    const log = renderSchedulerLog(record('nofit'));
+    const coloured = renderSchedulerLogText(log, { style: ansi });
+    expect(coloured).toContain('\u001b[31mfailed\u001b[39m');
+    expect(stripAnsi(coloured)).toBe(renderSchedulerLogText(log));
+  });
+});
+
+describe('renderNodeDevicesText (golden)', () => {
+  const view = readFixture<NodeDevices>('node3.devices.json');
+  it('shows registration, lock age and per-card usage', () => {
+    expectGolden('node3.devices.txt', renderNodeDevicesText(view, { nowMs: Date.parse('2026-08-21T16:45:05Z') }));
+  });
+  it('says when the node has no cards and no lock', () => {
+    const text = renderNodeDevicesText(
+      { name: 'cpu-node-1', registered: false, reason: 'annos not found hami.io/node-nvidia-register', allocatable: { cpu: '8' }, devices: [], lock: null },
+      { nowMs: 0 },
+    );
+    expect(text).toBe(
+      [
+        'Node         cpu-node-1',
+        'Registered   no  (annos not found hami.io/node-nvidia-register)',
+        'Allocatable  no extended resources',
+        'Lock         free',
+        '',
+        '  no cards registered',
+        '',
+      ].join('\n'),
+    );
+  });
+  it.each([
+    [0, '0s'],
+    [59_999, '59s'],
+    [95_000, '1m35s'],
+    [3_725_000, '1h2m'],
+    [-5, '0s'],
+  ])('formatAge(%i) = %s', (ms, expected) => {
+    expect(formatAge(ms)).toBe(expected);
+  });
+});
+
+describe('renderNotFoundText (golden): the debugging decision tree', () => {
+  it.each(['cpu-only', 'wrong-scheduler', 'waiting', 'on-bare-node', 'old', 'pinned', 'orphan', 'ghost'])('default/%s', async (name) => {
+    const cluster = fixtureCluster();
+    const pod = await cluster.getPod('default', name);
+    const node = pod?.spec?.nodeName ? await cluster.getNode(pod.spec.nodeName) : undefined;
+    const tree = walkDecisionTree({ namespace: 'default', name }, pod, node);
+    expectGolden(`unknown-${name}.txt`, renderNotFoundText('default', name, tree));
+  });
+
+  it('says why the tree cannot be walked', () => {
+    expect(renderNotFoundText('default', 'x', { unavailable: 'no kubeconfig found' })).toBe(
+      'No scheduling record for pod default/x.\nCannot walk the debugging decision tree: no kubeconfig found\n',
+    );
+  });
+});
