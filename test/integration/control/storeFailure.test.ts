@@ -1,0 +1,114 @@
+/**
+ * Store failures in the middle of a decision (injected at the SDK boundary, on a real dynalite): the
+ * caller gets an Error kube-scheduler can retry, and nothing is left booked or locked past its expiry.
+ */
+import { DynamoDBClient } from '@aws-sdk/client-dynamodb';
+import { createDeps } from '../../../lib/app';
+import type { Runtime } from '../../../lib/clock';
+import { loadConfig } from '../../../lib/config';
+import { bindPodToNode } from '../../../lib/control/bind';
+import { ingestClusterEvents } from '../../../lib/control/clusterEvents';
+import type { ControlDeps } from '../../../lib/control/deps';
+import { filterPod } from '../../../lib/control/filter';
+import { readNodeDevices } from '../../../lib/control/views';
+import { StoreUnavailableError } from '../../../lib/errors';
+import { errorResponse } from '../../../lib/http/respond';
+import { createDocumentClient } from '../../../lib/store/dynamo';
+import { ensureTables } from '../../../lib/store/tables';
+import { card, gpuNode, gpuPod } from '../../support/cluster';
+import { startDynalite, type DynamoBackend } from '../../support/dynamo';
+
+type Fault = (command: string, input: Record<string, unknown>) => boolean;
+
+describe('store failure mid-decision', () => {
+  let backend: DynamoBackend;
+  let deps: ControlDeps;
+  let now: number;
+  let fault: Fault;
+
+  const runtime: Runtime = {
+    clock: { now: () => now },
+    sleep: async () => undefined,
+    random: () => 0.5,
+    newId: () => `attempt-${now}`,
+  };
+
+  beforeAll(async () => {
+    backend = await startDynalite();
+  });
+
+  afterAll(async () => {
+    await backend.stop();
+  });
+
+  beforeEach(async () => {
+    now = 1_800_000_000_000;
+    fault = () => false;
+    const suffix = Math.random().toString(36).slice(2);
+    const config = loadConfig({ DDB_ENDPOINT: backend.endpoint, STATE_TABLE: `state-${suffix}`, RECORDS_TABLE: `records-${suffix}`, HAMI_STORE_SHARDS: '2' });
+    const raw = new DynamoDBClient({ endpoint: backend.endpoint, region: 'local', credentials: { accessKeyId: 'x', secretAccessKey: 'x' } });
+    await ensureTables(raw, [config.stateTable, config.recordsTable], async () => undefined);
+    raw.destroy();
+    const doc = createDocumentClient({ region: 'local', endpoint: backend.endpoint });
+    doc.middlewareStack.add(
+      (next, context) => async (args) => {
+        if (fault(String(context.commandName), args.input as Record<string, unknown>)) throw Object.assign(new Error('injected outage'), { name: 'InternalServerError' });
+        return next(args);
+      },
+      { step: 'initialize', name: 'faultInjection' },
+    );
+    deps = createDeps(config, runtime, doc);
+    await ingestClusterEvents(deps, [{ type: 'ADDED', object: gpuNode('node1', [card('GPU-a', { devmem: 8000 })]) }]);
+  });
+
+  const pod = gpuPod('victim', [{ name: 'c', gpu: 1, mem: 3000 }]);
+  const request = () => ({
+    pod,
+    podRef: { namespace: 'default', name: 'victim', uid: pod.metadata.uid },
+    nodeNames: ['node1'],
+    nodes: null,
+  });
+  const usedMem = async () => (await readNodeDevices(deps, 'node1')).devices[0]?.usedmem;
+
+  it('undoes the reservation when the decision record cannot be written, and answers a retryable Error', async () => {
+    fault = (command, input) => command === 'PutItemCommand' && String(input.TableName).startsWith('records-');
+    const error = await filterPod(deps, request()).catch((err: unknown) => err);
+    expect(error).toBeInstanceOf(StoreUnavailableError);
+    expect(JSON.parse(errorResponse(error, 'extender', 'ref-1').body)).toEqual({
+      Error: 'scheduler control plane temporarily unavailable, retry (ref ref-1)',
+    });
+    fault = () => false;
+    expect(await usedMem()).toBe(0);
+    // kube-scheduler retries, and the pod lands.
+    expect((await filterPod(deps, request())).result.NodeNames).toEqual(['node1']);
+    expect(await usedMem()).toBe(3000);
+  });
+
+  it('lets an orphaned reservation expire when even the undo fails', async () => {
+    let failAll = false;
+    fault = (command, input) => failAll || (command === 'PutItemCommand' && String(input.TableName).startsWith('records-') && (failAll = true));
+    await expect(filterPod(deps, request())).rejects.toBeInstanceOf(StoreUnavailableError);
+    fault = () => false;
+    expect(await usedMem()).toBe(3000);
+    now += deps.config.reservationTtlSeconds * 1000 + 1;
+    expect(await usedMem()).toBe(0);
+  });
+
+  it('writes nothing when the cluster cannot be read', async () => {
+    fault = (command) => command === 'BatchGetItemCommand';
+    await expect(filterPod(deps, request())).rejects.toBeInstanceOf(StoreUnavailableError);
+    fault = () => false;
+    expect(await usedMem()).toBe(0);
+  });
+
+  it('lets a lock left by a bind whose outcome never came expire', async () => {
+    const other = gpuPod('other', [{ name: 'c', gpu: 1, mem: 1000 }]);
+    await filterPod(deps, request());
+    await filterPod(deps, { pod: other, podRef: { namespace: 'default', name: 'other', uid: other.metadata.uid }, nodeNames: ['node1'], nodes: null });
+    expect((await bindPodToNode(deps, { pod: { namespace: 'default', name: 'victim', uid: pod.metadata.uid }, node: 'node1' })).result.Error).toBe('');
+    const otherRef = { namespace: 'default', name: 'other', uid: other.metadata.uid };
+    expect((await bindPodToNode(deps, { pod: otherRef, node: 'node1' })).result.Error).toMatch(/node lock contention$/);
+    now += deps.config.nodeLockExpireSeconds * 1000 + 1;
+    expect((await bindPodToNode(deps, { pod: otherRef, node: 'node1' })).result.Error).toBe('');
+  });
+});
