@@ -1,0 +1,231 @@
+/** Pure parts of the relay: config, SigV4 signing, event correlation, relevance rules, Effects parsing. */
+import { loadRelayConfig } from '../../../lib/relay/config';
+import { sigV4Signer, bearerSigner, credentialsFromEnv } from '../../../lib/relay/controlPlane';
+import { backoffMs } from '../../../lib/relay/delay';
+import { splitEffects } from '../../../lib/relay/effects';
+import { RelayConfigError, KubeConfigMissingError } from '../../../lib/relay/errors';
+import { EventCorrelator, AGGREGATE_MAX_EVENTS } from '../../../lib/relay/eventCorrelator';
+import { chooseKubeConfigSource } from '../../../lib/relay/kubeconfig';
+import { ChangeTracker, podMatters, toForwardedObject } from '../../../lib/relay/relevance';
+import { bearerToken } from '../../../lib/relay/userAuth';
+
+const MANAGED = ['nvidia.com/gpu', 'nvidia.com/gpumem', 'nvidia.com/gpumem-percentage', 'nvidia.com/gpucores'];
+
+describe('loadRelayConfig', () => {
+  it('applies defaults and infers token auth from HAMI_API_TOKEN', () => {
+    const c = loadRelayConfig({ HAMI_CONTROL_PLANE_URL: 'http://127.0.0.1:8080/', HAMI_API_TOKEN: 'secret-token' });
+    expect(c).toEqual(
+      expect.objectContaining({
+        port: 8080,
+        userPort: 8081,
+        extenderDeadlineMs: 25000,
+        eventSourceComponent: 'hami-scheduler',
+        managedResources: MANAGED,
+        controlPlane: { url: 'http://127.0.0.1:8080', auth: 'token', token: 'secret-token' },
+      }),
+    );
+  });
+
+  it('reports every problem at once, naming each variable', () => {
+    let error: unknown;
+    try {
+      loadRelayConfig({ HAMI_CONTROL_PLANE_URL: 'ftp://x', RELAY_PORT: 'eighty', RELAY_BATCH_MAX_EVENTS: '0', HAMI_CONTROL_PLANE_AUTH: 'iam' });
+    } catch (err) {
+      error = err;
+    }
+    expect(error).toBeInstanceOf(RelayConfigError);
+    const problems = (error as RelayConfigError).problems.join('\n');
+    for (const key of ['HAMI_CONTROL_PLANE_URL', 'RELAY_PORT', 'RELAY_BATCH_MAX_EVENTS']) expect(problems).toContain(key);
+  });
+
+  it('requires region and credentials for IAM signing, and a token for token auth', () => {
+    expect(() => loadRelayConfig({ HAMI_CONTROL_PLANE_URL: 'https://x.example', HAMI_CONTROL_PLANE_AUTH: 'iam' })).toThrow(
+      /AWS_REGION[\s\S]*AWS_ACCESS_KEY_ID[\s\S]*AWS_SECRET_ACCESS_KEY/,
+    );
+    expect(() => loadRelayConfig({ HAMI_CONTROL_PLANE_URL: 'https://x.example', HAMI_CONTROL_PLANE_AUTH: 'token' })).toThrow(/HAMI_API_TOKEN/);
+    const iam = loadRelayConfig({ HAMI_CONTROL_PLANE_URL: 'https://x.example', AWS_DEFAULT_REGION: 'eu-west-1', AWS_ACCESS_KEY_ID: 'AK', AWS_SECRET_ACCESS_KEY: 'SK' });
+    expect(iam.controlPlane).toEqual({ url: 'https://x.example', auth: 'iam', region: 'eu-west-1' });
+  });
+});
+
+describe('SigV4 signing for API Gateway', () => {
+  const credentials = { accessKeyId: 'AKIDEXAMPLE', secretAccessKey: 'wJalrXUtnFEMI/K7MDENG+bPxRfiCYEXAMPLEKEY', sessionToken: 'session-token-1' };
+  const signer = sigV4Signer({ region: 'eu-west-1', credentials: () => credentials, now: () => new Date('2025-05-01T10:00:00Z') });
+  const request = (body: string) => ({
+    method: 'POST' as const,
+    url: new URL('https://abc123.execute-api.eu-west-1.amazonaws.com/prod/filter'),
+    headers: { 'content-type': 'application/json' },
+    body,
+  });
+
+  it('adds an AWS4-HMAC-SHA256 Authorization header scoped to the date, region and execute-api', async () => {
+    const headers = await signer(request('{"Pod":{}}'));
+    expect(headers.authorization).toMatch(
+      /^AWS4-HMAC-SHA256 Credential=AKIDEXAMPLE\/20250501\/eu-west-1\/execute-api\/aws4_request, SignedHeaders=[a-z0-9;-]*host[a-z0-9;-]*, Signature=[0-9a-f]{64}$/,
+    );
+    expect(headers['x-amz-date']).toBe('20250501T100000Z');
+    expect(headers['x-amz-security-token']).toBe('session-token-1');
+    expect(headers['content-type']).toBe('application/json');
+  });
+
+  it('is deterministic for the same request and changes with the body', async () => {
+    const sig = (h: Record<string, string>) => /Signature=([0-9a-f]+)/.exec(h.authorization ?? '')?.[1];
+    const a = sig(await signer(request('{"Pod":{}}')));
+    const again = sig(await signer(request('{"Pod":{}}')));
+    const b = sig(await signer(request('{"Pod":{"x":1}}')));
+    expect(a).toBe(again);
+    expect(b).not.toBe(a);
+  });
+
+  it('reads credentials from the standard environment variables', () => {
+    expect(credentialsFromEnv({ AWS_ACCESS_KEY_ID: 'A', AWS_SECRET_ACCESS_KEY: 'S', AWS_SESSION_TOKEN: 'T' })).toEqual({ accessKeyId: 'A', secretAccessKey: 'S', sessionToken: 'T' });
+    expect(() => credentialsFromEnv({})).toThrow(/AWS_ACCESS_KEY_ID/);
+  });
+
+  it('bearer signing sets the Authorization header', async () => {
+    expect((await bearerSigner('tok')(request('')))).toEqual({ 'content-type': 'application/json', authorization: 'Bearer tok' });
+  });
+});
+
+describe('EventCorrelator (client-go recorder semantics)', () => {
+  const base = { namespace: 'team-a', name: 'job-0', uid: 'u1', type: 'Warning' as const, reason: 'FilteringFailed' };
+  let clock = new Date('2025-05-01T10:00:00.250Z');
+  const correlator = () => new EventCorrelator('hami-scheduler', () => clock);
+
+  it('creates a named, counted event, then patches count and lastTimestamp for the same one', () => {
+    clock = new Date('2025-05-01T10:00:00.250Z');
+    const c = correlator();
+    const first = c.correlate({ ...base, message: 'm1' });
+    expect(first.action).toBe('create');
+    if (first.action !== 'create') return;
+    expect(first.event.metadata.name).toMatch(/^job-0\.[0-9a-f]+$/);
+    expect(first.event).toEqual(expect.objectContaining({ count: 1, firstTimestamp: '2025-05-01T10:00:00Z', lastTimestamp: '2025-05-01T10:00:00Z', source: { component: 'hami-scheduler' } }));
+
+    clock = new Date('2025-05-01T10:00:07Z');
+    const second = c.correlate({ ...base, message: 'm1' });
+    expect(second).toEqual(expect.objectContaining({ action: 'patch', name: first.event.metadata.name, patch: { count: 2, lastTimestamp: '2025-05-01T10:00:07Z', message: 'm1' } }));
+  });
+
+  it('keeps different reasons, messages and pods apart', () => {
+    const c = correlator();
+    const actions = [
+      c.correlate({ ...base, message: 'm1' }),
+      c.correlate({ ...base, message: 'm2' }),
+      c.correlate({ ...base, reason: 'FilteringSucceed', type: 'Normal', message: 'm1' }),
+      c.correlate({ ...base, name: 'job-1', message: 'm1' }),
+    ].map((x) => x.action);
+    expect(actions).toEqual(['create', 'create', 'create', 'create']);
+  });
+
+  it(`combines ${AGGREGATE_MAX_EVENTS} or more distinct messages for one object and reason into one event`, () => {
+    const c = correlator();
+    const results = Array.from({ length: AGGREGATE_MAX_EVENTS + 1 }, (_, i) => c.correlate({ ...base, message: `m${i}` }));
+    expect(results[AGGREGATE_MAX_EVENTS - 1]).toEqual(
+      expect.objectContaining({ action: 'create', event: expect.objectContaining({ message: `(combined from similar events): m${AGGREGATE_MAX_EVENTS - 1}` }) }),
+    );
+    expect(results[AGGREGATE_MAX_EVENTS]).toEqual(expect.objectContaining({ action: 'patch', patch: expect.objectContaining({ count: 2, message: `(combined from similar events): m${AGGREGATE_MAX_EVENTS}` }) }));
+  });
+
+  it('creates afresh after forget (the earlier event expired on the server)', () => {
+    const c = correlator();
+    const first = c.correlate({ ...base, message: 'm' });
+    c.forget(first.cacheKey);
+    expect(c.correlate({ ...base, message: 'm' }).action).toBe('create');
+  });
+});
+
+describe('relevance rules', () => {
+  const pod = (annotations: Record<string, string>, limits: Record<string, string>, init = false) => ({
+    metadata: { name: 'p', namespace: 'ns', annotations },
+    spec: { [init ? 'initContainers' : 'containers']: [{ name: 'c', resources: { limits } }] },
+  });
+
+  it.each([
+    ['HAMi placed it', pod({ 'hami.io/vgpu-node': 'n1' }, {}), true],
+    ['asks for nvidia.com/gpu', pod({}, { 'nvidia.com/gpu': '1' }), true],
+    ['asks for gpumem in an init container', pod({}, { 'nvidia.com/gpumem': '100' }, true), true],
+    ['asks only for cpu', pod({}, { cpu: '1' }), false],
+    ['has unrelated annotations', pod({ 'example.com/x': 'y' }, {}), false],
+  ])('a pod that %s matters: %s', (_case, p, expected) => {
+    expect(podMatters(p, MANAGED)).toBe(expected);
+  });
+
+  it('forwards node changes of hami annotations, labels and allocatable, not heartbeats', () => {
+    const t = new ChangeTracker('Node', MANAGED);
+    const node = (over: Record<string, unknown> = {}) => ({
+      metadata: { name: 'n1', labels: { a: '1' }, annotations: { 'hami.io/node-nvidia-register': '[]', 'other/x': '1' }, resourceVersion: '1' },
+      status: { allocatable: { 'nvidia.com/gpu': '4' }, conditions: [{ type: 'Ready', lastHeartbeatTime: 't1' }] },
+      ...over,
+    });
+    const decisions = [
+      t.decide('ADDED', node()),
+      t.decide('MODIFIED', node({ status: { allocatable: { 'nvidia.com/gpu': '4' }, conditions: [{ type: 'Ready', lastHeartbeatTime: 't2' }] } })),
+      t.decide('MODIFIED', { ...node(), metadata: { ...node().metadata, annotations: { 'hami.io/node-nvidia-register': '[]', 'other/x': '2' } } }),
+      t.decide('MODIFIED', { ...node(), metadata: { ...node().metadata, annotations: { 'hami.io/node-nvidia-register': '[{}]' } } }),
+      t.decide('MODIFIED', { ...node(), metadata: { ...node().metadata, labels: { a: '2' } } }),
+      t.decide('MODIFIED', node({ status: { allocatable: { 'nvidia.com/gpu': '0' } } })),
+      t.decide('MODIFIED', node({ status: { allocatable: { 'nvidia.com/gpu': '0' } } }), true),
+      t.decide('DELETED', node()),
+    ];
+    expect(decisions).toEqual(['forward', 'skip', 'skip', 'forward', 'forward', 'forward', 'forward', 'forward']);
+  });
+
+  it('forwards the deletion of a GPU pod, not of a plain one', () => {
+    const t = new ChangeTracker('Pod', MANAGED);
+    expect(t.decide('ADDED', pod({}, { cpu: '1' }))).toBe('skip');
+    expect(t.decide('DELETED', pod({}, { cpu: '1' }))).toBe('skip');
+    expect(t.decide('ADDED', pod({}, { 'nvidia.com/gpu': '1' }))).toBe('forward');
+    expect(t.decide('DELETED', pod({}, { 'nvidia.com/gpu': '1' }))).toBe('forward');
+  });
+
+  it('sets kind/apiVersion, drops managedFields and node images, and writes dates as RFC 3339', () => {
+    const out = toForwardedObject('Node', {
+      metadata: { name: 'n1', managedFields: [{}], creationTimestamp: new Date('2025-05-01T10:00:00Z'), labels: undefined },
+      status: { images: [{ names: ['x'] }], allocatable: { cpu: '1' } },
+    });
+    expect(out).toEqual({ apiVersion: 'v1', kind: 'Node', metadata: { name: 'n1', creationTimestamp: '2025-05-01T10:00:00Z' }, status: { allocatable: { cpu: '1' } } });
+  });
+});
+
+describe('splitEffects', () => {
+  it('removes Effects (any letter case) from the answer and validates them', () => {
+    const ok = splitEffects({ NodeNames: ['n1'], effects: [{ kind: 'BindPod', namespace: 'a', name: 'b', uid: 'u', node: 'n1' }] });
+    expect(ok).toEqual({ rest: { NodeNames: ['n1'] }, effects: [{ kind: 'BindPod', namespace: 'a', name: 'b', uid: 'u', node: 'n1' }] });
+    const bad = splitEffects({ Effects: [{ kind: 'DeleteNode', name: 'x' }] });
+    expect(bad.effects).toEqual([]);
+    expect(bad.invalid).toMatch(/Effects\.0/);
+  });
+});
+
+describe('small helpers', () => {
+  it.each([
+    [0, 100],
+    [1, 200],
+    [3, 800],
+    [10, 5000],
+  ])('backoff attempt %i waits %i ms (initial 100, max 5000)', (attempt, ms) => {
+    expect(backoffMs(attempt, 100, 5000)).toBe(ms);
+  });
+
+  it.each([
+    [undefined, undefined],
+    ['Bearer abc.def', 'abc.def'],
+    ['bearer abc', 'abc'],
+    ['Basic abc', undefined],
+    ['Bearer ', undefined],
+  ])('bearerToken(%p) is %p', (header, token) => {
+    expect(bearerToken(header)).toBe(token);
+  });
+
+  it('chooses KUBECONFIG, then ~/.kube/config, then in-cluster, and never falls back to localhost', () => {
+    const exists = (files: string[]) => (p: string) => files.includes(p);
+    expect(chooseKubeConfigSource({ KUBECONFIG: '/a/config' }, '/home/u', exists(['/a/config']))).toEqual({ kind: 'kubeconfig', detail: '/a/config' });
+    expect(chooseKubeConfigSource({}, '/home/u', exists(['/home/u/.kube/config']))).toEqual({ kind: 'kubeconfig', detail: '/home/u/.kube/config' });
+    expect(chooseKubeConfigSource({ KUBERNETES_SERVICE_HOST: '10.0.0.1', KUBERNETES_SERVICE_PORT: '443' }, '/home/u', exists([]))).toEqual({
+      kind: 'in-cluster',
+      detail: 'https://10.0.0.1:443',
+    });
+    expect(() => chooseKubeConfigSource({}, '/home/u', exists([]))).toThrow(KubeConfigMissingError);
+    expect(() => chooseKubeConfigSource({ KUBECONFIG: '/missing' }, '/home/u', exists([]))).toThrow(/KUBECONFIG names no existing file/);
+  });
+});
