@@ -4,11 +4,14 @@
  * evidence of every check that failed with the numbers it compared.
  *
  * Speed: a decision visits every card of every candidate (8,000 cards for 1,000 nodes), so the
- * per-card loop allocates nothing except the evidence of cards actually tried. Per-node working
+ * per-card loop allocates nothing: the evidence of each tried card is one row of numbers in the
+ * decision's `CardEvidenceSlab` (./evidence), turned into objects only when read. Per-node working
  * usage, card scores and the card order live in typed scratch arrays reused across nodes; the card
  * order is an index array sorted with a small stable insertion sort (what Go's `sort.Sort` does
- * for up to 12 elements).
+ * for up to 12 elements). What stays alive per node is a handful of small objects.
  */
+import { CardEvidenceSlab, withSlabCards } from './evidence';
+import type { CardFigures, CardOutcome } from './evidence';
 import { fitNodeMessage, genReason, noAvailableNodeMessage, reasonEvents } from './messages';
 import type { DeviceScoringWeights, DeviceSelectors, GpuPolicy, NodePolicy } from './podAnnotations';
 import {
@@ -24,7 +27,6 @@ import {
 import { PercentageUnset, podContainerRequests } from './requests';
 import { NodeFailure, NVIDIA, ReasonCode } from './types';
 import type {
-  CardEvidence,
   ContainerDevice,
   ContainerEvidence,
   ContainerRequest,
@@ -45,8 +47,6 @@ import { collapsePodUsage } from './usage';
 /** `util.Weight` in HAMi's score formulas. */
 const SCORE_WEIGHT = 10;
 const f32 = Math.fround;
-
-type Mutable<T> = { -readonly [K in keyof T]: T[K] };
 
 // ---------------------------------------------------------------------------------------------
 // What is fixed for one pod
@@ -253,7 +253,7 @@ export function decide(input: DecideInput): Decision {
   const evidence: NodeEvidence[] = [];
   const fitNodes: { name: string; score: number; devices: ContainerDevice[][] }[] = [];
   const failedNodes: Record<string, string> = {};
-  const run = new FitRun({ plan, notes, node: EMPTY_NODE, request: NO_REQUEST, podDevices: [], realtime: undefined });
+  const run = new FitRun({ plan, notes, slab: new CardEvidenceSlab(), node: EMPTY_NODE, request: NO_REQUEST, podDevices: [], realtime: undefined });
 
   for (const name of input.candidates) {
     const state = input.nodes.get(name);
@@ -339,14 +339,17 @@ function evaluateNode(run: FitRun, state: NodeState, node: PreparedNode): NodeOu
     run.input.request = request;
     run.input.podDevices = podDevices;
     const fit = fitContainer(run);
+    const { slab } = run.input;
+    const triedFrom = run.firstRow;
+    const tried = slab.length - triedFrom;
     if (fit.devices === undefined) {
       failure = fit.reason;
-      containers.push({ name, index, init, status: 'failed', reason: fit.reason, request, cards: fit.cards });
+      containers.push(withSlabCards({ name, index, init, status: 'failed', reason: fit.reason, request }, slab, triedFrom, tried, node.devices));
       continue;
     }
     bookDevices(node, fit.devices);
     podDevices.push(fit.devices);
-    containers.push({ name, index, init, status: 'passed', request, devices: fit.devices, cards: fit.cards });
+    containers.push(withSlabCards({ name, index, init, status: 'passed', request, devices: fit.devices }, slab, triedFrom, tried, node.devices));
   }
   if (failure !== undefined) {
     return { evidence: { name: state.name, status: 'failed', score: 0, reason: failure, containers } };
@@ -387,12 +390,17 @@ function nodeScore(node: PreparedNode): number {
 
 function bookDevices(node: PreparedNode, devices: readonly ContainerDevice[]): void {
   for (const device of devices) {
-    const p = node.devices.findIndex((d) => d.id === device.uuid);
+    const p = positionOf(node, device.uuid);
     if (p < 0) continue;
     scratch.used[p]! += 1;
     scratch.usedMem[p]! += device.usedmem;
     scratch.usedCores[p]! += device.usedcores;
   }
+}
+
+function positionOf(node: PreparedNode, uuid: string): number {
+  for (let p = 0; p < node.devices.length; p++) if (node.devices[p]!.id === uuid) return p;
+  return -1;
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -418,6 +426,8 @@ function realtimeView(settings: RealtimeSettings, state: NodeState): RealtimeVie
 interface FitInput {
   readonly plan: PodPlan;
   readonly notes: RealtimeNote[];
+  /** Evidence rows of every card tried in this decision. */
+  readonly slab: CardEvidenceSlab;
   node: PreparedNode;
   request: ContainerRequest;
   /** Devices of this pod's earlier containers on this node (for the quota check). */
@@ -425,49 +435,52 @@ interface FitInput {
   realtime: RealtimeView | undefined;
 }
 
-type FitResult =
-  | { readonly devices: ContainerDevice[]; readonly cards: CardEvidence[]; readonly reason?: undefined }
-  | { readonly devices?: undefined; readonly cards: CardEvidence[]; readonly reason: string };
+/** The cards tried are the slab rows from `run.firstRow` on. */
+type FitResult = { readonly devices: ContainerDevice[]; readonly reason?: undefined } | { readonly devices?: undefined; readonly reason: string };
 
 function fitContainer(run: FitRun): FitResult {
   const { plan, node, request } = run.input;
   const cardCount = node.nvidiaCards.length;
+  run.begin();
   scoreCards(node, request, plan.weights);
-  if (request.nums > cardCount) return { cards: [], reason: ReasonCode.NodeInsufficientDevice };
+  if (request.nums > cardCount) return { reason: ReasonCode.NodeInsufficientDevice };
   orderCards(node, plan.gpuPolicy);
 
-  run.begin();
   for (let i = cardCount - 1; i >= 0; i--) {
     const position = scratch.order[i]!;
     const outcome = run.tryCard(position);
-    run.cards.push(run.evidenceFor(position, outcome));
+    run.recordCard(position, outcome);
     if (outcome !== 'Fit') {
       scratch.reasonCounts[reasonSlot.get(outcome)!]! += 1;
       continue;
     }
     run.pick(position);
-    if (run.remaining === 0 && !plan.gpuPolicy.needTopology) return { devices: run.pickedDevices(), cards: run.cards };
+    if (run.remaining === 0 && !plan.gpuPolicy.needTopology) return { devices: run.pickedDevices() };
   }
   if (plan.gpuPolicy.needTopology) {
-    if (run.pickedCount === request.nums) return { devices: run.pickedDevices(), cards: run.cards };
-    if (run.pickedCount > request.nums) return { devices: chooseByTopology(node.pairScores, run.pickedDevices(), request.nums), cards: run.cards };
+    if (run.pickedCount === request.nums) return { devices: run.pickedDevices() };
+    if (run.pickedCount > request.nums) return { devices: chooseByTopology(node.pairScores, run.pickedDevices(), request.nums) };
   }
   if (run.pickedCount > 0) scratch.reasonCounts[reasonSlot.get(ReasonCode.AllocatedCardsInsufficientRequest)!] = run.pickedCount;
-  return { cards: run.cards, reason: genReason(collectReasonCounts(), cardCount) };
+  return { reason: genReason(collectReasonCounts(), cardCount) };
 }
 
-function collectReasonCounts(): Map<string, number> {
-  const counts = new Map<string, number>();
-  REASONS.forEach((reason, slot) => {
+/** Reused: only the reason string built from it outlives the call. */
+const reasonCounts = new Map<string, number>();
+
+function collectReasonCounts(): ReadonlyMap<string, number> {
+  reasonCounts.clear();
+  for (let slot = 0; slot < REASONS.length; slot++) {
     const count = scratch.reasonCounts[slot]!;
-    if (count > 0) counts.set(reason, count);
-  });
-  return counts;
+    if (count > 0) reasonCounts.set(REASONS[slot]!, count);
+  }
+  return reasonCounts;
 }
 
 /** The mutable state of one Fit call: the working request `k` and the cards picked so far. */
 class FitRun {
-  cards: CardEvidence[] = [];
+  /** The slab row of the first card this Fit call tried. */
+  firstRow = 0;
   /** `k.Nums`: cards still to pick (not decremented under topology-aware). */
   remaining = 0;
   /** `k.Coresreq`: clamped to 100 once a card reaches that check, for all later cards. */
@@ -478,12 +491,22 @@ class FitRun {
   private memoryRequest = 0;
   private realtimeUsed: number | undefined;
   private realtimeTotal: number | undefined;
+  /** Refilled for every tried card; the slab copies the numbers. */
+  private readonly figures: CardFigures = {
+    usedMem: 0,
+    usedCores: 0,
+    usedSlots: 0,
+    requestedMem: 0,
+    requestedCores: 0,
+    realtimeUsedMem: undefined,
+    realtimeTotalMem: undefined,
+  };
 
   constructor(readonly input: FitInput) {}
 
   /** Starts Fit for `input.request` on `input.node`. */
   begin(): void {
-    this.cards = [];
+    this.firstRow = this.input.slab.length;
     this.remaining = this.input.request.nums;
     this.coresRequest = this.input.request.coresreq;
     this.pickedCount = 0;
@@ -539,28 +562,17 @@ class FitRun {
     return { idx: device.index, uuid: device.id, type: this.input.request.type, usedmem: scratch.pickedMem[i]!, usedcores: scratch.pickedCores[i]! };
   }
 
-  evidenceFor(p: number, outcome: ReasonCode | 'Fit'): CardEvidence {
-    const device = this.input.node.devices[p]!;
-    const usedMem = scratch.usedMem[p]!;
-    const evidence: Mutable<CardEvidence> = {
-      uuid: device.id,
-      index: device.index,
-      outcome,
-      totalMem: device.devmem,
-      usedMem,
-      requestedMem: this.memoryRequest,
-      freeMem: device.devmem - usedMem,
-      totalCores: device.devcore,
-      usedCores: scratch.usedCores[p]!,
-      requestedCores: this.coresRequest,
-      slots: device.count,
-      usedSlots: scratch.used[p]!,
-    };
-    if (this.realtimeUsed !== undefined && this.realtimeTotal !== undefined) {
-      evidence.realtimeUsedMem = this.realtimeUsed;
-      evidence.realtimeTotalMem = this.realtimeTotal;
-    }
-    return evidence;
+  /** The card's evidence: the outcome and the numbers the checks compared (card totals come from the device). */
+  recordCard(p: number, outcome: CardOutcome): void {
+    const { figures } = this;
+    figures.usedMem = scratch.usedMem[p]!;
+    figures.usedCores = scratch.usedCores[p]!;
+    figures.usedSlots = scratch.used[p]!;
+    figures.requestedMem = this.memoryRequest;
+    figures.requestedCores = this.coresRequest;
+    figures.realtimeUsedMem = this.realtimeUsed;
+    figures.realtimeTotalMem = this.realtimeTotal;
+    this.input.slab.add(p, outcome, figures);
   }
 
   /** use/nouse gputype, vgpu-mode and the request type (check 3). */
