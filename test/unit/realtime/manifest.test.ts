@@ -47,10 +47,22 @@ const envOf = (c: Container): Record<string, string | undefined> =>
   Object.fromEntries((c.env ?? []).filter((e) => e.value !== undefined).map((e) => [e.name, e.value]));
 
 describe('infra/k8s/node-agent.yaml', () => {
-  it('holds exactly a ServiceAccount, ClusterRole, ClusterRoleBinding and DaemonSet in namespace hami-explain', () => {
+  it('holds exactly a ServiceAccount, ClusterRole, ClusterRoleBinding and DaemonSet in the project namespace', () => {
+    const [namespace] = load('namespace.yaml');
+    expect(namespace?.kind).toBe('Namespace');
     expect(objects.map((o) => o.kind).sort()).toEqual(['ClusterRole', 'ClusterRoleBinding', 'DaemonSet', 'ServiceAccount']);
-    expect(byKind('ServiceAccount').metadata.namespace).toBe('hami-explain');
-    expect(byKind('DaemonSet').metadata.namespace).toBe('hami-explain');
+    expect(byKind('ServiceAccount').metadata.namespace).toBe(namespace?.metadata.name);
+    expect(byKind('DaemonSet').metadata.namespace).toBe(namespace?.metadata.name);
+  });
+
+  it('runs the image and command of the relay Deployment', () => {
+    type Runnable = { image?: string; command?: string[] };
+    const relay = load('relay-deployment.yaml').find((o) => o.kind === 'Deployment');
+    const relayContainer = (relay?.spec as { template: { spec: { containers: Runnable[] } } } | undefined)?.template.spec.containers[0];
+    expect(relayContainer?.image).toEqual(expect.any(String));
+    const agent = container() as Container & Runnable;
+    expect(agent.image).toBe(relayContainer?.image);
+    expect(agent.command).toEqual(relayContainer?.command);
   });
 
   it('grants only patch on nodes, bound to the agent ServiceAccount the DaemonSet uses', () => {
@@ -60,9 +72,8 @@ describe('infra/k8s/node-agent.yaml', () => {
       subjects: { kind: string; name: string; namespace: string }[];
     };
     expect(binding.roleRef).toMatchObject({ kind: 'ClusterRole', name: byKind('ClusterRole').metadata.name });
-    expect(binding.subjects).toEqual([
-      { kind: 'ServiceAccount', name: byKind('ServiceAccount').metadata.name, namespace: 'hami-explain' },
-    ]);
+    const sa = byKind('ServiceAccount').metadata;
+    expect(binding.subjects).toEqual([{ kind: 'ServiceAccount', name: sa.name, namespace: sa.namespace }]);
     expect(podSpec().serviceAccountName).toBe(byKind('ServiceAccount').metadata.name);
   });
 
