@@ -5,12 +5,12 @@
  *
  * Speed: a decision visits every card of every candidate (8,000 cards for 1,000 nodes), so the
  * per-card loop allocates nothing: the evidence of each tried card is one row of numbers in the
- * decision's `CardEvidenceSlab` (./evidence), turned into objects only when read. Per-node working
+ * decision's `DecisionTrace` (./evidence), turned into objects only when `evidence` is read. Per-node working
  * usage, card scores and the card order live in typed scratch arrays reused across nodes; the card
  * order is an index array sorted with a small stable insertion sort (what Go's `sort.Sort` does
  * for up to 12 elements). What stays alive per node is a handful of small objects.
  */
-import { CardEvidenceSlab, withSlabCards } from './evidence';
+import { DecisionTrace } from './evidence';
 import type { CardFigures, CardOutcome } from './evidence';
 import { fitNodeMessage, genReason, noAvailableNodeMessage, reasonEvents } from './messages';
 import type { DeviceScoringWeights, DeviceSelectors, GpuPolicy, NodePolicy } from './podAnnotations';
@@ -28,7 +28,6 @@ import { PercentageUnset, podContainerRequests } from './requests';
 import { NodeFailure, NVIDIA, ReasonCode } from './types';
 import type {
   ContainerDevice,
-  ContainerEvidence,
   ContainerRequest,
   DecideInput,
   Decision,
@@ -250,23 +249,27 @@ export function decide(input: DecideInput): Decision {
   }
   const plan = planPod(input, weights);
   const notes: RealtimeNote[] = [];
-  const evidence: NodeEvidence[] = [];
-  const fitNodes: { name: string; score: number; devices: ContainerDevice[][] }[] = [];
+  const trace = new DecisionTrace(plan.containers);
+  const fitNodes: { name: string; score: number; trace: number }[] = [];
   const failedNodes: Record<string, string> = {};
-  const run = new FitRun({ plan, notes, slab: new CardEvidenceSlab(), node: EMPTY_NODE, request: NO_REQUEST, podDevices: [], realtime: undefined });
+  const run = new FitRun({ plan, notes, trace, node: EMPTY_NODE, nodeRow: 0, request: NO_REQUEST, realtime: undefined });
 
   for (const name of input.candidates) {
     const state = input.nodes.get(name);
     if (state === undefined || !state.registration.registered) {
-      evidence.push({ name, status: 'failed', score: 0, reason: NodeFailure.Unregistered, containers: [] });
+      trace.failedNode(name, NodeFailure.Unregistered);
       failedNodes[name] = NodeFailure.Unregistered;
       continue;
     }
     const outcome = evaluateNode(run, state, prepareNode(state.registration));
-    evidence.push(outcome.evidence);
-    if (outcome.devices !== undefined) fitNodes.push({ name, score: outcome.evidence.score, devices: outcome.devices });
-    else failedNodes[name] = outcome.evidence.reason ?? '';
+    if (outcome.reason === undefined) fitNodes.push({ name, score: outcome.score, trace: outcome.trace });
+    else failedNodes[name] = outcome.reason;
   }
+
+  // The evidence objects are built when first read (see ./evidence): deciding itself keeps only
+  // numbers per card. An own enumerable accessor, so JSON.stringify and spreads include it.
+  let evidence: readonly NodeEvidence[] | undefined;
+  const evidenceOnFirstRead = (): readonly NodeEvidence[] => (evidence ??= trace.evidence());
 
   if (fitNodes.length === 0) {
     return {
@@ -274,7 +277,9 @@ export function decide(input: DecideInput): Decision {
       failedNodes,
       message: noAvailableNodeMessage(input.candidates.length),
       reasonEvents: reasonEvents(failedNodes),
-      evidence,
+      get evidence() {
+        return evidenceOnFirstRead();
+      },
       realtime: notes,
     };
   }
@@ -287,11 +292,13 @@ export function decide(input: DecideInput): Decision {
     kind: 'fit',
     node: chosen.name,
     score: chosen.score,
-    devices: chosen.devices,
+    devices: trace.podDevices(chosen.trace),
     fitNodes: listed,
     failedNodes,
     message: fitNodeMessage(chosen.name, input.candidates.length, listed),
-    evidence,
+    get evidence() {
+      return evidenceOnFirstRead();
+    },
     realtime: notes,
   };
 }
@@ -299,14 +306,18 @@ export function decide(input: DecideInput): Decision {
 // ---------------------------------------------------------------------------------------------
 // One node (hami-spec 4.4)
 
+/** The node's trace row, its score, and why it failed (undefined when the pod fits). */
 interface NodeOutcome {
-  readonly evidence: NodeEvidence;
-  /** Aligned per container when the pod fits. */
-  readonly devices?: ContainerDevice[][];
+  readonly trace: number;
+  readonly score: number;
+  readonly reason: string | undefined;
 }
 
+/** Reused for every node: the caller copies what it keeps. */
+const nodeOutcome: { trace: number; score: number; reason: string | undefined } = { trace: 0, score: 0, reason: undefined };
+
 function evaluateNode(run: FitRun, state: NodeState, node: PreparedNode): NodeOutcome {
-  const { plan } = run.input;
+  const { plan, trace } = run.input;
   const cards = node.devices.length;
   scratch.ensure(cards);
   loadBookedUsage(state, node);
@@ -314,20 +325,19 @@ function evaluateNode(run: FitRun, state: NodeState, node: PreparedNode): NodeOu
   run.input.node = node;
   run.input.realtime = plan.realtime === undefined ? undefined : realtimeView(plan.realtime, state);
   if (run.input.realtime !== undefined) scratch.noteAt.fill(-1, 0, cards);
+  const nodeRow = trace.beginNode(state.name, node.devices);
+  run.input.nodeRow = nodeRow;
 
-  const containers: ContainerEvidence[] = [];
-  const podDevices: ContainerDevice[][] = [];
   let failure: string | undefined;
   let appCopyReady = false;
-  for (const container of plan.containers) {
-    const { name, index, init, request } = container;
+  for (let c = 0; c < plan.containers.length; c++) {
+    const { init, request } = plan.containers[c]!;
     if (failure !== undefined) {
-      containers.push({ name, index, init, status: 'skipped', ...(request ? { request } : {}), cards: [] });
+      trace.addContainer(c, 'skipped');
       continue;
     }
     if (request === undefined) {
-      containers.push({ name, index, init, status: 'noRequest', cards: [] });
-      podDevices.push([]);
+      trace.addContainer(c, 'noRequest');
       continue;
     }
     // Init containers run one after another, each on a fresh copy; app containers share one copy.
@@ -337,24 +347,25 @@ function evaluateNode(run: FitRun, state: NodeState, node: PreparedNode): NodeOu
       appCopyReady = true;
     }
     run.input.request = request;
-    run.input.podDevices = podDevices;
-    const fit = fitContainer(run);
-    const { slab } = run.input;
-    const triedFrom = run.firstRow;
-    const tried = slab.length - triedFrom;
-    if (fit.devices === undefined) {
-      failure = fit.reason;
-      containers.push(withSlabCards({ name, index, init, status: 'failed', reason: fit.reason, request }, slab, triedFrom, tried, node.devices));
+    const firstCard = trace.cardCount;
+    failure = fitContainer(run);
+    if (failure !== undefined) {
+      trace.addContainer(c, 'failed', failure, firstCard);
       continue;
     }
-    bookDevices(node, fit.devices);
-    podDevices.push(fit.devices);
-    containers.push(withSlabCards({ name, index, init, status: 'passed', request, devices: fit.devices }, slab, triedFrom, tried, node.devices));
+    trace.addContainer(c, 'passed', undefined, firstCard);
+    for (let i = 0; i < run.pickedCount; i++) {
+      const p = scratch.picked[i]!;
+      trace.addPick(p, scratch.pickedMem[i]!, scratch.pickedCores[i]!);
+      bookCard(p, scratch.pickedMem[i]!, scratch.pickedCores[i]!);
+    }
   }
-  if (failure !== undefined) {
-    return { evidence: { name: state.name, status: 'failed', score: 0, reason: failure, containers } };
-  }
-  return { evidence: { name: state.name, status: 'passed', score, containers }, devices: podDevices };
+  if (failure !== undefined) trace.nodeFailed(failure);
+  else trace.nodePassed(score);
+  nodeOutcome.trace = nodeRow;
+  nodeOutcome.score = failure === undefined ? score : 0;
+  nodeOutcome.reason = failure;
+  return nodeOutcome;
 }
 
 /** Booked usage per card; cards absent from the ledger are idle (hami-spec 7.2). */
@@ -388,19 +399,11 @@ function nodeScore(node: PreparedNode): number {
   return f32(SCORE_WEIGHT * f32(f32(slotShare + coreShare) + memShare));
 }
 
-function bookDevices(node: PreparedNode, devices: readonly ContainerDevice[]): void {
-  for (const device of devices) {
-    const p = positionOf(node, device.uuid);
-    if (p < 0) continue;
-    scratch.used[p]! += 1;
-    scratch.usedMem[p]! += device.usedmem;
-    scratch.usedCores[p]! += device.usedcores;
-  }
-}
-
-function positionOf(node: PreparedNode, uuid: string): number {
-  for (let p = 0; p < node.devices.length; p++) if (node.devices[p]!.id === uuid) return p;
-  return -1;
+/** A chosen card is booked on the working usage the pod's later app containers see. */
+function bookCard(p: number, mem: number, cores: number): void {
+  scratch.used[p]! += 1;
+  scratch.usedMem[p]! += mem;
+  scratch.usedCores[p]! += cores;
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -426,24 +429,25 @@ function realtimeView(settings: RealtimeSettings, state: NodeState): RealtimeVie
 interface FitInput {
   readonly plan: PodPlan;
   readonly notes: RealtimeNote[];
-  /** Evidence rows of every card tried in this decision. */
-  readonly slab: CardEvidenceSlab;
+  /** The decision's evidence; this node's earlier containers are in it too (for the quota check). */
+  readonly trace: DecisionTrace;
   node: PreparedNode;
+  /** The node's row in `trace`. */
+  nodeRow: number;
   request: ContainerRequest;
-  /** Devices of this pod's earlier containers on this node (for the quota check). */
-  podDevices: readonly ContainerDevice[][];
   realtime: RealtimeView | undefined;
 }
 
-/** The cards tried are the slab rows from `run.firstRow` on. */
-type FitResult = { readonly devices: ContainerDevice[]; readonly reason?: undefined } | { readonly devices?: undefined; readonly reason: string };
-
-function fitContainer(run: FitRun): FitResult {
+/**
+ * HAMi's Fit for the current container: undefined when it fits (the chosen cards are
+ * `scratch.picked[0 … run.pickedCount-1]`), else the reason string. Every tried card goes into the trace.
+ */
+function fitContainer(run: FitRun): string | undefined {
   const { plan, node, request } = run.input;
   const cardCount = node.nvidiaCards.length;
   run.begin();
   scoreCards(node, request, plan.weights);
-  if (request.nums > cardCount) return { reason: ReasonCode.NodeInsufficientDevice };
+  if (request.nums > cardCount) return ReasonCode.NodeInsufficientDevice;
   orderCards(node, plan.gpuPolicy);
 
   for (let i = cardCount - 1; i >= 0; i--) {
@@ -455,14 +459,17 @@ function fitContainer(run: FitRun): FitResult {
       continue;
     }
     run.pick(position);
-    if (run.remaining === 0 && !plan.gpuPolicy.needTopology) return { devices: run.pickedDevices() };
+    if (run.remaining === 0 && !plan.gpuPolicy.needTopology) return undefined;
   }
   if (plan.gpuPolicy.needTopology) {
-    if (run.pickedCount === request.nums) return { devices: run.pickedDevices() };
-    if (run.pickedCount > request.nums) return { devices: chooseByTopology(node.pairScores, run.pickedDevices(), request.nums) };
+    if (run.pickedCount === request.nums) return undefined;
+    if (run.pickedCount > request.nums) {
+      run.keepPicked(chooseByTopology(node, run.pickedCount, request.nums));
+      return undefined;
+    }
   }
   if (run.pickedCount > 0) scratch.reasonCounts[reasonSlot.get(ReasonCode.AllocatedCardsInsufficientRequest)!] = run.pickedCount;
-  return { reason: genReason(collectReasonCounts(), cardCount) };
+  return genReason(collectReasonCounts(), cardCount);
 }
 
 /** Reused: only the reason string built from it outlives the call. */
@@ -479,8 +486,6 @@ function collectReasonCounts(): ReadonlyMap<string, number> {
 
 /** The mutable state of one Fit call: the working request `k` and the cards picked so far. */
 class FitRun {
-  /** The slab row of the first card this Fit call tried. */
-  firstRow = 0;
   /** `k.Nums`: cards still to pick (not decremented under topology-aware). */
   remaining = 0;
   /** `k.Coresreq`: clamped to 100 once a card reaches that check, for all later cards. */
@@ -506,7 +511,6 @@ class FitRun {
 
   /** Starts Fit for `input.request` on `input.node`. */
   begin(): void {
-    this.firstRow = this.input.slab.length;
     this.remaining = this.input.request.nums;
     this.coresRequest = this.input.request.coresreq;
     this.pickedCount = 0;
@@ -551,10 +555,14 @@ class FitRun {
     if (!this.input.plan.gpuPolicy.needTopology) this.remaining -= 1;
   }
 
-  pickedDevices(): ContainerDevice[] {
-    const devices: ContainerDevice[] = [];
-    for (let i = 0; i < this.pickedCount; i++) devices.push(this.pickedDevice(i));
-    return devices;
+  /** Keeps only the picks at `kept` (indexes into the picks, ascending). */
+  keepPicked(kept: readonly number[]): void {
+    kept.forEach((from, to) => {
+      scratch.picked[to] = scratch.picked[from]!;
+      scratch.pickedMem[to] = scratch.pickedMem[from]!;
+      scratch.pickedCores[to] = scratch.pickedCores[from]!;
+    });
+    this.pickedCount = kept.length;
   }
 
   private pickedDevice(i: number): ContainerDevice {
@@ -572,7 +580,7 @@ class FitRun {
     figures.requestedCores = this.coresRequest;
     figures.realtimeUsedMem = this.realtimeUsed;
     figures.realtimeTotalMem = this.realtimeTotal;
-    this.input.slab.add(p, outcome, figures);
+    this.input.trace.addCard(p, outcome, figures);
   }
 
   /** use/nouse gputype, vgpu-mode and the request type (check 3). */
@@ -613,9 +621,10 @@ class FitRun {
     for (let i = 0; i < this.pickedCount; i++) current.push(this.pickedDevice(i));
     const device = this.input.node.devices[p]!;
     current.push({ idx: device.index, uuid: device.id, type: this.input.request.type, usedmem: this.memoryRequest, usedcores: this.coresRequest });
+    const earlier = this.input.trace.podDevices(this.input.nodeRow);
     let mem = 0;
     let cores = 0;
-    for (const booked of collapsePodUsage([...this.input.podDevices, current], this.input.plan.initCount)) {
+    for (const booked of collapsePodUsage([...earlier, current], this.input.plan.initCount)) {
       mem += booked.usedmem;
       cores += booked.usedcores;
     }
@@ -781,14 +790,16 @@ function sortsBefore(node: PreparedNode, policy: GpuPolicy, a: number, b: number
  * in pick order); several -> the combination (lexicographic in pick order) with the highest sum of
  * pair scores, first maximum. Missing pairs count 0.
  */
-function chooseByTopology(pairScores: PairScores, picked: readonly ContainerDevice[], wanted: number): ContainerDevice[] {
-  const pair = (a: ContainerDevice, b: ContainerDevice): number => pairScores[a.uuid]?.[b.uuid] ?? 0;
+function chooseByTopology(node: PreparedNode, pickedCount: number, wanted: number): number[] {
+  // Picks are referred to by their index in `scratch.picked` (pick order); the result is ascending.
+  const uuid = (pick: number): string => node.devices[scratch.picked[pick]!]!.id;
+  const pair = (a: number, b: number): number => node.pairScores[uuid(a)]?.[uuid(b)] ?? 0;
   if (wanted === 1) {
-    let best = picked[0]!;
+    let best = 0;
     let bestScore = Infinity;
-    for (const card of picked) {
+    for (let card = 0; card < pickedCount; card++) {
       let total = 0;
-      for (const other of picked) if (other.uuid !== card.uuid) total += pair(card, other);
+      for (let other = 0; other < pickedCount; other++) if (uuid(other) !== uuid(card)) total += pair(card, other);
       if (total < bestScore) {
         bestScore = total;
         best = card;
@@ -796,9 +807,9 @@ function chooseByTopology(pairScores: PairScores, picked: readonly ContainerDevi
     }
     return [best];
   }
-  let best: ContainerDevice[] | undefined;
+  let best: number[] | undefined;
   let bestScore = -Infinity;
-  const current: ContainerDevice[] = [];
+  const current: number[] = [];
   const visit = (start: number): void => {
     if (current.length === wanted) {
       let total = 0;
@@ -809,12 +820,12 @@ function chooseByTopology(pairScores: PairScores, picked: readonly ContainerDevi
       }
       return;
     }
-    for (let i = start; i <= picked.length - (wanted - current.length); i++) {
-      current.push(picked[i]!);
+    for (let i = start; i <= pickedCount - (wanted - current.length); i++) {
+      current.push(i);
       visit(i + 1);
       current.pop();
     }
   };
   visit(0);
-  return best ?? picked.slice(0, wanted);
+  return best ?? Array.from({ length: wanted }, (_, i) => i);
 }

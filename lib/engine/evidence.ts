@@ -1,20 +1,27 @@
 /**
- * Per-card evidence of one decision, packed.
+ * The evidence of one decision, packed while deciding and turned into `NodeEvidence` objects on
+ * first read.
  *
- * A decision tries up to every card of every candidate (40,000 cards for 5,000 nodes of 8). One
- * object per tried card, all alive until the decision returns, made the time grow faster than the
- * node count: the garbage collector copies and promotes whatever is still alive. So Fit appends one
- * row of numbers per tried card to a growable Float64Array (one per decision), and a container's
- * `cards` become `CardEvidence` objects only when something reads them (logs, records, tests), once
- * per container, then cached. The public shape (`ContainerEvidence.cards`) does not change: `cards`
- * is an own enumerable property, so property reads, spreads and `JSON.stringify` all see it.
+ * A decision tries up to every card of every candidate (40,000 cards for 5,000 nodes of 8). Plain
+ * evidence objects for all of them, alive until the decision returns, made the time grow faster
+ * than the node count: V8's young-generation collector copies (and then promotes) everything still
+ * alive, so each collection during a large decision moved all the evidence gathered so far. Instead
+ * Fit writes numbers into a few growable Float64Arrays (rows of nodes, containers, tried cards and
+ * chosen cards; typed-array contents are not scanned or copied by the collector) and keeps strings
+ * only where they are the output anyway (reasons). `evidence()` builds the public objects, with the
+ * same keys in the same order as before, when the caller asks for them.
+ *
+ * A lazy `cards` accessor on every `ContainerEvidence` was tried first: own accessors (needed so
+ * JSON.stringify and spreads see them) turn each object into a slow dictionary-mode object and cost
+ * about 1.5 µs each, more than the evidence objects they replaced. One accessor per decision (see
+ * `decide`) costs nothing measurable.
  */
 import { ReasonCode } from './types';
-import type { CardEvidence, ContainerEvidence, DeviceInfo } from './types';
+import type { CardEvidence, ContainerDevice, ContainerEvidence, ContainerRequest, ContainerStatus, DeviceInfo, NodeEvidence } from './types';
 
 export type CardOutcome = ReasonCode | 'Fit';
 
-/** The numbers one check compared on one card, as Fit saw them when it tried the card. */
+/** The numbers the checks compared on one card, as Fit saw them when it tried the card. */
 export interface CardFigures {
   usedMem: number;
   usedCores: number;
@@ -26,12 +33,54 @@ export interface CardFigures {
   realtimeTotalMem: number | undefined;
 }
 
-/** Outcomes stored as their position here. */
-const OUTCOMES: readonly CardOutcome[] = ['Fit', ...Object.values(ReasonCode)];
-const outcomeCode = new Map<CardOutcome, number>(OUTCOMES.map((outcome, code) => [outcome, code]));
+/** A pod container as the evidence names it. */
+export interface TracedContainer {
+  readonly name: string;
+  /** Position in the aligned device list (init containers first). */
+  readonly index: number;
+  readonly init: boolean;
+  readonly request: ContainerRequest | undefined;
+}
 
-/** Column offsets within a row. Float64 holds every figure exactly (int32 usage, MiB, NaN = absent). */
-const Column = {
+/** Rows of numbers in one growable Float64Array; float64 holds every figure exactly (NaN = absent). */
+class Rows {
+  private data: Float64Array;
+  private count = 0;
+
+  constructor(
+    private readonly width: number,
+    initialRows: number,
+  ) {
+    this.data = new Float64Array(width * initialRows);
+  }
+
+  get length(): number {
+    return this.count;
+  }
+
+  /** Adds a row of zeros (rows are never reused, and new arrays start zeroed) and returns its number. */
+  append(): number {
+    if ((this.count + 1) * this.width > this.data.length) {
+      const grown = new Float64Array(this.data.length * 2);
+      grown.set(this.data);
+      this.data = grown;
+    }
+    return this.count++;
+  }
+
+  get(row: number, column: number): number {
+    return this.data[row * this.width + column]!;
+  }
+
+  set(row: number, column: number, value: number): void {
+    this.data[row * this.width + column] = value;
+  }
+}
+
+// Columns of each kind of row.
+const NodeColumn = { failed: 0, score: 1, reason: 2, firstContainer: 3, containerCount: 4 } as const;
+const ContainerColumn = { container: 0, status: 1, reason: 2, firstCard: 3, cardCount: 4, firstPick: 5, pickCount: 6 } as const;
+const CardColumn = {
   /** Position of the card in the node's device list. */
   position: 0,
   outcome: 1,
@@ -43,98 +92,209 @@ const Column = {
   realtimeUsedMem: 7,
   realtimeTotalMem: 8,
 } as const;
-const ROW_WIDTH = 9;
-const INITIAL_ROWS = 256;
+const PickColumn = { position: 0, usedMem: 1, usedCores: 2 } as const;
 
-/** The tried cards of one decision, in the order Fit tried them. */
-export class CardEvidenceSlab {
-  private rows = new Float64Array(INITIAL_ROWS * ROW_WIDTH);
-  private count = 0;
+/** Small-integer codes for the strings rows refer to. */
+const OUTCOMES: readonly CardOutcome[] = ['Fit', ...Object.values(ReasonCode)];
+const outcomeCode = new Map<CardOutcome, number>(OUTCOMES.map((outcome, code) => [outcome, code]));
+const STATUSES: readonly ContainerStatus[] = ['passed', 'failed', 'skipped', 'noRequest'];
+const statusCode = new Map<ContainerStatus, number>(STATUSES.map((status, code) => [status, code]));
+const NO_TEXT = -1;
 
-  /** Rows so far; the next `add` gets this row number. */
-  get length(): number {
-    return this.count;
+/**
+ * Everything one decision saw. Nodes are recorded in candidate order; a node's containers, tried
+ * cards and chosen cards are recorded while it is the current node (`beginNode` … next `beginNode`).
+ */
+export class DecisionTrace {
+  private readonly nodeRows = new Rows(5, 256);
+  private readonly containerRows = new Rows(7, 512);
+  private readonly cardRows = new Rows(9, 2048);
+  private readonly pickRows = new Rows(3, 1024);
+  /** Per node row: its name and device list (shared with the input, not copied). */
+  private readonly nodeNames: string[] = [];
+  private readonly nodeDevices: (readonly DeviceInfo[])[] = [];
+  /** Reason texts rows refer to by position. */
+  private readonly texts: string[] = [];
+  private currentNode = -1;
+
+  constructor(private readonly containers: readonly TracedContainer[]) {}
+
+  // ----- recording
+
+  /** A candidate that Fit does not run on (unregistered): failed with `reason`, no containers. */
+  failedNode(name: string, reason: string): void {
+    this.beginNode(name, []);
+    this.nodeFailed(reason);
   }
 
-  add(position: number, outcome: CardOutcome, figures: CardFigures): void {
-    if ((this.count + 1) * ROW_WIDTH > this.rows.length) this.grow();
-    const at = this.count * ROW_WIDTH;
-    const { rows } = this;
-    rows[at + Column.position] = position;
-    rows[at + Column.outcome] = outcomeCode.get(outcome)!;
-    rows[at + Column.usedMem] = figures.usedMem;
-    rows[at + Column.usedCores] = figures.usedCores;
-    rows[at + Column.usedSlots] = figures.usedSlots;
-    rows[at + Column.requestedMem] = figures.requestedMem;
-    rows[at + Column.requestedCores] = figures.requestedCores;
-    rows[at + Column.realtimeUsedMem] = figures.realtimeUsedMem ?? NaN;
-    rows[at + Column.realtimeTotalMem] = figures.realtimeTotalMem ?? NaN;
-    this.count += 1;
+  /** Starts the evidence of a node; returns its row. */
+  beginNode(name: string, devices: readonly DeviceInfo[]): number {
+    const row = this.nodeRows.append();
+    this.nodeRows.set(row, NodeColumn.reason, NO_TEXT);
+    this.nodeRows.set(row, NodeColumn.firstContainer, this.containerRows.length);
+    this.nodeNames.push(name);
+    this.nodeDevices.push(devices);
+    this.currentNode = row;
+    return row;
   }
 
-  /** Rows `first … first+count-1` as evidence objects; `devices` is the node's device list. */
-  cards(first: number, count: number, devices: readonly DeviceInfo[]): CardEvidence[] {
+  nodePassed(score: number): void {
+    this.nodeRows.set(this.currentNode, NodeColumn.score, score);
+  }
+
+  nodeFailed(reason: string): void {
+    this.nodeRows.set(this.currentNode, NodeColumn.failed, 1);
+    this.nodeRows.set(this.currentNode, NodeColumn.reason, this.text(reason));
+  }
+
+  /** The slab row the next tried card gets; a container's cards are rows `firstCard … cardRows-1`. */
+  get cardCount(): number {
+    return this.cardRows.length;
+  }
+
+  /** One tried card of the current container: the outcome and the numbers compared. */
+  addCard(position: number, outcome: CardOutcome, figures: CardFigures): void {
+    const rows = this.cardRows;
+    const row = rows.append();
+    rows.set(row, CardColumn.position, position);
+    rows.set(row, CardColumn.outcome, outcomeCode.get(outcome)!);
+    rows.set(row, CardColumn.usedMem, figures.usedMem);
+    rows.set(row, CardColumn.usedCores, figures.usedCores);
+    rows.set(row, CardColumn.usedSlots, figures.usedSlots);
+    rows.set(row, CardColumn.requestedMem, figures.requestedMem);
+    rows.set(row, CardColumn.requestedCores, figures.requestedCores);
+    rows.set(row, CardColumn.realtimeUsedMem, figures.realtimeUsedMem ?? NaN);
+    rows.set(row, CardColumn.realtimeTotalMem, figures.realtimeTotalMem ?? NaN);
+  }
+
+  /** A container of the current node; `status` decides which of the other arguments count. */
+  addContainer(container: number, status: ContainerStatus, reason?: string, firstCard = this.cardRows.length): number {
+    const rows = this.containerRows;
+    const row = rows.append();
+    rows.set(row, ContainerColumn.container, container);
+    rows.set(row, ContainerColumn.status, statusCode.get(status)!);
+    rows.set(row, ContainerColumn.reason, reason === undefined ? NO_TEXT : this.text(reason));
+    rows.set(row, ContainerColumn.firstCard, firstCard);
+    rows.set(row, ContainerColumn.cardCount, this.cardRows.length - firstCard);
+    rows.set(row, ContainerColumn.firstPick, this.pickRows.length);
+    this.nodeRows.set(this.currentNode, NodeColumn.containerCount, this.nodeRows.get(this.currentNode, NodeColumn.containerCount) + 1);
+    return row;
+  }
+
+  /** One card given to the container recorded last. */
+  addPick(position: number, usedMem: number, usedCores: number): void {
+    const row = this.pickRows.append();
+    this.pickRows.set(row, PickColumn.position, position);
+    this.pickRows.set(row, PickColumn.usedMem, usedMem);
+    this.pickRows.set(row, PickColumn.usedCores, usedCores);
+    const container = this.containerRows.length - 1;
+    this.containerRows.set(container, ContainerColumn.pickCount, this.containerRows.get(container, ContainerColumn.pickCount) + 1);
+  }
+
+  private text(value: string): number {
+    this.texts.push(value);
+    return this.texts.length - 1;
+  }
+
+  // ----- reading
+
+  /** The node's devices aligned per container (`[]` for containers without cards), as recorded so far. */
+  podDevices(node: number): ContainerDevice[][] {
+    const first = this.nodeRows.get(node, NodeColumn.firstContainer);
+    const count = this.nodeRows.get(node, NodeColumn.containerCount);
+    const aligned: ContainerDevice[][] = [];
+    for (let row = first; row < first + count; row++) aligned.push(this.containerDevices(node, row));
+    return aligned;
+  }
+
+  /** The public evidence, one entry per node recorded, in order. */
+  evidence(): NodeEvidence[] {
+    const nodes: NodeEvidence[] = [];
+    for (let row = 0; row < this.nodeRows.length; row++) nodes.push(this.nodeEvidence(row));
+    return nodes;
+  }
+
+  private nodeEvidence(node: number): NodeEvidence {
+    const rows = this.nodeRows;
+    const name = this.nodeNames[node]!;
+    const first = rows.get(node, NodeColumn.firstContainer);
+    const containers: ContainerEvidence[] = [];
+    for (let row = first; row < first + rows.get(node, NodeColumn.containerCount); row++) containers.push(this.containerEvidence(node, row));
+    if (rows.get(node, NodeColumn.failed) === 1) {
+      return { name, status: 'failed', score: 0, reason: this.texts[rows.get(node, NodeColumn.reason)]!, containers };
+    }
+    return { name, status: 'passed', score: rows.get(node, NodeColumn.score), containers };
+  }
+
+  /** Keys in the order the evidence always had: the scheduler log and stored records serialise them. */
+  private containerEvidence(node: number, row: number): ContainerEvidence {
+    const rows = this.containerRows;
+    const { name, index, init, request } = this.containers[rows.get(row, ContainerColumn.container)]!;
+    const status = STATUSES[rows.get(row, ContainerColumn.status)]!;
+    const cards = this.cards(node, rows.get(row, ContainerColumn.firstCard), rows.get(row, ContainerColumn.cardCount));
+    switch (status) {
+      case 'noRequest':
+        return { name, index, init, status, cards };
+      case 'skipped':
+        return { name, index, init, status, ...(request ? { request } : {}), cards };
+      // Fit ran, so there was a request.
+      case 'failed':
+        return { name, index, init, status, reason: this.texts[rows.get(row, ContainerColumn.reason)]!, request, cards };
+      case 'passed':
+        return { name, index, init, status, request, devices: this.containerDevices(node, row), cards };
+    }
+  }
+
+  private containerDevices(node: number, row: number): ContainerDevice[] {
+    const rows = this.containerRows;
+    const type = this.containers[rows.get(row, ContainerColumn.container)]!.request?.type ?? '';
+    const devices = this.nodeDevices[node]!;
+    const first = rows.get(row, ContainerColumn.firstPick);
+    const chosen: ContainerDevice[] = [];
+    for (let pick = first; pick < first + rows.get(row, ContainerColumn.pickCount); pick++) {
+      const device = devices[this.pickRows.get(pick, PickColumn.position)]!;
+      chosen.push({
+        idx: device.index,
+        uuid: device.id,
+        type,
+        usedmem: this.pickRows.get(pick, PickColumn.usedMem),
+        usedcores: this.pickRows.get(pick, PickColumn.usedCores),
+      });
+    }
+    return chosen;
+  }
+
+  private cards(node: number, first: number, count: number): CardEvidence[] {
+    const devices = this.nodeDevices[node]!;
     const cards: CardEvidence[] = [];
     for (let row = first; row < first + count; row++) cards.push(this.card(row, devices));
     return cards;
   }
 
   private card(row: number, devices: readonly DeviceInfo[]): CardEvidence {
-    const at = row * ROW_WIDTH;
-    const { rows } = this;
-    const device = devices[rows[at + Column.position]!]!;
-    const usedMem = rows[at + Column.usedMem]!;
-    // Same keys in the same order as always: the scheduler log and stored records serialise them.
+    const rows = this.cardRows;
+    const device = devices[rows.get(row, CardColumn.position)]!;
+    const usedMem = rows.get(row, CardColumn.usedMem);
     const card: { -readonly [K in keyof CardEvidence]: CardEvidence[K] } = {
       uuid: device.id,
       index: device.index,
-      outcome: OUTCOMES[rows[at + Column.outcome]!]!,
+      outcome: OUTCOMES[rows.get(row, CardColumn.outcome)]!,
       totalMem: device.devmem,
       usedMem,
-      requestedMem: rows[at + Column.requestedMem]!,
+      requestedMem: rows.get(row, CardColumn.requestedMem),
       freeMem: device.devmem - usedMem,
       totalCores: device.devcore,
-      usedCores: rows[at + Column.usedCores]!,
-      requestedCores: rows[at + Column.requestedCores]!,
+      usedCores: rows.get(row, CardColumn.usedCores),
+      requestedCores: rows.get(row, CardColumn.requestedCores),
       slots: device.count,
-      usedSlots: rows[at + Column.usedSlots]!,
+      usedSlots: rows.get(row, CardColumn.usedSlots),
     };
-    const realtimeUsedMem = rows[at + Column.realtimeUsedMem]!;
-    const realtimeTotalMem = rows[at + Column.realtimeTotalMem]!;
+    const realtimeUsedMem = rows.get(row, CardColumn.realtimeUsedMem);
+    const realtimeTotalMem = rows.get(row, CardColumn.realtimeTotalMem);
     if (!Number.isNaN(realtimeUsedMem) && !Number.isNaN(realtimeTotalMem)) {
       card.realtimeUsedMem = realtimeUsedMem;
       card.realtimeTotalMem = realtimeTotalMem;
     }
     return card;
   }
-
-  private grow(): void {
-    const rows = new Float64Array(this.rows.length * 2);
-    rows.set(this.rows);
-    this.rows = rows;
-  }
-}
-
-/** A container's evidence without its cards (they come from the slab). */
-export type ContainerFields = Omit<ContainerEvidence, 'cards'>;
-
-/**
- * Completes `fields` (mutated and returned) with `cards`: slab rows `first … first+count-1`, built on
- * first read and cached. An own enumerable accessor, so `JSON.stringify`, `{ ...container }` and
- * structural equality see it exactly like a plain array property.
- */
-export function withSlabCards(
-  fields: ContainerFields,
-  slab: CardEvidenceSlab,
-  first: number,
-  count: number,
-  devices: readonly DeviceInfo[],
-): ContainerEvidence {
-  let cards: readonly CardEvidence[] | undefined;
-  Object.defineProperty(fields, 'cards', {
-    enumerable: true,
-    configurable: true,
-    get: (): readonly CardEvidence[] => (cards ??= slab.cards(first, count, devices)),
-  });
-  return fields as ContainerEvidence;
 }
