@@ -1,0 +1,202 @@
+/**
+ * `npm run bench`: the control plane end to end over HTTP (local server, embedded dynalite).
+ * N nodes x 8 cards are registered through /cluster/events; C clients then schedule P pods as kube-scheduler
+ * and the relay would: /filter with every node name, /bind, /bind/outcome. The device plugin's end of the
+ * allocation (bind-phase success) is forwarded in batches as the relay would, which frees the node lock.
+ * A bind that meets the lock is retried after a re-filter, as kube-scheduler retries.
+ *
+ * Flags: --nodes 100 --pods 1000 --concurrency 8. Prints progress lines, then, as the last line, one JSON object:
+ * {"filterP50Ms","filterP99Ms","bindP50Ms","bindP99Ms","podsPerSecond","storeCallsPerPod","overAllocations", …}
+ */
+import { performance } from 'node:perf_hooks';
+
+interface Options {
+  readonly nodes: number;
+  readonly pods: number;
+  readonly concurrency: number;
+}
+
+function parseArgs(argv: readonly string[]): Options {
+  const options = { nodes: 100, pods: 1000, concurrency: 8 };
+  for (let i = 0; i < argv.length; i += 2) {
+    const flag = argv[i];
+    const value = Number(argv[i + 1]);
+    const key = flag?.replace(/^--/, '');
+    if (key !== 'nodes' && key !== 'pods' && key !== 'concurrency') throw new Error(`unknown flag ${flag}; use --nodes, --pods, --concurrency`);
+    if (!Number.isInteger(value) || value <= 0) throw new Error(`${flag} needs a positive integer`);
+    options[key] = value;
+  }
+  return options;
+}
+
+const CARDS = 8;
+const CARD_MEM = 81920;
+
+function node(name: string, rv: number) {
+  const register = Array.from({ length: CARDS }, (_, i) => ({
+    id: `GPU-${name}-${i}`,
+    index: i,
+    count: 10,
+    devmem: CARD_MEM,
+    devcore: 100,
+    type: 'NVIDIA-A100-SXM4-80GB',
+    numa: i < 4 ? 0 : 1,
+    mode: 'hami-core',
+    health: true,
+  }));
+  return {
+    kind: 'Node',
+    apiVersion: 'v1',
+    metadata: { name, resourceVersion: String(rv), annotations: { 'hami.io/node-nvidia-register': JSON.stringify(register) } },
+    status: { allocatable: { 'nvidia.com/gpu': String(CARDS * 10) } },
+  };
+}
+
+/** Mostly one-container pods, every fifth a two-container pod; a few whole-card-core requests. */
+function pod(i: number) {
+  const container = (name: string, mem: number, cores: number) => ({
+    name,
+    resources: { limits: { 'nvidia.com/gpu': '1', 'nvidia.com/gpumem': String(mem), 'nvidia.com/gpucores': String(cores) } },
+  });
+  const containers = i % 5 === 0 ? [container('a', 4000, 10), container('b', 2000, 10)] : [container('main', 6000 + (i % 4) * 1000, 15)];
+  return {
+    metadata: { name: `bench-${i}`, namespace: 'bench', uid: `uid-bench-${i}`, resourceVersion: '1', annotations: {} },
+    spec: { containers },
+    status: { phase: 'Pending' },
+  };
+}
+
+async function post(url: string, body: unknown): Promise<{ ms: number; json: Record<string, unknown> }> {
+  const started = performance.now();
+  const res = await fetch(url, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify(body) });
+  const json = (await res.json()) as Record<string, unknown>;
+  return { ms: performance.now() - started, json };
+}
+
+function percentile(values: readonly number[], p: number): number {
+  if (values.length === 0) return 0;
+  const sorted = [...values].sort((a, b) => a - b);
+  return sorted[Math.min(sorted.length - 1, Math.ceil((p / 100) * sorted.length) - 1)] ?? 0;
+}
+
+const round = (v: number) => Math.round(v * 100) / 100;
+
+async function main(): Promise<void> {
+  const options = parseArgs(process.argv.slice(2));
+  // Before the observability clients are built: per-request log lines would dominate the timings.
+  process.env.POWERTOOLS_LOG_LEVEL ??= 'ERROR';
+  process.env.POWERTOOLS_METRICS_DISABLED ??= 'true';
+  const { startLocalServer } = await import('../lib/local/server');
+  const server = await startLocalServer({ env: { ...process.env } });
+  const { state, records } = server.deps;
+  const names = Array.from({ length: options.nodes }, (_, i) => `node-${String(i).padStart(5, '0')}`);
+  for (let i = 0; i < names.length; i += 200) {
+    await post(`${server.url}/cluster/events`, { events: names.slice(i, i + 200).map((n) => ({ type: 'ADDED', object: node(n, 1) })) });
+  }
+
+  // The relay's forwarder: pod updates batched every 20 ms.
+  const pending: unknown[] = [];
+  let ingestCalls = 0;
+  let forwarding = true;
+  const forwarder = (async () => {
+    while (forwarding || pending.length > 0) {
+      if (pending.length === 0) {
+        await new Promise((resolve) => setTimeout(resolve, 20));
+        continue;
+      }
+      const batch = pending.splice(0, 100);
+      const before = state.counter.calls + records.counter.calls;
+      await post(`${server.url}/cluster/events`, { events: batch });
+      ingestCalls += state.counter.calls + records.counter.calls - before;
+    }
+  })();
+
+  const filterMs: number[] = [];
+  const bindMs: number[] = [];
+  let placed = 0;
+  let unplaced = 0;
+  let lockRetries = 0;
+  let schedulingCalls = 0;
+  const queue = Array.from({ length: options.pods }, (_, i) => pod(i));
+  process.stdout.write(`bench: ${options.nodes} nodes x ${CARDS} cards, ${options.pods} pods, ${options.concurrency} clients\n`);
+  const started = performance.now();
+
+  const client = async () => {
+    for (let p = queue.shift(); p; p = queue.shift()) {
+      for (let attempt = 0; attempt < 50; attempt++) {
+        const before = state.counter.calls + records.counter.calls;
+        const filter = await post(`${server.url}/filter`, { Pod: p, Nodes: null, NodeNames: names });
+        filterMs.push(filter.ms);
+        const chosen = (filter.json.NodeNames as string[] | null)?.[0];
+        if (!chosen) {
+          schedulingCalls += state.counter.calls + records.counter.calls - before;
+          if (filter.json.Error) continue;
+          unplaced += 1;
+          break;
+        }
+        const bindArgs = { PodName: p.metadata.name, PodNamespace: 'bench', PodUID: p.metadata.uid, Node: chosen };
+        const bind = await post(`${server.url}/bind`, bindArgs);
+        bindMs.push(bind.ms);
+        if (bind.json.Error) {
+          schedulingCalls += state.counter.calls + records.counter.calls - before;
+          lockRetries += 1;
+          await new Promise((resolve) => setTimeout(resolve, 5));
+          continue;
+        }
+        await post(`${server.url}/bind/outcome`, { ...bindArgs, Error: '' });
+        schedulingCalls += state.counter.calls + records.counter.calls - before;
+        const patch = (filter.json.Effects as { kind: string; annotations?: Record<string, string> }[])[0]?.annotations ?? {};
+        pending.push({
+          type: 'MODIFIED',
+          object: {
+            kind: 'Pod',
+            apiVersion: 'v1',
+            ...p,
+            metadata: { ...p.metadata, resourceVersion: '3', annotations: { ...patch, 'hami.io/bind-phase': 'success' } },
+            spec: { ...p.spec, nodeName: chosen },
+            status: { phase: 'Running' },
+          },
+        });
+        placed += 1;
+        break;
+      }
+    }
+  };
+  await Promise.all(Array.from({ length: options.concurrency }, client));
+  const elapsedS = (performance.now() - started) / 1000;
+  forwarding = false;
+  await forwarder;
+
+  let overAllocations = 0;
+  for (const name of names) {
+    const res = await fetch(`${server.url}/api/v1/nodes/${name}/devices`);
+    const view = (await res.json()) as { devices: { used: number; count: number; usedmem: number; devmem: number; usedcores: number; devcore: number }[] };
+    for (const d of view.devices) if (d.usedmem > d.devmem || d.usedcores > d.devcore || d.used > d.count) overAllocations += 1;
+  }
+  await server.close();
+
+  process.stdout.write(`placed ${placed}, unplaced ${unplaced}, bind retries after lock contention ${lockRetries}, ${round(elapsedS)} s\n`);
+  const summary = {
+    filterP50Ms: round(percentile(filterMs, 50)),
+    filterP99Ms: round(percentile(filterMs, 99)),
+    bindP50Ms: round(percentile(bindMs, 50)),
+    bindP99Ms: round(percentile(bindMs, 99)),
+    podsPerSecond: round(placed / elapsedS),
+    // Store calls of the scheduling path (filter + bind + bind outcome, retries included) per placed pod.
+    storeCallsPerPod: round(schedulingCalls / Math.max(placed, 1)),
+    // Forwarded pod updates, batched as the relay batches them.
+    ingestStoreCallsPerPod: round(ingestCalls / Math.max(placed, 1)),
+    overAllocations,
+    nodes: options.nodes,
+    pods: options.pods,
+    concurrency: options.concurrency,
+    placed,
+    lockRetries,
+  };
+  process.stdout.write(`${JSON.stringify(summary)}\n`);
+}
+
+main().catch((err: unknown) => {
+  process.stderr.write(`bench failed: ${err instanceof Error ? err.message : String(err)}\n`);
+  process.exit(1);
+});
