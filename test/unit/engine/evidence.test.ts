@@ -1,0 +1,301 @@
+/**
+ * The evidence is recorded as packed numbers while deciding and built into objects on first read
+ * (lib/engine/evidence.ts). These tests hold it to the plain objects other code reads and
+ * serialises: same values, same keys in the same order, through JSON and spreads, and unchanged by
+ * later decisions.
+ */
+import fc from 'fast-check';
+import { decide } from '../../../lib/engine/decide';
+import type { CardEvidence, ContainerEvidence, Decision, DeviceInfo, DeviceUsage, NodeEvidence, NodeState, ReasonCode } from '../../../lib/engine/types';
+import { card, cards, config, gpu, input, node, pod } from './fixtures';
+
+function decided(decision: Decision): Exclude<Decision, { kind: 'error' }> {
+  if (decision.kind === 'error') throw new Error(decision.message);
+  return decision;
+}
+
+/** A card's evidence as the engine always wrote it, keys in that order. */
+function cardEvidence(
+  device: DeviceInfo,
+  outcome: ReasonCode | 'Fit',
+  used: { mem: number; cores: number; slots: number },
+  requested: { mem: number; cores: number },
+  realtime?: { usedMem: number; totalMem: number },
+): CardEvidence {
+  return {
+    uuid: device.id,
+    index: device.index,
+    outcome,
+    totalMem: device.devmem,
+    usedMem: used.mem,
+    requestedMem: requested.mem,
+    freeMem: device.devmem - used.mem,
+    totalCores: device.devcore,
+    usedCores: used.cores,
+    requestedCores: requested.cores,
+    slots: device.count,
+    usedSlots: used.slots,
+    ...(realtime ? { realtimeUsedMem: realtime.usedMem, realtimeTotalMem: realtime.totalMem } : {}),
+  };
+}
+
+const idle = { mem: 0, cores: 0, slots: 0 };
+
+/** Same values and the same key order everywhere (the scheduler log and stored records depend on both). */
+function expectSerialisedAs(decision: Exclude<Decision, { kind: 'error' }>, expected: readonly NodeEvidence[]): void {
+  expect(decision.evidence).toEqual(expected);
+  expect(JSON.stringify(decision.evidence)).toBe(JSON.stringify(expected));
+  expect(JSON.parse(JSON.stringify(decision.evidence))).toEqual(JSON.parse(JSON.stringify(expected)));
+  expect(JSON.parse(JSON.stringify(decision)).evidence).toEqual(JSON.parse(JSON.stringify(expected)));
+  expect({ ...decision }.evidence).toEqual(expected);
+}
+
+describe('evidence as plain data', () => {
+  // n1 fits an init container and two app containers (one without GPU); n2 fails the init
+  // container on memory, so its app containers are skipped; ghost is not registered.
+  const a = card('a', { index: 0 });
+  const b = card('b', { index: 1 });
+  const x = card('x', { index: 0, count: 4, devmem: 16000, devcore: 200 });
+  const mixedInput = () =>
+    input(
+      pod([gpu(1, { 'nvidia.com/gpumem': 2000, 'nvidia.com/gpucores': 20 }), {}], { init: [gpu(1, { 'nvidia.com/gpumem': 1000, 'nvidia.com/gpucores': 10 })] }),
+      [
+        node('n1', [a, b], { usage: { a: { used: 1, usedmem: 1000, usedcores: 10 } } }),
+        node('n2', [x], { usage: { x: { used: 3, usedmem: 15500, usedcores: 50 } } }),
+      ],
+      { candidates: ['n1', 'n2', 'ghost'] },
+    );
+  const initRequest = { nums: 1, type: 'NVIDIA', memreq: 1000, mempercentagereq: 101, coresreq: 10 };
+  const appRequest = { nums: 1, type: 'NVIDIA', memreq: 2000, mempercentagereq: 101, coresreq: 20 };
+  // hami-spec 5.1 in float32: 10 × (1/20 slots + 10/200 cores + 1000/16384 MiB).
+  const f32 = Math.fround;
+  const n1Score = f32(10 * f32(f32(f32(f32(1) / f32(20)) + f32(f32(10) / f32(200))) + f32(f32(1000) / f32(16384))));
+  const mixedEvidence: NodeEvidence[] = [
+    {
+      name: 'n1',
+      status: 'passed',
+      score: n1Score,
+      containers: [
+        {
+          name: 'init0',
+          index: 0,
+          init: true,
+          status: 'passed',
+          request: initRequest,
+          devices: [{ idx: 1, uuid: 'b', type: 'NVIDIA', usedmem: 1000, usedcores: 10 }],
+          // Spread tries the idle card first.
+          cards: [cardEvidence(b, 'Fit', idle, { mem: 1000, cores: 10 })],
+        },
+        {
+          name: 'c0',
+          index: 1,
+          init: false,
+          status: 'passed',
+          request: appRequest,
+          devices: [{ idx: 1, uuid: 'b', type: 'NVIDIA', usedmem: 2000, usedcores: 20 }],
+          // App containers start from the booked usage again, not from the init container's copy.
+          cards: [cardEvidence(b, 'Fit', idle, { mem: 2000, cores: 20 })],
+        },
+        { name: 'c1', index: 2, init: false, status: 'noRequest', cards: [] },
+      ],
+    },
+    {
+      name: 'n2',
+      status: 'failed',
+      score: 0,
+      reason: '1/1 CardInsufficientMemory',
+      containers: [
+        {
+          name: 'init0',
+          index: 0,
+          init: true,
+          status: 'failed',
+          reason: '1/1 CardInsufficientMemory',
+          request: initRequest,
+          cards: [cardEvidence(x, 'CardInsufficientMemory', { mem: 15500, cores: 50, slots: 3 }, { mem: 1000, cores: 10 })],
+        },
+        { name: 'c0', index: 1, init: false, status: 'skipped', request: appRequest, cards: [] },
+        { name: 'c1', index: 2, init: false, status: 'skipped', cards: [] },
+      ],
+    },
+    { name: 'ghost', status: 'failed', score: 0, reason: 'node unregistered', containers: [] },
+  ];
+
+  it('mixed containers, a failed node and an unregistered one: values, key order, JSON and spreads', () => {
+    const d = decided(decide(mixedInput()));
+    expect(d.kind).toBe('fit');
+    expectSerialisedAs(d, mixedEvidence);
+  });
+
+  it('keeps container keys in the order they always had', () => {
+    const d = decided(decide(mixedInput()));
+    const keys = (c: ContainerEvidence | undefined): string[] => Object.keys(c ?? {});
+    expect(keys(d.evidence[0]!.containers[0])).toEqual(['name', 'index', 'init', 'status', 'request', 'devices', 'cards']);
+    expect(keys(d.evidence[0]!.containers[2])).toEqual(['name', 'index', 'init', 'status', 'cards']);
+    expect(keys(d.evidence[1]!.containers[0])).toEqual(['name', 'index', 'init', 'status', 'reason', 'request', 'cards']);
+    expect(keys(d.evidence[1]!.containers[1])).toEqual(['name', 'index', 'init', 'status', 'request', 'cards']);
+    expect(Object.keys(d)).toEqual(['kind', 'node', 'score', 'devices', 'fitNodes', 'failedNodes', 'message', 'evidence', 'realtime']);
+  });
+
+  it('is built once and not changed by later decisions (which reuse the engine scratch space)', () => {
+    const first = decided(decide(mixedInput()));
+    const second = decided(decide(input(pod([gpu(1, { 'nvidia.com/gpumem': 7000 })]), [node('n1', [a, b]), node('zz', [card('q')])])));
+    expect(second.evidence.map((n) => n.name)).toEqual(['n1', 'zz']);
+    expect(second.evidence[0]!.containers[0]!.cards).toEqual([cardEvidence(b, 'Fit', idle, { mem: 7000, cores: 0 })]);
+    expect(first.evidence).toBe(first.evidence);
+    expect(first.evidence).toEqual(mixedEvidence);
+  });
+
+  it('the chosen devices are the evidence devices of the chosen node', () => {
+    const d = decide(mixedInput());
+    if (d.kind !== 'fit') throw new Error('expected a fit');
+    expect(d.devices).toEqual(d.evidence[0]!.containers.map((c) => c.devices ?? []));
+  });
+});
+
+describe('evidence of checks that look back or choose among picks', () => {
+  it('topology-aware: all fitting cards are tried, the chosen pair is in pick order', () => {
+    const devices = cards('g', 4);
+    const pairScores = { 'g-3': { 'g-1': 200 }, 'g-1': { 'g-3': 200 } };
+    const d = decided(decide(input(pod([gpu(2, { 'nvidia.com/gpumem': 100 })], { annotations: { 'hami.io/gpu-scheduler-policy': 'topology-aware' } }), [node('n1', devices, { pairScores })])));
+    const container = d.evidence[0]!.containers[0]!;
+    expect(container.devices).toEqual([
+      { idx: 3, uuid: 'g-3', type: 'NVIDIA', usedmem: 100, usedcores: 0 },
+      { idx: 1, uuid: 'g-1', type: 'NVIDIA', usedmem: 100, usedcores: 0 },
+    ]);
+    expect(container.cards).toEqual([3, 2, 1, 0].map((i) => cardEvidence(devices[i]!, 'Fit', idle, { mem: 100, cores: 0 })));
+    expect(JSON.parse(JSON.stringify(d)).evidence).toEqual(JSON.parse(JSON.stringify(d.evidence)));
+  });
+
+  it('namespace quota counts the cards the earlier container took on this node', () => {
+    const a = card('a', { index: 0 });
+    const b = card('b', { index: 1 });
+    const two = pod([gpu(1, { 'nvidia.com/gpumem': 3000 }), gpu(1, { 'nvidia.com/gpumem': 3000 })]);
+    const d = decided(decide({ ...input(two, [node('n1', [a, b])]), quota: { memLimit: 5000, usedMem: 0, usedCores: 0 } }));
+    expect(d.kind).toBe('noFit');
+    const [taken, refused] = d.evidence[0]!.containers;
+    expect(taken).toMatchObject({ status: 'passed', devices: [{ uuid: 'b', usedmem: 3000 }] });
+    expect(refused).toEqual({
+      name: 'c1',
+      index: 1,
+      init: false,
+      status: 'failed',
+      reason: '2/2 ResourceQuotaNotFit',
+      request: { nums: 1, type: 'NVIDIA', memreq: 3000, mempercentagereq: 101, coresreq: 0 },
+      // b now carries the first container's booking, so spread tries a first.
+      cards: [
+        cardEvidence(a, 'ResourceQuotaNotFit', idle, { mem: 3000, cores: 0 }),
+        cardEvidence(b, 'ResourceQuotaNotFit', { mem: 3000, cores: 0, slots: 1 }, { mem: 3000, cores: 0 }),
+      ],
+    });
+  });
+
+  it('real-time figures appear only on cards the real-time check measured', () => {
+    const cfg = config({ realtime: { enabled: true, mode: 'strict', marginMiB: 100, maxAgeMs: 60_000 } });
+    const now = 1_700_000_000_000;
+    const a = card('a', { index: 0 });
+    const b = card('b', { index: 1 });
+    const realtime = { timeMs: now - 1000, devices: { b: { usedMemMB: 7500, totalMemMB: 8192 } } };
+    const d = decided(decide(input(pod([gpu(1, { 'nvidia.com/gpumem': 1000 })]), [node('n1', [a, b], { realtime })], { config: cfg, nowMs: now })));
+    // b is short of real memory (8192 - 7500 - 100 < 1000); a has no report and falls back to the ledger.
+    expectSerialisedAs(d, [
+      {
+        name: 'n1',
+        status: 'passed',
+        score: 0,
+        containers: [
+          {
+            name: 'c0',
+            index: 0,
+            init: false,
+            status: 'passed',
+            request: { nums: 1, type: 'NVIDIA', memreq: 1000, mempercentagereq: 101, coresreq: 0 },
+            devices: [{ idx: 0, uuid: 'a', type: 'NVIDIA', usedmem: 1000, usedcores: 0 }],
+            cards: [
+              cardEvidence(b, 'CardRealtimeInsufficientMemory', idle, { mem: 1000, cores: 0 }, { usedMem: 7500, totalMem: 8192 }),
+              cardEvidence(a, 'Fit', idle, { mem: 1000, cores: 0 }),
+            ],
+          },
+        ],
+      },
+    ]);
+  });
+
+  it('thousands of nodes (rows beyond the first allocation) keep every node its own evidence', () => {
+    const nodes: NodeState[] = [];
+    for (let n = 0; n < 3000; n++) {
+      // Every node: card 0 full, card 1 with room; one container of 2 cards fails, one of 1 fits.
+      const devices = cards(`n${n}`, 2);
+      nodes.push(node(`node-${n}`, devices, { usage: { [`n${n}-0`]: { used: 10, usedmem: 0, usedcores: 0 } } }));
+    }
+    const d = decided(decide(input(pod([gpu(1, { 'nvidia.com/gpumem': 500 })]), nodes)));
+    expect(d.evidence).toHaveLength(3000);
+    d.evidence.forEach((evidence, n) => {
+      const devices = cards(`n${n}`, 2);
+      expect(evidence.name).toBe(`node-${n}`);
+      expect(evidence.containers[0]!.devices).toEqual([{ idx: 1, uuid: `n${n}-1`, type: 'NVIDIA', usedmem: 500, usedcores: 0 }]);
+      expect(evidence.containers[0]!.cards).toEqual([cardEvidence(devices[1]!, 'Fit', idle, { mem: 500, cores: 0 })]);
+    });
+    const twoCards = decided(decide(input(pod([gpu(2, { 'nvidia.com/gpumem': 500 })]), nodes)));
+    expect(twoCards.kind).toBe('noFit');
+    twoCards.evidence.forEach((evidence, n) => {
+      const devices = cards(`n${n}`, 2);
+      expect(evidence).toMatchObject({ name: `node-${n}`, status: 'failed', reason: '1/2 AllocatedCardsInsufficientRequest, 1/2 CardTimeSlicingExhausted' });
+      expect(evidence.containers[0]!.cards).toEqual([
+        cardEvidence(devices[1]!, 'Fit', idle, { mem: 500, cores: 0 }),
+        cardEvidence(devices[0]!, 'CardTimeSlicingExhausted', { mem: 0, cores: 0, slots: 10 }, { mem: 500, cores: 0 }),
+      ]);
+    });
+  });
+});
+
+describe('evidence property: random clusters', () => {
+  const cardArb = fc.record({
+    count: fc.integer({ min: 0, max: 6 }),
+    devmem: fc.integer({ min: 0, max: 30000 }),
+    devcore: fc.constantFrom(0, 100),
+    numa: fc.integer({ min: 0, max: 1 }),
+    health: fc.boolean(),
+    usage: fc.option(fc.record({ used: fc.integer({ min: 0, max: 6 }), usedmem: fc.integer({ min: 0, max: 30000 }), usedcores: fc.integer({ min: 0, max: 100 }) })),
+  });
+  const containerArb = fc.oneof(
+    fc.constant({}),
+    fc.record({ 'nvidia.com/gpu': fc.integer({ min: 1, max: 3 }), 'nvidia.com/gpumem': fc.integer({ min: 1, max: 20000 }), 'nvidia.com/gpucores': fc.integer({ min: 0, max: 120 }) }),
+  );
+  const policyArb = fc.constantFrom('spread', 'binpack', 'mutex', 'topology-aware');
+
+  it('JSON carries exactly what is read, and every tried card shows its device and the ledger usage', () => {
+    fc.assert(
+      fc.property(fc.array(fc.array(cardArb, { maxLength: 5 }), { minLength: 1, maxLength: 6 }), fc.array(containerArb, { minLength: 1, maxLength: 3 }), policyArb, (specs, app, policy) => {
+        const nodes = specs.map((cardSpecs, n) => {
+          const devices: DeviceInfo[] = cardSpecs.map((c, i) => ({ ...card(`GPU-${n}-${i}`, { index: i }), count: c.count, devmem: c.devmem, devcore: c.devcore, numa: c.numa, health: c.health }));
+          const usage: Record<string, DeviceUsage> = {};
+          cardSpecs.forEach((c, i) => {
+            if (c.usage) usage[`GPU-${n}-${i}`] = { ...c.usage };
+          });
+          return node(`n${n}`, devices, { usage });
+        });
+        const d = decided(decide(input(pod(app, { annotations: { 'hami.io/gpu-scheduler-policy': policy } }), nodes)));
+        expect(JSON.parse(JSON.stringify(d.evidence))).toEqual(d.evidence);
+        d.evidence.forEach((evidence, n) => {
+          const state = nodes[n]!;
+          if (!state.registration.registered) throw new Error('fixture nodes are registered');
+          const { devices } = state.registration;
+          // The first container Fit ran on sees the ledger as booked (no init containers here).
+          const first = evidence.containers.find((c) => c.status === 'passed' || c.status === 'failed');
+          for (const tried of first?.cards ?? []) {
+            const device = devices[tried.index]!;
+            const booked = state.usage[device.id] ?? { used: 0, usedmem: 0, usedcores: 0 };
+            expect(tried).toMatchObject({ uuid: device.id, totalMem: device.devmem, totalCores: device.devcore, slots: device.count });
+            expect(tried).toMatchObject({ usedMem: booked.usedmem, usedCores: booked.usedcores, usedSlots: booked.used, freeMem: device.devmem - booked.usedmem });
+          }
+          for (const container of evidence.containers) {
+            const fitCards = container.cards.filter((c) => c.outcome === 'Fit').map((c) => c.uuid);
+            for (const chosen of container.devices ?? []) expect(fitCards).toContain(chosen.uuid);
+          }
+        });
+      }),
+      { numRuns: 300, seed: 20240611 },
+    );
+  });
+});
