@@ -78,6 +78,8 @@ interface PodPlan {
   readonly realtime: RealtimeSettings | undefined;
   /** Whether use/nouse gputype or vgpu-mode constrain cards at all. */
   readonly selectsByType: boolean;
+  /** Whether use/nouse gpuuuid constrain cards at all. */
+  readonly selectsByUuid: boolean;
   /** Type/mode checks depend only on the card's type and mode strings: cache them per pod. */
   readonly typeCheckCache: Map<string, boolean>;
 }
@@ -107,6 +109,7 @@ function planPod(input: DecideInput, weights: DeviceScoringWeights): PodPlan {
         ? { mode, marginMiB: config.realtime.marginMiB, maxAgeMs: config.realtime.maxAgeMs, nowMs: input.nowMs }
         : undefined,
     selectsByType: selectors.useTypes.length > 0 || selectors.noUseTypes.length > 0 || selectors.vgpuMode !== undefined,
+    selectsByUuid: selectors.useUuids.size > 0 || selectors.noUseUuids.size > 0,
     typeCheckCache: new Map(),
   };
 }
@@ -249,7 +252,7 @@ export function decide(input: DecideInput): Decision {
   }
   const plan = planPod(input, weights);
   const notes: RealtimeNote[] = [];
-  const trace = new DecisionTrace(plan.containers);
+  const trace = new DecisionTrace(plan.containers, input.candidates.length);
   const fitNodes: { name: string; score: number; trace: number }[] = [];
   const failedNodes: Record<string, string> = {};
   const run = new FitRun({ plan, notes, trace, node: EMPTY_NODE, nodeRow: 0, request: NO_REQUEST, realtime: undefined });
@@ -529,7 +532,7 @@ class FitRun {
     if (node.cordoned[p] === 1) return ReasonCode.CardCordoned;
     if (!this.typeMatches(p)) return ReasonCode.CardTypeMismatch;
     if (plan.selectors.numaBind) this.startNumaGroupIfChanged(node.numa[p]!);
-    if (!uuidAllowed(plan.selectors, device.id)) return ReasonCode.CardUuidMismatch;
+    if (plan.selectsByUuid && !uuidAllowed(plan.selectors, device.id)) return ReasonCode.CardUuidMismatch;
     const used = scratch.used[p]!;
     if (device.count <= used) return ReasonCode.CardTimeSlicingExhausted;
     if (plan.gpuPolicy.isMutex && used > 0) return ReasonCode.ExclusiveDeviceAllocateConflict;

@@ -106,10 +106,10 @@ const NO_TEXT = -1;
  * cards and chosen cards are recorded while it is the current node (`beginNode` … next `beginNode`).
  */
 export class DecisionTrace {
-  private readonly nodeRows = new Rows(5, 256);
-  private readonly containerRows = new Rows(7, 512);
-  private readonly cardRows = new Rows(9, 2048);
-  private readonly pickRows = new Rows(3, 1024);
+  private readonly nodeRows: Rows;
+  private readonly containerRows: Rows;
+  private readonly cardRows: Rows;
+  private readonly pickRows: Rows;
   /** Per node row: its name and device list (shared with the input, not copied). */
   private readonly nodeNames: string[] = [];
   private readonly nodeDevices: (readonly DeviceInfo[])[] = [];
@@ -117,7 +117,19 @@ export class DecisionTrace {
   private readonly texts: string[] = [];
   private currentNode = -1;
 
-  constructor(private readonly containers: readonly TracedContainer[]) {}
+  /** `expectedNodes` sizes the rows (they grow when needed): growing copies, and large decisions are the ones that matter. */
+  constructor(
+    private readonly containers: readonly TracedContainer[],
+    expectedNodes: number,
+  ) {
+    const nodes = Math.max(expectedNodes, 16);
+    const containerCount = Math.max(containers.length, 1);
+    this.nodeRows = new Rows(5, nodes);
+    this.containerRows = new Rows(7, nodes * containerCount);
+    // Fit usually stops after a few cards; a guess, not a bound.
+    this.cardRows = new Rows(9, nodes * containerCount * 2);
+    this.pickRows = new Rows(3, nodes * containerCount);
+  }
 
   // ----- recording
 
