@@ -360,7 +360,7 @@ function evaluateNode(run: FitRun, state: NodeState, node: PreparedNode): NodeOu
     for (let i = 0; i < run.pickedCount; i++) {
       const p = scratch.picked[i]!;
       trace.addPick(p, scratch.pickedMem[i]!, scratch.pickedCores[i]!);
-      bookCard(p, scratch.pickedMem[i]!, scratch.pickedCores[i]!);
+      bookCard(node, node.devices[p]!.id, scratch.pickedMem[i]!, scratch.pickedCores[i]!);
     }
   }
   if (failure !== undefined) trace.nodeFailed(failure);
@@ -402,8 +402,13 @@ function nodeScore(node: PreparedNode): number {
   return f32(SCORE_WEIGHT * f32(f32(slotShare + coreShare) + memShare));
 }
 
-/** A chosen card is booked on the working usage the pod's later app containers see. */
-function bookCard(p: number, mem: number, cores: number): void {
+/**
+ * A chosen card is booked on the working usage the pod's later app containers see. Booking goes by
+ * UUID, to the first card registered with it (a registration listing a UUID twice books the first).
+ */
+function bookCard(node: PreparedNode, uuid: string, mem: number, cores: number): void {
+  let p = 0;
+  while (p < node.devices.length && node.devices[p]!.id !== uuid) p++;
   scratch.used[p]! += 1;
   scratch.usedMem[p]! += mem;
   scratch.usedCores[p]! += cores;
