@@ -66,6 +66,22 @@ function pod(i: number) {
   };
 }
 
+/** The pod as the relay forwards it once the device plugin has allocated its cards. */
+function podEvent(p: ReturnType<typeof pod>, filterAnswer: Record<string, unknown>, node: string) {
+  const patch = (filterAnswer.Effects as { kind: string; annotations?: Record<string, string> }[])[0]?.annotations ?? {};
+  return {
+    type: 'MODIFIED',
+    object: {
+      kind: 'Pod',
+      apiVersion: 'v1',
+      ...p,
+      metadata: { ...p.metadata, resourceVersion: '3', annotations: { ...patch, 'hami.io/bind-phase': 'success' } },
+      spec: { ...p.spec, nodeName: node },
+      status: { phase: 'Running' },
+    },
+  };
+}
+
 async function post(url: string, body: unknown): Promise<{ ms: number; json: Record<string, unknown> }> {
   const started = performance.now();
   const res = await fetch(url, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify(body) });
@@ -95,19 +111,20 @@ async function main(): Promise<void> {
   }
 
   // The relay's forwarder: pod updates batched every 20 ms.
-  const pending: unknown[] = [];
+  const pending: { event: unknown; done: () => void }[] = [];
   let ingestCalls = 0;
   let forwarding = true;
   const forwarder = (async () => {
     while (forwarding || pending.length > 0) {
       if (pending.length === 0) {
-        await new Promise((resolve) => setTimeout(resolve, 20));
+        await new Promise((resolve) => setTimeout(resolve, 2));
         continue;
       }
       const batch = pending.splice(0, 100);
       const before = state.counter.calls + records.counter.calls;
-      await post(`${server.url}/cluster/events`, { events: batch });
+      await post(`${server.url}/cluster/events`, { events: batch.map((b) => b.event) });
       ingestCalls += state.counter.calls + records.counter.calls - before;
+      for (const b of batch) b.done();
     }
   })();
 
@@ -140,23 +157,15 @@ async function main(): Promise<void> {
         if (bind.json.Error) {
           schedulingCalls += state.counter.calls + records.counter.calls - before;
           lockRetries += 1;
-          await new Promise((resolve) => setTimeout(resolve, 5));
+          // kube-scheduler backs a pod off after a failed bind; a short, growing pause stands in for it.
+          await new Promise((resolve) => setTimeout(resolve, 5 * (attempt + 1)));
           continue;
         }
         await post(`${server.url}/bind/outcome`, { ...bindArgs, Error: '' });
         schedulingCalls += state.counter.calls + records.counter.calls - before;
-        const patch = (filter.json.Effects as { kind: string; annotations?: Record<string, string> }[])[0]?.annotations ?? {};
-        pending.push({
-          type: 'MODIFIED',
-          object: {
-            kind: 'Pod',
-            apiVersion: 'v1',
-            ...p,
-            metadata: { ...p.metadata, resourceVersion: '3', annotations: { ...patch, 'hami.io/bind-phase': 'success' } },
-            spec: { ...p.spec, nodeName: chosen },
-            status: { phase: 'Running' },
-          },
-        });
+        // The device plugin allocates and reports bind-phase success; the relay forwards it (batched).
+        const forwarded = new Promise<void>((resolve) => pending.push({ event: podEvent(p, filter.json, chosen), done: resolve }));
+        await forwarded;
         placed += 1;
         break;
       }

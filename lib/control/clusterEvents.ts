@@ -10,7 +10,7 @@ import { quantityAsInt64 } from '../engine/quantity';
 import { HandshakeAnnotation, parseNodeRegistration, parseRealtimeReport, RealtimeAnnotation } from '../engine/registration';
 import type { PodDevices } from '../engine/types';
 import { ContentionError } from '../errors';
-import { emptyNodeEntry, type NodeEntry, type PodEntry, type QuotaItem } from '../store/model';
+import { emptyNodeEntry, encodeRegistration, type NodeEntry, type PodEntry, type QuotaItem } from '../store/model';
 import { appContainersUseCards, cardUses, isOlder, nextVersion, nodesHoldingPod, TOMBSTONE_TTL_MS } from './ledger';
 import type { ControlDeps } from './deps';
 
@@ -151,7 +151,7 @@ function nodeChange(deps: ControlDeps, type: WatchEvent['type'], object: z.infer
       return { ...nextVersion(base, nowMs), deleted: true, ...(rv ? { rv } : {}), regAt: nowMs };
     }
     const annotations = object.metadata.annotations ?? {};
-    const reg = parseNodeRegistration(object, deps.config.engine);
+    const reg = encodeRegistration(parseNodeRegistration(object, deps.config.engine));
     const realtime = parseRealtimeReport(annotations[RealtimeAnnotation]);
     const allocatableGpu = object.status?.allocatable?.[deps.config.engine.resourceCountName];
     const handshake = annotations[HandshakeAnnotation];

@@ -7,7 +7,7 @@
  */
 import { addPodUsage, collapsePodUsage } from '../engine/usage';
 import type { DeviceUsage, NodeState, PodDevices, QuotaView } from '../engine/types';
-import type { CardUse, NodeEntry, PodEntry, QuotaItem } from '../store/model';
+import { decodeRegistration, type CardUse, type NodeEntry, type PodEntry, type QuotaItem } from '../store/model';
 
 /** How long a deleted pod's tombstone guards against late events. */
 export const TOMBSTONE_TTL_MS = 60 * 60 * 1000;
@@ -29,7 +29,9 @@ export function toNodeState(name: string, entry: NodeEntry, nowMs: number, exclu
   const registration =
     entry.deleted === true
       ? { registered: false as const, reason: 'node deleted' }
-      : (entry.reg ?? { registered: false as const, reason: 'node not reported by the relay yet' });
+      : entry.reg !== undefined
+        ? decodeRegistration(entry.reg)
+        : { registered: false as const, reason: 'node not reported by the relay yet' };
   return { name, registration, usage, ...(entry.realtime ? { realtime: entry.realtime } : {}) };
 }
 

@@ -12,28 +12,6 @@
 import { z } from 'zod';
 import type { NodeRegistration } from '../engine/types';
 
-const deviceInfo = z.object({
-  id: z.string(),
-  index: z.number(),
-  count: z.number(),
-  devmem: z.number(),
-  devcore: z.number(),
-  type: z.string(),
-  numa: z.number(),
-  mode: z.string(),
-  health: z.boolean(),
-});
-
-const registration = z.union([
-  z.object({
-    registered: z.literal(true),
-    devices: z.array(deviceInfo),
-    cordoned: z.array(z.string()),
-    pairScores: z.record(z.string(), z.record(z.string(), z.number())),
-  }),
-  z.object({ registered: z.literal(false), reason: z.string() }),
-]);
-
 const realtime = z.object({
   timeMs: z.number(),
   devices: z.record(
@@ -82,8 +60,12 @@ export const nodeEntrySchema = z.object({
   /** Node resourceVersion last applied. */
   rv: z.string().optional(),
   deleted: z.boolean().optional(),
-  /** Absent until the Node itself has been forwarded (pods may arrive first). */
-  reg: registration.optional(),
+  /**
+   * The engine's parsed registration as JSON text (absent until the Node itself has been forwarded; pods
+   * may arrive first). Text, not a DynamoDB map: it changes rarely, is read on every filter, and
+   * unmarshalling thousands of nested attributes per read costs more than the decision itself.
+   */
+  reg: z.string().optional(),
   allocatableGpu: z.string().optional(),
   handshake: z.string().optional(),
   realtime: realtime.optional(),
@@ -91,8 +73,29 @@ export const nodeEntrySchema = z.object({
   regAt: z.number().optional(),
   pods: z.record(z.string(), podEntrySchema),
 });
-/** The registration is stored as the engine parsed it. */
-export type NodeEntry = Omit<z.infer<typeof nodeEntrySchema>, 'reg'> & { reg?: NodeRegistration };
+export type NodeEntry = z.infer<typeof nodeEntrySchema>;
+
+const registrationCache = new Map<string, NodeRegistration>();
+const REGISTRATION_CACHE_MAX = 20_000;
+
+/** The stored registration text, parsed once per distinct text per process (warm Lambdas reuse it). */
+export function decodeRegistration(text: string): NodeRegistration {
+  const cached = registrationCache.get(text);
+  if (cached) return cached;
+  let parsed: NodeRegistration;
+  try {
+    parsed = JSON.parse(text) as NodeRegistration;
+  } catch {
+    parsed = { registered: false, reason: 'stored registration cannot be read; the next node update rewrites it' };
+  }
+  if (registrationCache.size >= REGISTRATION_CACHE_MAX) registrationCache.clear();
+  registrationCache.set(text, parsed);
+  return parsed;
+}
+
+export function encodeRegistration(registration: NodeRegistration): string {
+  return JSON.stringify(registration);
+}
 
 export const lockSchema = z.object({
   holder: z.string(),
