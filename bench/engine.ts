@@ -96,7 +96,7 @@ function main(): void {
   const scaling: { nodes: number; medianMs: number }[] = [];
   let headline = { medianMs: 0, p99Ms: 0 };
   for (const nodes of SIZES) {
-    const result = measure(cluster(nodes), nodes >= 5000 ? 60 : 200);
+    const result = measure(cluster(nodes), nodes >= 5000 ? 100 : 200);
     console.log(`nodes=${nodes} cards=${nodes * CARDS_PER_NODE} median=${result.medianMs}ms p99=${result.p99Ms}ms`);
     scaling.push({ nodes, medianMs: result.medianMs });
     if (nodes === HEADLINE_NODES) headline = result;
