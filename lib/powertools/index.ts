@@ -10,7 +10,8 @@ import { Tracer } from '@aws-lambda-powertools/tracer';
 const serviceName = process.env.POWERTOOLS_SERVICE_NAME ?? 'hami-scheduler';
 
 export const logger = new Logger({ serviceName });
-export const metrics = new Metrics({ serviceName, namespace: process.env.POWERTOOLS_METRICS_NAMESPACE ?? 'HamiScheduler' });
+// Metrics' own warnings go through the one logger, so they follow its level like every other line.
+export const metrics = new Metrics({ serviceName, namespace: process.env.POWERTOOLS_METRICS_NAMESPACE ?? 'HamiScheduler', logger });
 export const tracer = new Tracer({ serviceName, enabled: process.env.POWERTOOLS_TRACE_ENABLED === 'true' });
 
 /** The logger surface domain code may use (narrow, so tests can pass a recorder). */
