@@ -7,7 +7,6 @@ import { formatGoDuration } from '../clock';
 import { BindPhase, PodAnnotation } from '../engine/podAnnotations';
 import { logLockContention, recordLockContention } from '../diagnostics/decisionLogs';
 import type { PodRef } from '../diagnostics/record';
-import { ContentionError } from '../errors';
 import type { NodeLock, PodEntry } from '../store/model';
 import { bindPod, patchPod, podEvent, type Effect } from './effects';
 import type { ControlDeps } from './deps';
@@ -59,7 +58,8 @@ export async function bindPodToNode(deps: ControlDeps, req: BindRequest): Promis
     recordLockContention(deps.metrics);
     return fail(deps, req, `node ${node} has been locked within ${formatGoDuration(config.nodeLockExpireSeconds)}: node lock contention`);
   }
-  throw new ContentionError(`could not settle the lock of node ${node} for ${pod.namespace}/${pod.name}`);
+  // The lock kept changing hands while we looked: that is contention, in HAMi's words.
+  return fail(deps, req, `node ${node} has been locked within ${formatGoDuration(config.nodeLockExpireSeconds)}: node lock contention`);
 }
 
 /** The holder no longer needs the lock: deleted, finished, or its device allocation already ended. */

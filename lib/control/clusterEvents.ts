@@ -11,7 +11,7 @@ import { HandshakeAnnotation, parseNodeRegistration, parseRealtimeReport, Realti
 import type { PodDevices } from '../engine/types';
 import { ContentionError } from '../errors';
 import { emptyNodeEntry, encodeRegistration, type NodeEntry, type PodEntry, type QuotaItem } from '../store/model';
-import { appContainersUseCards, cardUses, isOlder, nextVersion, nodesHoldingPod, TOMBSTONE_TTL_MS } from './ledger';
+import { appContainersUseCards, backoffMs, cardUses, isOlder, nextVersion, nodesHoldingPod, TOMBSTONE_TTL_MS } from './ledger';
 import type { ControlDeps } from './deps';
 
 const stringMap = z.record(z.string(), z.string());
@@ -78,7 +78,7 @@ export interface ClusterEventsAnswer {
 /** Changes one node's entry; returns undefined when nothing changes. Must be safe to re-run on a fresher entry. */
 type EntryChange = (entry: NodeEntry | undefined, nowMs: number) => NodeEntry | undefined;
 
-const MAX_WRITE_ROUNDS = 8;
+const MAX_WRITE_ROUNDS = 24;
 
 export async function ingestClusterEvents(deps: ControlDeps, events: readonly unknown[]): Promise<ClusterEventsAnswer> {
   const rejected: { index: number; error: string }[] = [];
@@ -136,7 +136,7 @@ async function writeNode(deps: ControlDeps, node: string, known: NodeEntry | und
     if (!next) return;
     if ((await deps.state.putNodeEntry(node, next, current ? current.ver : null)) === 'ok') return;
     current = (await deps.state.readNode(node)).entry;
-    await deps.runtime.sleep(Math.floor(deps.runtime.random() * 5 * (round + 1)));
+    await deps.runtime.sleep(backoffMs(deps.runtime.random(), round));
   }
   throw new ContentionError(`could not apply cluster events to node ${node}`);
 }
@@ -266,7 +266,7 @@ async function writeQuota(deps: ControlDeps, type: WatchEvent['type'], quota: z.
     if (existing && sameJson(existing, entry)) return;
     const next: QuotaItem = { ver: (current?.ver ?? 0) + 1, quotas: { ...(current?.quotas ?? {}), [quota.metadata.name]: entry } };
     if ((await deps.state.putQuota(ns, next, current ? current.ver : null)) === 'ok') return;
-    await deps.runtime.sleep(Math.floor(deps.runtime.random() * 5 * (round + 1)));
+    await deps.runtime.sleep(backoffMs(deps.runtime.random(), round));
   }
   throw new ContentionError(`could not apply quota ${ns}/${quota.metadata.name}`);
 }

@@ -13,7 +13,7 @@ import type { AttemptRecord, FilterRecord, PodRef } from '../diagnostics/record'
 import { ContentionError } from '../errors';
 import type { NodeEntry } from '../store/model';
 import type { ClusterSnapshot } from '../store/stateStore';
-import { appContainersUseCards, cardUses, nextVersion, nodesHoldingPod, toNodeState, toQuotaView } from './ledger';
+import { appContainersUseCards, backoffMs, cardUses, nextVersion, nodesHoldingPod, toNodeState, toQuotaView } from './ledger';
 import { patchPod, podEvent, type Effect } from './effects';
 import type { ControlDeps } from './deps';
 
@@ -41,7 +41,7 @@ export interface FilterAnswer {
   readonly attemptId?: string;
 }
 
-const MAX_RESERVE_ATTEMPTS = 12;
+const MAX_RESERVE_ATTEMPTS = 24;
 
 export async function filterPod(deps: ControlDeps, req: FilterRequest): Promise<FilterAnswer> {
   const { config } = deps;
@@ -107,7 +107,7 @@ async function decideAndReserve(deps: ControlDeps, req: FilterRequest, candidate
       // Someone changed this node since we read it: refresh it alone and decide again.
       const fresh = await state.readNode(decision.node);
       cluster = withNode(cluster, decision.node, fresh.entry);
-      await runtime.sleep(Math.floor(runtime.random() * 5 * (round + 1)));
+      await runtime.sleep(backoffMs(runtime.random(), round));
       continue;
     }
     await releaseEarlierBookings(deps, pod.uid, decision.node, cluster, nowMs);
@@ -202,7 +202,7 @@ export async function releaseBooking(deps: ControlDeps, node: string, uid: strin
     const next = nextVersion(entry, deps.runtime.clock.now());
     delete next.pods[uid];
     if ((await deps.state.putNodeEntry(node, next, entry.ver)) === 'ok') return;
-    await deps.runtime.sleep(Math.floor(deps.runtime.random() * 5 * (round + 1)));
+    await deps.runtime.sleep(backoffMs(deps.runtime.random(), round));
   }
   throw new ContentionError(`could not release the booking of pod ${uid} on node ${node}`);
 }

@@ -111,3 +111,8 @@ export function nodesHoldingPod(nodes: ReadonlyMap<string, NodeEntry>, uid: stri
   for (const [name, entry] of nodes) if (entry.pods[uid] !== undefined) found.push(name);
   return found;
 }
+
+/** Full-jitter exponential backoff after a lost race: 0..min(2^round, 32) ms, so racers spread out. */
+export function backoffMs(random: number, round: number): number {
+  return Math.floor(random * Math.min(2 ** round, 32));
+}
