@@ -1,5 +1,8 @@
 /** `npm start`: the control plane on http://127.0.0.1:${PORT:-8080} over an embedded store. */
 
+// A module, not a script: its names stay its own.
+export {};
+
 // Set before the observability clients are built (they read the environment once, at import).
 // The local server logs at info unless told otherwise; EMF metrics only mean something inside Lambda.
 process.env.POWERTOOLS_LOG_LEVEL ??= 'INFO';
