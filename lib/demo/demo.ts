@@ -1,0 +1,230 @@
+/**
+ * `npm run demo`: the seed examples end to end against the local control plane. The demo plays the
+ * relay (forwards the cluster, calls /filter, /bind, /bind/outcome) and then shows what a user sees:
+ * the pod's events, as `kubectl describe pod` lists them, and `hami-diag pod` (the CLI itself, run
+ * against the local server). Time and ids are fixed, so every run prints the same text.
+ */
+import type { Runtime } from '../clock';
+import { run as runCli, type CliDeps } from '../cli/run';
+import type { Effect } from '../control/effects';
+import { startLocalServer } from '../local/server';
+import { demoNodes, demoWorkloads, nodeObject, pendingPod, runningWorkload, withAnnotations, type PodObject } from './cluster';
+
+/** Something the demo expected did not happen: the product misbehaves, and the demo says how. */
+export class DemoError extends Error {
+  constructor(message: string, options?: { cause?: unknown }) {
+    super(message, options);
+    this.name = 'DemoError';
+  }
+}
+
+export interface DemoOptions {
+  /** Colour in the CLI's tables (main passes whether stdout is a terminal). */
+  readonly colour?: boolean;
+  /** Extra control-plane configuration, as environment variables (e.g. HAMI_NODE_SCHEDULER_POLICY). */
+  readonly env?: Readonly<Record<string, string>>;
+}
+
+type Out = (line: string) => void;
+
+/** The demo clock starts here and moves only when the demo says so. */
+const START_MS = Date.UTC(2025, 3, 22, 2, 15, 42);
+
+function demoRuntime(): Runtime & { advance(seconds: number): void } {
+  let nowMs = START_MS;
+  let ids = 0;
+  return {
+    clock: { now: () => nowMs },
+    // Only the store's table creation waits; a real delay there changes nothing printed.
+    sleep: (ms) => new Promise((resolve) => setTimeout(resolve, ms)),
+    random: () => 0.5,
+    newId: () => `00000000-0000-4000-8000-${String(++ids).padStart(12, '0')}`,
+    advance: (seconds) => {
+      nowMs += seconds * 1000;
+    },
+  };
+}
+
+interface FilterAnswer {
+  readonly NodeNames?: string[] | null;
+  readonly FailedNodes?: Record<string, string> | null;
+  readonly Error?: string;
+  readonly Effects: Effect[];
+}
+
+interface BindAnswer {
+  readonly Error?: string;
+  readonly Effects: Effect[];
+}
+
+/** The relay's side of the conversation, over HTTP. */
+function relay(baseUrl: string) {
+  const post = async <T>(path: string, body: unknown): Promise<T> => {
+    const res = await fetch(`${baseUrl}${path}`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify(body) });
+    const text = await res.text();
+    if (res.status !== 200) throw new DemoError(`POST ${path} answered ${res.status}: ${text}`);
+    return JSON.parse(text) as T;
+  };
+  const podRef = (pod: PodObject) => ({ PodName: pod.metadata.name, PodNamespace: pod.metadata.namespace, PodUID: pod.metadata.uid });
+  return {
+    forward: async (type: 'ADDED' | 'MODIFIED', objects: readonly unknown[]) => {
+      const answer = await post<{ accepted: number; rejected: unknown[] }>('/cluster/events', { events: objects.map((object) => ({ type, object })) });
+      if (answer.rejected.length > 0) throw new DemoError(`cluster events rejected: ${JSON.stringify(answer.rejected)}`);
+    },
+    filter: (pod: PodObject, nodes: readonly string[]) => post<FilterAnswer>('/filter', { Pod: pod, Nodes: null, NodeNames: nodes }),
+    bind: (pod: PodObject, node: string) => post<BindAnswer>('/bind', { ...podRef(pod), Node: node }),
+    outcome: (pod: PodObject, node: string, error = '') => post<BindAnswer>('/bind/outcome', { ...podRef(pod), Node: node, Error: error }),
+  };
+}
+
+type Relay = ReturnType<typeof relay>;
+
+const allNodes = demoNodes.map((n) => n.name);
+
+export async function runDemo(out: Out, options: DemoOptions = {}): Promise<void> {
+  const runtime = demoRuntime();
+  const env = { HAMI_STORE_SHARDS: '4', HAMI_LOG_VERBOSITY: process.env.HAMI_LOG_VERBOSITY ?? '0', ...options.env };
+  const server = await startLocalServer({ runtime, env });
+  try {
+    const api = relay(server.url);
+    const hamiDiag = cli(server.url, runtime, options.colour === true);
+    await api.forward('ADDED', demoNodes.map(nodeObject));
+    await api.forward('ADDED', demoWorkloads.map(runningWorkload));
+    out(`hami-explain demo: local control plane (embedded store), ${demoNodes.length} GPU nodes, ${demoWorkloads.length} running GPU pods`);
+
+    runtime.advance(60);
+    await podFitsTwoNodes(api, hamiDiag, out);
+    runtime.advance(60);
+    await podFitsNowhere(api, hamiDiag, out);
+    runtime.advance(60);
+    await bindMeetsLockedNode(api, hamiDiag, out, runtime);
+  } finally {
+    await server.close();
+  }
+}
+
+/** Scenario 1 (seed: "find fit node(node3), 7 nodes not fit, 2 nodes fit(...)"). */
+async function podFitsTwoNodes(api: Relay, hamiDiag: HamiDiag, out: Out): Promise<void> {
+  const pod = pendingPod('llm', 'deepseek-5996b8569d-kgwgx', [{ name: 'vllm', gpu: 2, mem: 20480, cores: 100 }], {
+    'nvidia.com/use-gputype': 'A100',
+    'nvidia.com/numa-bind': 'true',
+  });
+  heading(out, 1, 'two whole A100 cards on one NUMA node, 10 nodes: only node3 and node4 can host it');
+  const filter = await api.filter(pod, allNodes);
+  expectNodes(filter, ['node3'], 'scenario 1');
+  const bind = await api.bind(pod, 'node3');
+  if (bind.Error) throw new DemoError(`scenario 1: bind failed: ${bind.Error}`);
+  const outcome = await api.outcome(pod, 'node3');
+  // The device plugin allocates the cards and marks the pod: the node lock is released.
+  await api.forward('MODIFIED', [withAnnotations(withAnnotations(pod, patchOf(filter)), { 'hami.io/bind-phase': 'success' }, 'Running', '3')]);
+
+  printEvents(out, pod, [...filter.Effects, ...bind.Effects, ...outcome.Effects]);
+  await hamiDiag(out, ['pod', 'llm/deepseek-5996b8569d-kgwgx']);
+}
+
+/** Scenario 2 (seed: a pod asking 5 cards, "no available node, %d nodes do not meet"). */
+async function podFitsNowhere(api: Relay, hamiDiag: HamiDiag, out: Out): Promise<void> {
+  const pod = pendingPod('default', 'gpu-pod-default', [{ name: 'ubuntu-container', gpu: 5, mem: 3000, cores: 30 }]);
+  heading(out, 2, 'a pod asking 5 cards: no node can host it');
+  const filter = await api.filter(pod, allNodes);
+  expectNodes(filter, [], 'scenario 2');
+  printEvents(out, pod, filter.Effects);
+  await hamiDiag(out, ['pod', 'default/gpu-pod-default']);
+  out('$ hami-diag pod default/gpu-pod-default --json   (excerpt: the proposal\'s fields, first two nodes)');
+  const log = JSON.parse(await hamiDiag(undefined, ['pod', 'default/gpu-pod-default', '--json'])) as {
+    status: string;
+    filter: { status: string; summary: string; nodes: unknown[] };
+    bind: unknown;
+  };
+  const excerpt = { status: log.status, filter: { ...log.filter, nodes: log.filter.nodes.slice(0, 2) }, bind: log.bind };
+  for (const line of JSON.stringify(excerpt, null, 2).split('\n')) out(line);
+}
+
+/** Scenario 3 (seed: "node ... has been locked within 5min"): two pods meet at one node's lock. */
+async function bindMeetsLockedNode(api: Relay, hamiDiag: HamiDiag, out: Out, runtime: ReturnType<typeof demoRuntime>): Promise<void> {
+  const ask = [{ name: 'jupyter', gpu: 1, mem: 8192, cores: 30 }];
+  const alice = pendingPod('default', 'notebook-alice', ask);
+  const bob = pendingPod('default', 'notebook-bob', ask);
+  heading(out, 3, 'two notebooks filtered to the same node: the first binds, the second meets the node lock');
+  const filterAlice = await api.filter(alice, allNodes);
+  const filterBob = await api.filter(bob, allNodes);
+  const node = filterAlice.NodeNames?.[0];
+  if (node === undefined) throw new DemoError(`scenario 3: no node for notebook-alice: ${JSON.stringify(filterAlice.FailedNodes)}`);
+  expectNodes(filterBob, [node], 'scenario 3');
+  const bindAlice = await api.bind(alice, node);
+  if (bindAlice.Error) throw new DemoError(`scenario 3: the first bind failed: ${bindAlice.Error}`);
+  await api.outcome(alice, node);
+  runtime.advance(2);
+  const bindBob = await api.bind(bob, node);
+  if (!bindBob.Error?.endsWith('node lock contention')) throw new DemoError(`scenario 3: expected lock contention, got ${JSON.stringify(bindBob.Error)}`);
+
+  printEvents(out, bob, [...filterBob.Effects, ...bindBob.Effects]);
+  await hamiDiag(out, ['pod', 'default/notebook-bob']);
+  await hamiDiag(out, ['node', node]);
+
+  // The device plugin finishes alice's allocation; kube-scheduler retries bob, who now binds.
+  runtime.advance(5);
+  await api.forward('MODIFIED', [withAnnotations(withAnnotations(alice, patchOf(filterAlice)), { 'hami.io/bind-phase': 'success' }, 'Running', '3')]);
+  const retry = await api.bind(bob, node);
+  if (retry.Error) throw new DemoError(`scenario 3: the retried bind failed: ${retry.Error}`);
+  out(`After the device plugin marks notebook-alice allocated (hami.io/bind-phase: success) the lock is free: bob's retried bind to ${node} succeeds.`);
+}
+
+type HamiDiag = (out: Out | undefined, args: readonly string[]) => Promise<string>;
+
+/** Runs the real hami-diag against the local server; prints its output (with the command) when `out` is given. */
+function cli(server: string, runtime: ReturnType<typeof demoRuntime>, colour: boolean): HamiDiag {
+  return async (out, args) => {
+    let stdout = '';
+    let stderr = '';
+    const deps: CliDeps = {
+      env: { HAMI_API_URL: server },
+      stdout: { write: (text: string) => (stdout += text), isTTY: colour },
+      stderr: { write: (text: string) => (stderr += text) },
+      cluster: () => ({ kind: 'unavailable', reason: 'the demo has no Kubernetes cluster' }),
+      now: () => runtime.clock.now(),
+    };
+    const code = await runCli(args, deps);
+    if (code !== 0) throw new DemoError(`hami-diag ${args.join(' ')} exited ${code}: ${stderr.trim() || stdout.trim()}`);
+    if (out) {
+      out(`$ hami-diag ${args.join(' ')}`);
+      for (const line of stdout.trimEnd().split('\n')) out(line);
+      out('');
+    }
+    return stdout;
+  };
+}
+
+function heading(out: Out, n: number, title: string): void {
+  out('');
+  out(`=== Scenario ${n}: ${title} ===`);
+  out('');
+}
+
+function expectNodes(answer: FilterAnswer, expected: readonly string[], what: string): void {
+  const got = answer.NodeNames ?? [];
+  if (answer.Error || got.join(',') !== expected.join(',')) {
+    throw new DemoError(
+      `${what}: expected the filter to choose [${expected.join(', ')}], got [${got.join(', ')}]` +
+        `${answer.Error ? `, error "${answer.Error}"` : ''}, failed nodes ${JSON.stringify(answer.FailedNodes ?? {})}`,
+    );
+  }
+}
+
+function patchOf(answer: FilterAnswer): Readonly<Record<string, string | null>> {
+  const patch = answer.Effects.find((e) => e.kind === 'PatchPodAnnotations');
+  if (patch?.kind !== 'PatchPodAnnotations') throw new DemoError('the filter answer has no pod annotation patch');
+  return patch.annotations;
+}
+
+/** The pod's events as `kubectl describe pod` shows them (the Age column left out: the demo's clock is its own). */
+function printEvents(out: Out, pod: PodObject, effects: readonly Effect[]): void {
+  const events = effects.flatMap((e) => (e.kind === 'RecordEvent' ? [e] : []));
+  const rows = [['Type', 'Reason', 'From', 'Message'], ['----', '------', '----', '-------'], ...events.map((e) => [e.type, e.reason, 'hami-scheduler', e.message])];
+  const widths = [0, 1, 2].map((c) => Math.max(...rows.map((row) => row[c]?.length ?? 0)));
+  out(`$ kubectl describe pod -n ${pod.metadata.namespace} ${pod.metadata.name}`);
+  out('...');
+  out('Events:');
+  for (const row of rows) out(`  ${row.map((cell, c) => (c < 3 ? cell.padEnd((widths[c] ?? 0) + 2) : cell)).join('')}`);
+  out('');
+}

@@ -1,0 +1,25 @@
+/** `npm run demo`: the seed examples end to end against an in-process local control plane. */
+
+// A module, not a script: its names stay its own.
+export {};
+
+// Set before the server's observability clients are built (they read the environment at import):
+// Powertools' info lines would drown the demo's output. Set them yourself to see the decision logs.
+process.env.POWERTOOLS_LOG_LEVEL ??= 'ERROR';
+process.env.POWERTOOLS_METRICS_DISABLED ??= 'true';
+// The AWS SDK's notice about future Node versions concerns deployment, not this in-process demo.
+process.env.AWS_SDK_JS_NODE_VERSION_SUPPORT_WARNING_DISABLED ??= 'true';
+
+async function main(): Promise<void> {
+  const { runDemo } = await import('./demo');
+  await runDemo((line) => process.stdout.write(`${line}\n`), { colour: process.stdout.isTTY === true && !process.env.NO_COLOR });
+}
+
+main().then(
+  () => process.exit(0),
+  (err: unknown) => {
+    const message = err instanceof Error ? err.message : String(err);
+    process.stderr.write(`demo failed: ${message}\n`);
+    process.exit(1);
+  },
+);

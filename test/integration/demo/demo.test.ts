@@ -1,0 +1,131 @@
+/**
+ * `npm run demo` end to end (local server, embedded store, the real hami-diag): the seed examples'
+ * texts appear where a user looks for them, and the output is the same on every run.
+ */
+import { DemoError, runDemo } from '../../../lib/demo/demo';
+
+async function demoOutput(options: Parameters<typeof runDemo>[1] = {}): Promise<string[]> {
+  const lines: string[] = [];
+  await runDemo((line) => lines.push(line), options);
+  return lines;
+}
+
+/** The lines of scenario n, from its heading to the next one. */
+function scenario(lines: readonly string[], n: number): string[] {
+  const start = lines.findIndex((line) => line.startsWith(`=== Scenario ${n}:`));
+  const end = lines.findIndex((line, i) => i > start && line.startsWith('=== Scenario '));
+  if (start < 0) throw new Error(`no scenario ${n} in the demo output`);
+  return lines.slice(start, end < 0 ? undefined : end);
+}
+
+/** The Events block of `kubectl describe pod`: [type, reason, message] per event. */
+function events(lines: readonly string[]): string[][] {
+  const start = lines.indexOf('Events:');
+  const rows: string[][] = [];
+  for (const line of lines.slice(start + 3)) {
+    if (line.trim() === '') break;
+    const match = /^ {2}(\S+)\s+(\S+)\s+hami-scheduler {2}(.+)$/.exec(line);
+    if (!match) throw new Error(`not an event row: ${line}`);
+    rows.push([match[1] ?? '', match[2] ?? '', match[3] ?? '']);
+  }
+  return rows;
+}
+
+/** hami-diag's filter table row for a node: [node, status, score, container, result, reason]. */
+function nodeRow(lines: readonly string[], node: string): string[] {
+  const row = lines.find((line) => line.startsWith(`  ${node} `));
+  if (!row) throw new Error(`no row for ${node}`);
+  return row.trim().split(/\s{2,}/);
+}
+
+describe('npm run demo', () => {
+  let lines: string[];
+
+  beforeAll(async () => {
+    lines = await demoOutput();
+  });
+
+  it('scenario 1: the pod fits node3 and node4 only, with HAMi event texts and one reason per other node', () => {
+    const s1 = scenario(lines, 1);
+    expect(events(s1)).toEqual([
+      ['Normal', 'FilteringSucceed', 'find fit node(node3), 8 nodes not fit, 2 nodes fit(node4:0.50,node3:1.50)'],
+      ['Normal', 'BindingSucceed', 'Successfully binding node [node3] to llm/deepseek-5996b8569d-kgwgx'],
+    ]);
+    expect(s1).toContain('$ hami-diag pod llm/deepseek-5996b8569d-kgwgx');
+    expect(s1).toContain('Status    succeeded');
+    expect(nodeRow(s1, 'node3')).toEqual(['node3', 'passed', '1.5', 'vllm', 'passed']);
+    expect(nodeRow(s1, 'node4')).toEqual(['node4', 'passed', '0.5', 'vllm', 'passed']);
+    const failed = ['node1', 'node2', 'node5', 'node6', 'node7', 'node8', 'node9', 'node10'];
+    const reasons = failed.map((node) => nodeRow(s1, node));
+    expect(reasons.every((row) => row[1] === 'failed')).toBe(true);
+    expect(reasons.map((row) => row[row.length - 1])).toEqual([
+      '8/8 CardInsufficientMemory',
+      '4/4 ExclusiveDeviceAllocateConflict',
+      '4/4 CardCordoned',
+      '4/4 CardTypeMismatch',
+      '1/4 AllocatedCardsInsufficientRequest',
+      '4/4 CardTimeSlicingExhausted',
+      '1/4 AllocatedCardsInsufficientRequest',
+      'node unregistered',
+    ]);
+    // The reason pieces after the first are continuation lines of the same node.
+    expect(s1).toContain(`${' '.repeat(44)}3/4 CardNotHealth`);
+    expect(s1).toContain(`${' '.repeat(44)}1/4 NumaNotFit`);
+  });
+
+  it('scenario 2: a 5-card pod fits nowhere: FilteringFailed events, NodeInsufficientDevice per node, JSON excerpt', () => {
+    const s2 = scenario(lines, 2);
+    expect(events(s2)).toEqual([
+      ['Warning', 'FilteringFailed', '1 nodes AllocatedCardsInsufficientRequest(node1)'],
+      ['Warning', 'FilteringFailed', '1 nodes CardInsufficientCore(node1)'],
+      ['Warning', 'FilteringFailed', 'no available node, 10 nodes do not meet'],
+    ]);
+    expect(s2).toContain('Filter    failed  no available node, 10 nodes do not meet');
+    for (const node of ['node2', 'node3', 'node4', 'node5', 'node6', 'node7', 'node8', 'node9']) {
+      expect(nodeRow(s2, node)).toEqual([node, 'failed', '-', 'ubuntu-container', 'failed', 'NodeInsufficientDevice']);
+    }
+    const jsonStart = s2.findIndex((line) => line.startsWith('$ hami-diag pod default/gpu-pod-default --json'));
+    const excerpt = JSON.parse(s2.slice(jsonStart + 1).join('\n')) as unknown;
+    expect(excerpt).toEqual({
+      status: 'failed',
+      filter: {
+        status: 'failed',
+        summary: 'no available node, 10 nodes do not meet',
+        nodes: [
+          {
+            name: 'node1',
+            status: 'failed',
+            score: 0,
+            containers: [{ name: 'ubuntu-container', status: 'failed', reason: '4/8 AllocatedCardsInsufficientRequest, 4/8 CardInsufficientCore' }],
+          },
+          { name: 'node2', status: 'failed', score: 0, containers: [{ name: 'ubuntu-container', status: 'failed', reason: 'NodeInsufficientDevice' }] },
+        ],
+      },
+      bind: { status: 'pending', summary: 'not attempted: no node passed the filter' },
+    });
+  });
+
+  it('scenario 3: the second pod meets the first one\'s node lock, and hami-diag node names the holder', () => {
+    const s3 = scenario(lines, 3);
+    const contention = 'node node1 has been locked within 5m0s: node lock contention';
+    expect(events(s3)).toEqual([
+      ['Normal', 'FilteringSucceed', expect.stringMatching(/^find fit node\(node1\), 3 nodes not fit, 7 nodes fit\(.*node1:16\.12\)$/)],
+      ['Warning', 'BindingFailed', contention],
+    ]);
+    expect(s3).toContain(`Bind      failed  ${contention}  (node1, 2025-04-22T02:18:44.000Z)`);
+    expect(s3).toContain('$ hami-diag node node1');
+    expect(s3).toContain('Lock         held by default/notebook-alice since 2025-04-22T02:18:42.000Z, 2s ago');
+    expect(s3[s3.length - 1]).toMatch(/bob's retried bind to node1 succeeds\.$/);
+  });
+
+  it('prints the same text on every run (fixed names, uids, ids and clock)', async () => {
+    expect(await demoOutput()).toEqual(lines);
+  });
+
+  it('fails with a clear message when the product does not decide as the seeds say', async () => {
+    // Under the spread node policy the least used node wins, so scenario 1 no longer lands on node3.
+    const run = demoOutput({ env: { HAMI_NODE_SCHEDULER_POLICY: 'spread' } });
+    await expect(run).rejects.toThrow(DemoError);
+    await expect(run).rejects.toThrow(/^scenario 1: expected the filter to choose \[node3\], got \[node4\]/);
+  });
+});
