@@ -18,7 +18,7 @@ describe('control plane over HTTP', () => {
       gpuNode('node3', [card('GPU-3a', { devmem: 8192 })]),
     ];
     const res = await api.events(nodes.map((object) => ({ type: 'ADDED', object })));
-    expect(res.json).toEqual({ accepted: 3, rejected: [] });
+    if (res.json.accepted !== 3) throw new Error(`nodes not registered: ${res.text}`);
   });
 
   afterEach(async () => {
