@@ -231,6 +231,56 @@ describe('real-time GPU check through the local server', () => {
     ]);
   });
 
+  it('never rejects for want of data: a broken report, then a report withdrawn, fall back to the ledger', async () => {
+    const api = await clusterWith({ HAMI_REALTIME_CHECK: 'true' }, '{"time":');
+    expect((await api.filter(inferencePod('broken-report', 20 * GiB), [NODE])).json.NodeNames).toEqual([NODE]);
+
+    await api.events([{ type: 'MODIFIED', object: gpuNode(NODE, [card(CARD, { devmem: CARD_MIB })], { rv: '2', annotations: { 'hami.io/node-nvidia-realtime': busyCard() } }) }]);
+    expect(outcomeOf((await api.filter(inferencePod('reported', 20 * GiB), [NODE])).json)).toBe(REJECTED);
+
+    // The reporter is uninstalled and its annotation removed: the old figures must not linger.
+    await api.events([{ type: 'MODIFIED', object: gpuNode(NODE, [card(CARD, { devmem: CARD_MIB })], { rv: '3' }) }]);
+    expect(outcomeOf((await api.filter(inferencePod('withdrawn', 20 * GiB), [NODE])).json)).toBe(ADMITTED);
+    expect(realtimeLines().map((line) => [line.message, line.pod])).toEqual([
+      [FALLBACK, 'default/broken-report'],
+      [CHECK_FAILED, 'default/reported'],
+      [FALLBACK, 'default/withdrawn'],
+    ]);
+  });
+
+  it('counts what the pod’s earlier containers take on the same card against the real free memory', async () => {
+    const api = await clusterWith({ HAMI_REALTIME_CHECK: 'true' }, busyCard());
+    // 6 GiB fits in the 10140 MiB really free, twice does not.
+    const one = gpuPod('one-container', [{ name: 'a', gpu: 1, mem: 6 * GiB }]);
+    const two = gpuPod('two-containers', [
+      { name: 'a', gpu: 1, mem: 6 * GiB },
+      { name: 'b', gpu: 1, mem: 6 * GiB },
+    ]);
+    expect(outcomeOf((await api.filter(two, [NODE])).json)).toBe(REJECTED);
+    expect(outcomeOf((await api.filter(one, [NODE])).json)).toBe(ADMITTED);
+  });
+
+  it.each([
+    { pct: 12, outcome: ADMITTED },
+    { pct: 13, outcome: REJECTED },
+  ])('checks a gpumem-percentage request ($pct percent of 80 GiB) by the memory it books', async ({ pct, outcome }) => {
+    const api = await clusterWith({ HAMI_REALTIME_CHECK: 'true' }, busyCard());
+    const pod = gpuPod('share', [{ name: 'a', gpu: 1, pct }]);
+    expect(outcomeOf((await api.filter(pod, [NODE])).json)).toBe(outcome);
+  });
+
+  it('refuses a two-card request when only one of the two cards is really free', async () => {
+    const report = realtimeAnnotation(5, [
+      { id: CARD, usedMemMB: 70 * GiB },
+      { id: OTHER_CARD, usedMemMB: 0 },
+    ]);
+    const api = await clusterWith({ HAMI_REALTIME_CHECK: 'true' }, report, [CARD, OTHER_CARD]);
+    const pod = gpuPod('pair', [{ name: 'trainer', gpu: 2, mem: 20 * GiB }]);
+    expect((await api.filter(pod, [NODE])).json.FailedNodes).toEqual({
+      [NODE]: '1/2 AllocatedCardsInsufficientRequest, 1/2 CardRealtimeInsufficientMemory',
+    });
+  });
+
   it('picks up a new report forwarded for the node', async () => {
     const api = await clusterWith({ HAMI_REALTIME_CHECK: 'true' }, realtimeAnnotation(5, [{ id: CARD, usedMemMB: 2 * GiB }]));
     expect((await api.filter(inferencePod('before', 20 * GiB), [NODE])).json.NodeNames).toEqual([NODE]);
