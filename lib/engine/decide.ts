@@ -270,9 +270,15 @@ export function decide(input: DecideInput): Decision {
   }
 
   // The evidence objects are built when first read (see ./evidence): deciding itself keeps only
-  // numbers per card. An own enumerable accessor, so JSON.stringify and spreads include it.
-  let evidence: readonly NodeEvidence[] | undefined;
-  const evidenceOnFirstRead = (): readonly NodeEvidence[] => (evidence ??= trace.evidence());
+  // numbers per card. An own enumerable accessor, so JSON.stringify and spreads include it; the
+  // first read replaces it with the built array on the decision itself (not in this function's
+  // closure, which lives from the start of the decision and would keep the objects of decisions
+  // already dropped alive across young-generation collections).
+  const evidenceOnFirstRead = (decision: object): readonly NodeEvidence[] => {
+    const evidence = trace.evidence();
+    Object.defineProperty(decision, 'evidence', { value: evidence, enumerable: true, configurable: true });
+    return evidence;
+  };
 
   if (fitNodes.length === 0) {
     return {
@@ -281,7 +287,7 @@ export function decide(input: DecideInput): Decision {
       message: noAvailableNodeMessage(input.candidates.length),
       reasonEvents: reasonEvents(failedNodes),
       get evidence() {
-        return evidenceOnFirstRead();
+        return evidenceOnFirstRead(this);
       },
       realtime: notes,
     };
@@ -300,7 +306,7 @@ export function decide(input: DecideInput): Decision {
     failedNodes,
     message: fitNodeMessage(chosen.name, input.candidates.length, listed),
     get evidence() {
-      return evidenceOnFirstRead();
+      return evidenceOnFirstRead(this);
     },
     realtime: notes,
   };

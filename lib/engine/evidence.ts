@@ -69,12 +69,21 @@ class Rows {
   }
 
   get(row: number, column: number): number {
-    return this.data[row * this.width + column]!;
+    return asSmallIntegerWhenIntegral(this.data[row * this.width + column]!);
   }
 
   set(row: number, column: number, value: number): void {
     this.data[row * this.width + column] = value;
   }
+}
+
+/**
+ * Whole numbers come back as int32 values. A number read from a Float64Array is a double; stored in
+ * an evidence object it would make V8 keep that field as a separate boxed number in every object
+ * (several extra objects per card for the collector), where an int32 is stored inline. -0 stays -0.
+ */
+function asSmallIntegerWhenIntegral(value: number): number {
+  return (value | 0) === value && (value !== 0 || 1 / value > 0) ? value | 0 : value;
 }
 
 // Columns of each kind of row.

@@ -137,6 +137,36 @@ describe('evidence as plain data', () => {
     expect(Object.keys(d)).toEqual(['kind', 'node', 'score', 'devices', 'fitNodes', 'failedNodes', 'message', 'evidence', 'realtime']);
   });
 
+  it('a decision not read yet serialises and spreads with its evidence, in the same place', () => {
+    const fresh = decided(decide(mixedInput()));
+    expect(Object.keys(fresh)).toEqual(['kind', 'node', 'score', 'devices', 'fitNodes', 'failedNodes', 'message', 'evidence', 'realtime']);
+    expect(JSON.parse(JSON.stringify(fresh)).evidence).toEqual(JSON.parse(JSON.stringify(mixedEvidence)));
+    const spreadFirst = decided(decide(mixedInput()));
+    expect({ ...spreadFirst }.evidence).toEqual(mixedEvidence);
+    expect(spreadFirst.evidence).toEqual(mixedEvidence);
+    const noFit = decided(decide(input(pod([gpu(1, { 'nvidia.com/gpumem': 9000 })]), [node('n1', [a])])));
+    expect(Object.keys(noFit)).toEqual(['kind', 'failedNodes', 'message', 'reasonEvents', 'evidence', 'realtime']);
+    expect(JSON.parse(JSON.stringify(noFit)).evidence).toEqual([
+      {
+        name: 'n1',
+        status: 'failed',
+        score: 0,
+        reason: '1/1 CardInsufficientMemory',
+        containers: [
+          {
+            name: 'c0',
+            index: 0,
+            init: false,
+            status: 'failed',
+            reason: '1/1 CardInsufficientMemory',
+            request: { nums: 1, type: 'NVIDIA', memreq: 9000, mempercentagereq: 101, coresreq: 0 },
+            cards: [cardEvidence(a, 'CardInsufficientMemory', idle, { mem: 9000, cores: 0 })],
+          },
+        ],
+      },
+    ]);
+  });
+
   it('is built once and not changed by later decisions (which reuse the engine scratch space)', () => {
     const first = decided(decide(mixedInput()));
     const second = decided(decide(input(pod([gpu(1, { 'nvidia.com/gpumem': 7000 })]), [node('n1', [a, b]), node('zz', [card('q')])])));
