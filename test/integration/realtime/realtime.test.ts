@@ -54,19 +54,25 @@ describe('real-time GPU check through the local server', () => {
   let runtime: ReturnType<typeof manualRuntime>;
   let logs: ReturnType<typeof captureLogLines>;
   let startLocalServer: typeof StartLocalServer;
-  const levelBefore = process.env.POWERTOOLS_LOG_LEVEL;
+  const envBefore = { level: process.env.POWERTOOLS_LOG_LEVEL, dev: process.env.POWERTOOLS_DEV };
 
   beforeAll(async () => {
     // test/setup-env.ts makes the logger silent, and the Lambda middleware puts back the level the
-    // logger was built with on every request: build a fresh one at INFO for these tests.
+    // logger was built with on every request: build a fresh one at INFO for these tests, writing
+    // through the global console (dev mode) where captureLogLines listens.
     process.env.POWERTOOLS_LOG_LEVEL = 'INFO';
+    process.env.POWERTOOLS_DEV = 'true';
     await jest.isolateModulesAsync(async () => {
       ({ startLocalServer } = await import('../../../lib/local/server'));
     });
   });
 
   afterAll(() => {
-    process.env.POWERTOOLS_LOG_LEVEL = levelBefore;
+    // Assigning undefined would store the string "undefined".
+    for (const [key, value] of [['POWERTOOLS_LOG_LEVEL', envBefore.level], ['POWERTOOLS_DEV', envBefore.dev]] as const) {
+      if (value === undefined) delete process.env[key];
+      else process.env[key] = value;
+    }
   });
 
   beforeEach(() => {

@@ -217,6 +217,20 @@ describe('memory of terminating pods is not counted as free (the seed over-alloc
     expect((await api.devices(NODE)).json.devices[0]).toMatchObject({ usedmem: PODS_PER_CARD * POD_MIB, used: PODS_PER_CARD });
   });
 
+  it('keeps a reservation of a pod deleted before its annotations were patched until the pod is gone', async () => {
+    const api = controlClient(server.url);
+    for (let i = 1; i < PODS_PER_CARD; i++) expect(await churn.schedule(podName(i))).toBe('placed');
+    const last = gpuPod('last', [{ name: 'worker', gpu: 1, mem: POD_MIB }]);
+    expect((await api.filter(last, [NODE])).json.NodeNames).toEqual([NODE]);
+    // Deleted right after the filter: the watch shows it terminating without the filter's annotations.
+    await api.events([{ type: 'MODIFIED', object: forwardedPod(last, {}, { rv: '900', deletionTimestamp: '2026-05-01T12:00:30Z' }) }]);
+    expect((await api.filter(gpuPod('late', [{ name: 'worker', gpu: 1, mem: POD_MIB }]), [NODE])).json.FailedNodes).toEqual({
+      [NODE]: '1/1 CardInsufficientMemory',
+    });
+    await api.events([{ type: 'DELETED', object: forwardedPod(last, {}, { rv: '901', deletionTimestamp: '2026-05-01T12:00:30Z' }) }]);
+    expect((await api.filter(gpuPod('late', [{ name: 'worker', gpu: 1, mem: POD_MIB }]), [NODE])).json.NodeNames).toEqual([NODE]);
+  });
+
   it('admits a pod exactly when the memory of running and terminating pods leaves room, over a long random churn', async () => {
     const random = seededRandom(46);
     const pending: string[] = [];
