@@ -9,7 +9,8 @@
  * Fit writes numbers into a few growable Float64Arrays (rows of nodes, containers, tried cards and
  * chosen cards; typed-array contents are not scanned or copied by the collector) and keeps strings
  * only where they are the output anyway (reasons). `evidence()` builds the public objects, with the
- * same keys in the same order as before, when the caller asks for them.
+ * same keys in the same order as before, when the caller asks for them; a caller that logs or stores
+ * the evidence pays for those objects then, once, outside the decision.
  *
  * A lazy `cards` accessor on every `ContainerEvidence` was tried first: own accessors (needed so
  * JSON.stringify and spreads see them) turn each object into a slow dictionary-mode object and cost
