@@ -276,7 +276,8 @@ export function decide(input: DecideInput): Decision {
   // already dropped alive across young-generation collections).
   const evidenceOnFirstRead = (decision: object): readonly NodeEvidence[] => {
     const evidence = trace.evidence();
-    Object.defineProperty(decision, 'evidence', { value: evidence, enumerable: true, configurable: true });
+    // Reflect: on a decision someone froze, every read builds the evidence again instead of throwing.
+    Reflect.defineProperty(decision, 'evidence', { value: evidence, enumerable: true, configurable: true });
     return evidence;
   };
 

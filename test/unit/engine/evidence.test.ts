@@ -176,6 +176,12 @@ describe('evidence as plain data', () => {
     expect(first.evidence).toEqual(mixedEvidence);
   });
 
+  it('a frozen decision still reads its evidence', () => {
+    const frozen = Object.freeze(decided(decide(mixedInput())));
+    expect(frozen.evidence).toEqual(mixedEvidence);
+    expect(JSON.parse(JSON.stringify(frozen)).evidence).toEqual(JSON.parse(JSON.stringify(mixedEvidence)));
+  });
+
   it('the chosen devices are the evidence devices of the chosen node', () => {
     const d = decide(mixedInput());
     if (d.kind !== 'fit') throw new Error('expected a fit');
