@@ -11,7 +11,7 @@ import { HandshakeAnnotation, parseNodeRegistration, parseRealtimeReport, Realti
 import type { PodDevices } from '../engine/types';
 import { ContentionError } from '../errors';
 import { emptyNodeEntry, encodeRegistration, type NodeEntry, type PodEntry, type QuotaItem } from '../store/model';
-import { appContainersUseCards, backoffMs, cardUses, isOlder, nextVersion, nodesHoldingPod, TOMBSTONE_TTL_MS } from './ledger';
+import { appContainersUseCards, backoffMs, cardUses, isOlder, nextVersion, nodesHoldingPod, seal, TOMBSTONE_TTL_MS } from './ledger';
 import type { ControlDeps } from './deps';
 
 const stringMap = z.record(z.string(), z.string());
@@ -134,7 +134,7 @@ async function writeNode(deps: ControlDeps, node: string, known: NodeEntry | und
     let next: NodeEntry | undefined;
     for (const change of list) next = change(next ?? current, nowMs) ?? next;
     if (!next) return;
-    if ((await deps.state.putNodeEntry(node, next, current ? current.ver : null)) === 'ok') return;
+    if ((await deps.state.putNodeEntry(node, seal(next, nowMs), current ? current.ver : null)) === 'ok') return;
     current = (await deps.state.readNode(node)).entry;
     await deps.runtime.sleep(backoffMs(deps.runtime.random(), round));
   }
@@ -148,7 +148,7 @@ function nodeChange(deps: ControlDeps, type: WatchEvent['type'], object: z.infer
     if (isOlder(rv, base.rv)) return undefined;
     if (type === 'DELETED') {
       if (base.deleted === true) return undefined;
-      return { ...nextVersion(base, nowMs), deleted: true, ...(rv ? { rv } : {}), regAt: nowMs };
+      return { ...nextVersion(base, nowMs), deleted: true, ...(rv ? { rv } : {}), regAt: nowMs, regv: (base.regv ?? 0) + 1 };
     }
     const annotations = object.metadata.annotations ?? {};
     const reg = encodeRegistration(parseNodeRegistration(object, deps.config.engine));
@@ -164,7 +164,7 @@ function nodeChange(deps: ControlDeps, type: WatchEvent['type'], object: z.infer
     const before = { reg: base.reg, realtime: base.realtime, allocatableGpu: base.allocatableGpu, handshake: base.handshake };
     if (entry && base.deleted !== true && sameJson(before, facts)) return undefined;
     const { realtime: _r, allocatableGpu: _a, handshake: _h, deleted: _d, ...rest } = nextVersion(base, nowMs);
-    return { ...rest, ...facts, ...(rv ? { rv } : {}), regAt: nowMs };
+    return { ...rest, ...facts, ...(rv ? { rv } : {}), regAt: nowMs, regv: (base.regv ?? 0) + 1 };
   };
 }
 

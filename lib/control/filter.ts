@@ -7,13 +7,13 @@ import { decide } from '../engine/decide';
 import { encodePodDevices, PodAnnotation } from '../engine/podAnnotations';
 import { hasManagedResources } from '../engine/requests';
 import { parseNodeRegistration } from '../engine/registration';
-import type { Decision, NodeLike, NodeState, PodLike } from '../engine/types';
+import type { Decision, DeviceInfo, NodeLike, NodeState, PodLike } from '../engine/types';
 import { logDecision, logRealtime, recordDecisionMetrics } from '../diagnostics/decisionLogs';
 import type { AttemptRecord, FilterRecord, PodRef } from '../diagnostics/record';
 import { ContentionError } from '../errors';
-import type { NodeEntry } from '../store/model';
-import type { ClusterSnapshot } from '../store/stateStore';
-import { appContainersUseCards, backoffMs, cardUses, nextVersion, nodesHoldingPod, toNodeState, toQuotaView } from './ledger';
+import { decodeRegistration, type CardUse, type NodeEntry, type PodEntry } from '../store/model';
+import type { CardClaim, ClusterSnapshot, WriteOutcome } from '../store/stateStore';
+import { appContainersUseCards, backoffMs, cardUses, countersAreExact, nextVersion, nodesHoldingPod, seal, toNodeState, toQuotaView } from './ledger';
 import { patchPod, podEvent, type Effect } from './effects';
 import type { ControlDeps } from './deps';
 
@@ -102,9 +102,8 @@ async function decideAndReserve(deps: ControlDeps, req: FilterRequest, candidate
     }
     const entry = cluster.nodes.get(decision.node);
     if (!entry) throw new Error(`engine chose node ${decision.node}, which has no entry`);
-    const next = reservedEntry(deps, req, entry, decision, attemptId, nowMs);
-    if ((await state.putNodeEntry(decision.node, next, entry.ver)) === 'conflict') {
-      // Someone changed this node since we read it: refresh it alone and decide again.
+    if ((await reserve(deps, req, decision, entry, attemptId, nowMs)) === 'conflict') {
+      // The node changed under us (or its cards filled up): refresh it alone and decide again.
       const fresh = await state.readNode(decision.node);
       cluster = withNode(cluster, decision.node, fresh.entry);
       await runtime.sleep(backoffMs(runtime.random(), round));
@@ -159,29 +158,77 @@ function decideOn(deps: ControlDeps, req: FilterRequest, candidates: readonly st
   return decide({ pod: req.pod, candidates, nodes: states, ...(quota ? { quota } : {}), config: deps.config.engine, nowMs });
 }
 
-function reservedEntry(
+/**
+ * Books the decision on the chosen node. The fast way adds to the cards' counters under capacity guards,
+ * so concurrent filters that both fit do not conflict; the whole-entry rewrite (guarded by the version)
+ * is used when the counters are not exact yet (expired reservations to prune, a re-filtered pod, old entries).
+ */
+async function reserve(
   deps: ControlDeps,
   req: FilterRequest,
-  entry: NodeEntry,
   decision: Extract<Decision, { kind: 'fit' }>,
+  entry: NodeEntry,
   attemptId: string,
   nowMs: number,
-): NodeEntry {
+): Promise<WriteOutcome> {
+  const uid = req.podRef.uid;
   const initCount = req.pod.spec?.initContainers?.length ?? 0;
-  const next = nextVersion(entry, nowMs);
-  next.pods[req.podRef.uid] = {
+  const uses = cardUses(decision.devices, initCount, false);
+  const booking: PodEntry = {
     ns: req.podRef.namespace,
     name: req.podRef.name,
     st: 'reserved',
     dev: encodePodDevices(decision.devices),
     init: initCount,
-    u: cardUses(decision.devices, initCount, false),
+    u: uses,
     appGpu: appContainersUseCards(decision.devices, initCount),
     exp: nowMs + deps.config.reservationTtlSeconds * 1000,
     attemptId,
     at: nowMs,
   };
-  return next;
+  const registration = entry.reg !== undefined ? decodeRegistration(entry.reg) : undefined;
+  if (registration?.registered && entry.regv !== undefined && entry.pods[uid] === undefined && countersAreExact(entry, nowMs)) {
+    const claims = cardClaims(req, decision, uses, registration.devices, deps.config.engine.gpuSchedulerPolicy);
+    if (claims) return deps.state.reserve(decision.node, uid, booking, entry.regv, claims);
+  }
+  const next = nextVersion(entry, nowMs);
+  next.pods[uid] = booking;
+  return deps.state.putNodeEntry(decision.node, seal(next, nowMs), entry.ver);
+}
+
+/**
+ * Per card the pod takes, what it adds and the most the counters may hold before it, per HAMi's checks:
+ * memory and cores must fit (a container asking no cores needs a core left, check 14), a slot must be
+ * free, and a whole-card or mutex request needs the card unused.
+ */
+function cardClaims(
+  req: FilterRequest,
+  decision: Extract<Decision, { kind: 'fit' }>,
+  uses: readonly CardUse[],
+  devices: readonly DeviceInfo[],
+  configuredPolicy: string,
+): CardClaim[] | undefined {
+  const policy = req.pod.metadata.annotations?.[PodAnnotation.GpuSchedulerPolicy] ?? configuredPolicy;
+  const mutex = policy.split(',').some((p) => p.trim() === 'mutex');
+  const claims: CardClaim[] = [];
+  for (const [uuid, slots, mem, cores] of uses) {
+    const device = devices.find((d) => d.id === uuid);
+    if (!device) return undefined;
+    const taken = decision.devices.flat().filter((d) => d.uuid === uuid);
+    const wantsNoCores = taken.some((d) => d.usedcores === 0);
+    const wholeCard = device.devcore === 100 && taken.some((d) => d.usedcores >= 100);
+    claims.push({
+      uuid,
+      slots: Math.max(slots, 1),
+      mem,
+      cores,
+      maxSlotsBefore: device.count - Math.max(slots, 1),
+      maxMemBefore: device.devmem - mem,
+      maxCoresBefore: device.devcore - cores - (wantsNoCores ? 1 : 0),
+      exclusive: mutex || wholeCard,
+    });
+  }
+  return claims;
 }
 
 /** A pod filtered again drops what it held elsewhere (HAMi drops its cached allocation first). */
@@ -199,9 +246,10 @@ export async function releaseBooking(deps: ControlDeps, node: string, uid: strin
   for (let round = 0; round < MAX_RESERVE_ATTEMPTS; round++) {
     const { entry } = await deps.state.readNode(node);
     if (!entry || entry.pods[uid] === undefined) return;
-    const next = nextVersion(entry, deps.runtime.clock.now());
+    const nowMs = deps.runtime.clock.now();
+    const next = nextVersion(entry, nowMs);
     delete next.pods[uid];
-    if ((await deps.state.putNodeEntry(node, next, entry.ver)) === 'ok') return;
+    if ((await deps.state.putNodeEntry(node, seal(next, nowMs), entry.ver)) === 'ok') return;
     await deps.runtime.sleep(backoffMs(deps.runtime.random(), round));
   }
   throw new ContentionError(`could not release the booking of pod ${uid} on node ${node}`);

@@ -7,7 +7,7 @@
  */
 import { addPodUsage, collapsePodUsage } from '../engine/usage';
 import type { DeviceUsage, NodeState, PodDevices, QuotaView } from '../engine/types';
-import { decodeRegistration, type CardUse, type NodeEntry, type PodEntry, type QuotaItem } from '../store/model';
+import { decodeRegistration, type CardUse, type NodeEntry, type PodEntry, type QuotaItem, type SealedNodeEntry } from '../store/model';
 
 /** How long a deleted pod's tombstone guards against late events. */
 export const TOMBSTONE_TTL_MS = 60 * 60 * 1000;
@@ -83,6 +83,32 @@ export function toQuotaView(
     usedMem,
     usedCores,
   };
+}
+
+/**
+ * The entry made ready to be written whole: counters recomputed from the bookings that count, with a zero
+ * counter for every registered card (fast reservations add to existing counters only).
+ */
+export function seal(entry: NodeEntry, nowMs: number): SealedNodeEntry {
+  const cu: Record<string, { s: number; m: number; c: number }> = {};
+  const registration = entry.reg !== undefined ? decodeRegistration(entry.reg) : undefined;
+  if (registration?.registered) for (const device of registration.devices) cu[device.id] = { s: 0, m: 0, c: 0 };
+  for (const pod of Object.values(entry.pods)) {
+    if (!podCounts(pod, nowMs)) continue;
+    for (const [uuid, slots, mem, cores] of pod.u ?? []) {
+      const counter = cu[uuid] ?? (cu[uuid] = { s: 0, m: 0, c: 0 });
+      counter.s += Math.max(slots, 1);
+      counter.m += mem;
+      counter.c += cores;
+    }
+  }
+  return { ...entry, cu } as SealedNodeEntry;
+}
+
+/** Whether the entry's counters are exact, so a guarded fast reservation may add to them. */
+export function countersAreExact(entry: NodeEntry, nowMs: number): boolean {
+  if (entry.cu === undefined || entry.regv === undefined) return false;
+  return Object.values(entry.pods).every((pod) => pod.st !== 'reserved' || pod.exp === undefined || pod.exp > nowMs);
 }
 
 /** A copy of the entry without expired reservations and tombstones, one version on. */

@@ -71,9 +71,20 @@ export const nodeEntrySchema = z.object({
   realtime: realtime.optional(),
   /** Epoch ms of the last registration change. */
   regAt: z.number().optional(),
+  /** Bumped whenever the registration (cards, capacities) changes: fast reservations are guarded by it. */
+  regv: z.number().int().optional(),
+  /**
+   * Card usage counters per UUID (slots, MiB, cores): the sum over counting bookings, kept by every write.
+   * Fast reservations add to them under a capacity guard instead of replacing the entry, so concurrent
+   * filters on one node do not conflict unless the cards are really contended.
+   */
+  cu: z.record(z.string(), z.object({ s: z.number(), m: z.number(), c: z.number() })).optional(),
   pods: z.record(z.string(), podEntrySchema),
 });
 export type NodeEntry = z.infer<typeof nodeEntrySchema>;
+
+/** A node entry whose counters were recomputed from its bookings: the only kind the store writes whole. */
+export type SealedNodeEntry = NodeEntry & { readonly __sealed: true };
 
 const registrationCache = new Map<string, NodeRegistration>();
 const REGISTRATION_CACHE_MAX = 20_000;

@@ -18,8 +18,23 @@ import {
   shardOf,
   type NodeEntry,
   type NodeLock,
+  type PodEntry,
   type QuotaItem,
+  type SealedNodeEntry,
 } from './model';
+
+/** What one card takes from a fast reservation, and the most its counters may hold before it. */
+export interface CardClaim {
+  readonly uuid: string;
+  readonly slots: number;
+  readonly mem: number;
+  readonly cores: number;
+  readonly maxSlotsBefore: number;
+  readonly maxMemBefore: number;
+  readonly maxCoresBefore: number;
+  /** The pod needs the card to itself (whole-card cores or the mutex policy): no slot may be in use. */
+  readonly exclusive: boolean;
+}
 
 export interface ClusterSnapshot {
   /** Every node entry, by node name. */
@@ -100,7 +115,7 @@ export class StateStore {
   // ---- node entries ------------------------------------------------------------------------------
 
   /** Replace a node entry if it is still at `expectedVer` (null: only if the node has no entry yet). */
-  putNodeEntryParams(node: string, entry: NodeEntry, expectedVer: number | null): UpdateCommandInput {
+  putNodeEntryParams(node: string, entry: SealedNodeEntry, expectedVer: number | null): UpdateCommandInput {
     return {
       TableName: this.table,
       Key: shardKey(this.shardOf(node)),
@@ -111,8 +126,61 @@ export class StateStore {
     };
   }
 
-  async putNodeEntry(node: string, entry: NodeEntry, expectedVer: number | null): Promise<WriteOutcome> {
-    return this.conditional('UpdateItem', this.putNodeEntryParams(node, entry, expectedVer));
+  async putNodeEntry(node: string, entry: SealedNodeEntry, expectedVer: number | null): Promise<WriteOutcome> {
+    const { __sealed: _sealed, ...plain } = entry;
+    return this.conditional('UpdateItem', this.putNodeEntryParams(node, plain as SealedNodeEntry, expectedVer));
+  }
+
+  /**
+   * Book a pod by adding to the cards' counters, guarded by their capacity rather than by the entry's
+   * version: concurrent filters on one node both succeed when both fit, and the guard refuses the one
+   * that would over-allocate. The version still moves, so whole-entry writers see the change.
+   */
+  reserveParams(node: string, uid: string, booking: PodEntry, regv: number, claims: readonly CardClaim[]): UpdateCommandInput {
+    const names: Record<string, string> = {
+      '#n': NODE_PREFIX + node,
+      '#pods': 'pods',
+      '#pod': uid,
+      '#ver': 'ver',
+      '#regv': 'regv',
+      '#cu': 'cu',
+      '#s': 's',
+      '#m': 'm',
+      '#c': 'c',
+    };
+    const values: Record<string, unknown> = { ':booking': booking, ':one': 1, ':regv': regv };
+    const sets = ['#n.#pods.#pod = :booking', '#n.#ver = #n.#ver + :one'];
+    const guards = ['attribute_not_exists(#n.#pods.#pod)', '#n.#regv = :regv'];
+    claims.forEach((claim, i) => {
+      const card = `#n.#cu.#g${i}`;
+      names[`#g${i}`] = claim.uuid;
+      Object.assign(values, {
+        [`:ds${i}`]: claim.slots,
+        [`:dm${i}`]: claim.mem,
+        [`:dc${i}`]: claim.cores,
+        [`:ms${i}`]: claim.maxSlotsBefore,
+        [`:mm${i}`]: claim.maxMemBefore,
+        [`:mc${i}`]: claim.maxCoresBefore,
+      });
+      sets.push(`${card}.#s = ${card}.#s + :ds${i}`, `${card}.#m = ${card}.#m + :dm${i}`, `${card}.#c = ${card}.#c + :dc${i}`);
+      guards.push(`${card}.#s <= :ms${i}`, `${card}.#m <= :mm${i}`, `${card}.#c <= :mc${i}`);
+      if (claim.exclusive) {
+        values[':zero'] = 0;
+        guards.push(`${card}.#s = :zero`);
+      }
+    });
+    return {
+      TableName: this.table,
+      Key: shardKey(this.shardOf(node)),
+      UpdateExpression: `SET ${sets.join(', ')}`,
+      ConditionExpression: guards.join(' AND '),
+      ExpressionAttributeNames: names,
+      ExpressionAttributeValues: values,
+    };
+  }
+
+  async reserve(node: string, uid: string, booking: PodEntry, regv: number, claims: readonly CardClaim[]): Promise<WriteOutcome> {
+    return this.conditional('UpdateItem', this.reserveParams(node, uid, booking, regv, claims));
   }
 
   // ---- node locks --------------------------------------------------------------------------------

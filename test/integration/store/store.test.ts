@@ -7,6 +7,7 @@ import { DynamoDBClient } from '@aws-sdk/client-dynamodb';
 import { createDocumentClient } from '../../../lib/store/dynamo';
 import { emptyNodeEntry, type NodeEntry, type NodeLock } from '../../../lib/store/model';
 import { RecordStore } from '../../../lib/store/recordStore';
+import { seal } from '../../../lib/control/ledger';
 import { StateStore } from '../../../lib/store/stateStore';
 import { ensureTables } from '../../../lib/store/tables';
 import type { AttemptRecord } from '../../../lib/diagnostics/record';
@@ -47,16 +48,16 @@ describe.each(backends)('store on %s', (_name, start) => {
   });
 
   it('creates a node entry once, then replaces it only at the expected version', async () => {
-    expect(await state.putNodeEntry('gpu-a', emptyNodeEntry(), null)).toBe('ok');
-    expect(await state.putNodeEntry('gpu-a', emptyNodeEntry(), null)).toBe('conflict');
-    expect(await state.putNodeEntry('gpu-a', { ...emptyNodeEntry(), ver: 1 }, 0)).toBe('ok');
-    expect(await state.putNodeEntry('gpu-a', { ...emptyNodeEntry(), ver: 2 }, 0)).toBe('conflict');
+    expect(await state.putNodeEntry('gpu-a', seal(emptyNodeEntry(), 0), null)).toBe('ok');
+    expect(await state.putNodeEntry('gpu-a', seal(emptyNodeEntry(), 0), null)).toBe('conflict');
+    expect(await state.putNodeEntry('gpu-a', seal({ ...emptyNodeEntry(), ver: 1 }, 0), 0)).toBe('ok');
+    expect(await state.putNodeEntry('gpu-a', seal({ ...emptyNodeEntry(), ver: 2 }, 0), 0)).toBe('conflict');
     expect((await state.readNode('gpu-a')).entry?.ver).toBe(1);
   });
 
   it('reads every node of every shard, and the namespace quota, in one call', async () => {
     const names = Array.from({ length: 20 }, (_, i) => `node-${i}`);
-    for (const name of names) await state.putNodeEntry(name, bookedEntry(0, `pod-${name}`, true), null);
+    for (const name of names) await state.putNodeEntry(name, seal(bookedEntry(0, `pod-${name}`, true), 0), null);
     await state.putQuota('team-a', { ver: 1, quotas: { gpu: { mem: 1000 } } }, null);
     const before = state.counter.calls;
     const cluster = await state.readCluster('team-a');
@@ -68,14 +69,14 @@ describe.each(backends)('store on %s', (_name, start) => {
   it('keeps entries of different nodes in one shard independent', async () => {
     // With one shard every node shares an item: a write to one must not disturb another's version.
     const single = new StateStore(createDocumentClient({ region: 'local', endpoint: backend.endpoint }), state.table, 1, noSleep);
-    await single.putNodeEntry('x', emptyNodeEntry(), null);
-    await single.putNodeEntry('y', emptyNodeEntry(), null);
-    expect(await single.putNodeEntry('x', { ...emptyNodeEntry(), ver: 1 }, 0)).toBe('ok');
-    expect(await single.putNodeEntry('y', { ...emptyNodeEntry(), ver: 1 }, 0)).toBe('ok');
+    await single.putNodeEntry('x', seal(emptyNodeEntry(), 0), null);
+    await single.putNodeEntry('y', seal(emptyNodeEntry(), 0), null);
+    expect(await single.putNodeEntry('x', seal({ ...emptyNodeEntry(), ver: 1 }, 0), 0)).toBe('ok');
+    expect(await single.putNodeEntry('y', seal({ ...emptyNodeEntry(), ver: 1 }, 0), 0)).toBe('ok');
   });
 
   it('takes a lock only for a booked pod with cards in regular containers', async () => {
-    await state.putNodeEntry('gpu-a', { ...bookedEntry(0, 'holder', true), pods: { ...bookedEntry(0, 'holder', true).pods, ...bookedEntry(0, 'init-only', false).pods } }, null);
+    await state.putNodeEntry('gpu-a', seal({ ...bookedEntry(0, 'holder', true), pods: { ...bookedEntry(0, 'holder', true).pods, ...bookedEntry(0, 'init-only', false).pods } }, 0), null);
     expect(await state.acquireLock('gpu-a', lockFor('stranger', 1000), 1000, 'stranger')).toBe('conflict');
     expect(await state.acquireLock('gpu-a', lockFor('init-only', 1000), 1000, 'init-only')).toBe('conflict');
     expect(await state.acquireLock('gpu-a', lockFor('holder', 1000), 1000, 'holder')).toBe('ok');
@@ -84,7 +85,7 @@ describe.each(backends)('store on %s', (_name, start) => {
   it('is re-entrant for the holder, exclusive for others until expiry, and released only by the holder', async () => {
     const entry = bookedEntry(0, 'a', true);
     entry.pods.b = { ns: 'default', name: 'b', st: 'confirmed', u: [], appGpu: true };
-    await state.putNodeEntry('gpu-a', entry, null);
+    await state.putNodeEntry('gpu-a', seal(entry, 0), null);
     expect(await state.acquireLock('gpu-a', lockFor('a', 1000), 1000, 'a')).toBe('ok');
     expect(await state.acquireLock('gpu-a', lockFor('a', 2000), 2000, 'a')).toBe('ok');
     expect(await state.acquireLock('gpu-a', lockFor('b', 3000), 3000, 'b')).toBe('conflict');
@@ -99,12 +100,32 @@ describe.each(backends)('store on %s', (_name, start) => {
   it('takes over a stale lock only if it is still the one judged stale', async () => {
     const entry = bookedEntry(0, 'a', true);
     entry.pods.b = { ns: 'default', name: 'b', st: 'confirmed', u: [], appGpu: true };
-    await state.putNodeEntry('gpu-a', entry, null);
+    await state.putNodeEntry('gpu-a', seal(entry, 0), null);
     const stale = lockFor('a', 1000);
     await state.acquireLock('gpu-a', stale, 1000, 'a');
     expect(await state.replaceLock('gpu-a', lockFor('b', 2000), { ...stale, since: 999 })).toBe('conflict');
     expect(await state.replaceLock('gpu-a', lockFor('b', 2000), stale)).toBe('ok');
     expect((await state.readNode('gpu-a')).lock?.holder).toBe('default/b');
+  });
+
+  it('books concurrent fast reservations that fit, and refuses the one that would over-allocate', async () => {
+    const registration = { registered: true, devices: [{ id: 'GPU-0', index: 0, count: 10, devmem: 10000, devcore: 100, type: 'A100', numa: 0, mode: '', health: true }], cordoned: [], pairScores: {} };
+    await state.putNodeEntry('gpu-a', seal({ ...emptyNodeEntry(), reg: JSON.stringify(registration), regv: 1 }, 0), null);
+    const claim = (mem: number) => ({ uuid: 'GPU-0', slots: 1, mem, cores: 10, maxSlotsBefore: 9, maxMemBefore: 10000 - mem, maxCoresBefore: 90, exclusive: false });
+    const booking = (uid: string, mem: number) => ({ ns: 'default', name: uid, st: 'reserved' as const, u: [['GPU-0', 1, mem, 10] as [string, number, number, number]] });
+    // Three filters decided on the same stale view (an idle card) race: 4000 + 4000 fit, the third does not.
+    const outcomes = await Promise.all(['a', 'b', 'c'].map((uid) => state.reserve('gpu-a', uid, booking(uid, 4000), 1, [claim(4000)])));
+    expect(outcomes.filter((o) => o === 'ok')).toHaveLength(2);
+    const { entry } = await state.readNode('gpu-a');
+    expect(entry?.cu?.['GPU-0']).toEqual({ s: 2, m: 8000, c: 20 });
+    expect(entry?.ver).toBe(2);
+    expect(Object.keys(entry?.pods ?? {})).toHaveLength(2);
+    // A pod already booked here, a changed registration, or an exclusive claim on a used card are refused.
+    const booked = Object.keys(entry?.pods ?? {})[0] ?? '';
+    expect(await state.reserve('gpu-a', booked, booking(booked, 100), 1, [claim(100)])).toBe('conflict');
+    expect(await state.reserve('gpu-a', 'd', booking('d', 100), 2, [claim(100)])).toBe('conflict');
+    expect(await state.reserve('gpu-a', 'd', booking('d', 100), 1, [{ ...claim(100), exclusive: true }])).toBe('conflict');
+    expect(await state.reserve('gpu-a', 'd', booking('d', 100), 1, [claim(100)])).toBe('ok');
   });
 
   it('stores attempts and the bind outcome, newest first, and treats expired records as absent', async () => {
