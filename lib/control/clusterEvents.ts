@@ -11,7 +11,7 @@ import { HandshakeAnnotation, parseNodeRegistration, parseRealtimeReport, Realti
 import type { PodDevices } from '../engine/types';
 import { ContentionError } from '../errors';
 import { emptyNodeEntry, encodeRegistration, type NodeEntry, type PodEntry, type QuotaItem } from '../store/model';
-import { appContainersUseCards, backoffMs, cardUses, isOlder, nextVersion, nodesHoldingPod, seal, TOMBSTONE_TTL_MS } from './ledger';
+import { appContainersUseCards, backoffMs, cardUses, isOlder, nextVersion, nodesHoldingPod, podCounts, seal, TOMBSTONE_TTL_MS } from './ledger';
 import type { ControlDeps } from './deps';
 
 const stringMap = z.record(z.string(), z.string());
@@ -120,8 +120,9 @@ export async function ingestClusterEvents(deps: ControlDeps, events: readonly un
     }
   }
 
-  for (const [node, list] of changes) await writeNode(deps, node, cluster.nodes.get(node), list);
+  // Locks first: a finished allocation should free its node at once, whatever the bookings' writes cost.
   for (const { node, uid } of lockReleases) await deps.state.releaseLock(node, uid);
+  for (const [node, list] of changes) await writeNode(deps, node, cluster.nodes.get(node), list);
   for (const { type, quota } of quotaEvents) await writeQuota(deps, type, quota);
   rejected.sort((a, b) => a.index - b.index);
   return { accepted: events.length - rejected.length, rejected };
@@ -134,11 +135,41 @@ async function writeNode(deps: ControlDeps, node: string, known: NodeEntry | und
     let next: NodeEntry | undefined;
     for (const change of list) next = change(next ?? current, nowMs) ?? next;
     if (!next) return;
-    if ((await deps.state.putNodeEntry(node, seal(next, nowMs), current ? current.ver : null)) === 'ok') return;
+    const updates = current ? bookingOnlyUpdates(current, next, nowMs) : undefined;
+    if (current && updates) {
+      // Usage is unchanged: update the bookings in place rather than racing filters for the whole entry.
+      let all = true;
+      for (const { uid, booking, expected } of updates) {
+        if ((await deps.state.updateBooking(node, uid, booking, expected)) === 'conflict') all = false;
+      }
+      if (all) return;
+    } else if ((await deps.state.putNodeEntry(node, seal(next, nowMs), current ? current.ver : null)) === 'ok') return;
     current = (await deps.state.readNode(node)).entry;
     await deps.runtime.sleep(backoffMs(deps.runtime.random(), round));
   }
   throw new ContentionError(`could not apply cluster events to node ${node}`);
+}
+
+/**
+ * When `next` differs from `current` only in existing bookings whose card usage is the same, those bookings
+ * (to write one by one); otherwise undefined. Expired reservations pruned from `next` do not count.
+ */
+function bookingOnlyUpdates(current: NodeEntry, next: NodeEntry, nowMs: number): { uid: string; booking: PodEntry; expected: PodEntry }[] | undefined {
+  const { pods: currentPods, ver: _cv, cu: _cc, ...currentRest } = current;
+  const { pods: nextPods, ver: _nv, cu: _nc, ...nextRest } = next;
+  if (!sameJson(currentRest, nextRest)) return undefined;
+  const updates: { uid: string; booking: PodEntry; expected: PodEntry }[] = [];
+  for (const [uid, booking] of Object.entries(nextPods)) {
+    const expected = currentPods[uid];
+    if (!expected || !podCounts(expected, nowMs) || !podCounts(booking, nowMs)) return undefined;
+    if (sameJson(expected, booking)) continue;
+    if (!sameJson(expected.u, booking.u)) return undefined;
+    updates.push({ uid, booking, expected });
+  }
+  for (const [uid, pod] of Object.entries(currentPods)) {
+    if (nextPods[uid] === undefined && podCounts(pod, nowMs)) return undefined;
+  }
+  return updates;
 }
 
 function nodeChange(deps: ControlDeps, type: WatchEvent['type'], object: z.infer<typeof nodeObject>): EntryChange {

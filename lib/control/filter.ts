@@ -13,7 +13,7 @@ import type { AttemptRecord, FilterRecord, PodRef } from '../diagnostics/record'
 import { ContentionError } from '../errors';
 import { decodeRegistration, type CardUse, type NodeEntry, type PodEntry } from '../store/model';
 import type { CardClaim, ClusterSnapshot, WriteOutcome } from '../store/stateStore';
-import { appContainersUseCards, backoffMs, cardUses, countersAreExact, nextVersion, nodesHoldingPod, seal, toNodeState, toQuotaView } from './ledger';
+import { appContainersUseCards, backoffMs, cardUses, countersAreExact, nextVersion, nodesHoldingPod, podCounts, seal, toNodeState, toQuotaView } from './ledger';
 import { patchPod, podEvent, type Effect } from './effects';
 import type { ControlDeps } from './deps';
 
@@ -187,9 +187,11 @@ async function reserve(
     at: nowMs,
   };
   const registration = entry.reg !== undefined ? decodeRegistration(entry.reg) : undefined;
-  if (registration?.registered && entry.regv !== undefined && entry.pods[uid] === undefined && countersAreExact(entry, nowMs)) {
-    const claims = cardClaims(req, decision, uses, registration.devices, deps.config.engine.gpuSchedulerPolicy);
-    if (claims) return deps.state.reserve(decision.node, uid, booking, entry.regv, claims);
+  const previous = entry.pods[uid];
+  const replaceable = previous === undefined || (previous.at !== undefined && podCounts(previous, nowMs));
+  if (registration?.registered && entry.regv !== undefined && replaceable && countersAreExact(entry, nowMs)) {
+    const claims = cardClaims(req, decision, uses, previous?.u ?? [], registration.devices, deps.config.engine.gpuSchedulerPolicy);
+    if (claims) return deps.state.reserve(decision.node, uid, booking, entry.regv, claims, previous);
   }
   const next = nextVersion(entry, nowMs);
   next.pods[uid] = booking;
@@ -205,27 +207,34 @@ function cardClaims(
   req: FilterRequest,
   decision: Extract<Decision, { kind: 'fit' }>,
   uses: readonly CardUse[],
+  previousUses: readonly CardUse[],
   devices: readonly DeviceInfo[],
   configuredPolicy: string,
 ): CardClaim[] | undefined {
   const policy = req.pod.metadata.annotations?.[PodAnnotation.GpuSchedulerPolicy] ?? configuredPolicy;
   const mutex = policy.split(',').some((p) => p.trim() === 'mutex');
+  const before = new Map(previousUses.map(([uuid, slots, mem, cores]) => [uuid, { slots: Math.max(slots, 1), mem, cores }]));
+  const after = new Map(uses.map(([uuid, slots, mem, cores]) => [uuid, { slots: Math.max(slots, 1), mem, cores }]));
   const claims: CardClaim[] = [];
-  for (const [uuid, slots, mem, cores] of uses) {
+  for (const uuid of new Set([...before.keys(), ...after.keys()])) {
     const device = devices.find((d) => d.id === uuid);
     if (!device) return undefined;
+    const old = before.get(uuid) ?? { slots: 0, mem: 0, cores: 0 };
+    const now = after.get(uuid) ?? { slots: 0, mem: 0, cores: 0 };
     const taken = decision.devices.flat().filter((d) => d.uuid === uuid);
     const wantsNoCores = taken.some((d) => d.usedcores === 0);
     const wholeCard = device.devcore === 100 && taken.some((d) => d.usedcores >= 100);
     claims.push({
       uuid,
-      slots: Math.max(slots, 1),
-      mem,
-      cores,
-      maxSlotsBefore: device.count - Math.max(slots, 1),
-      maxMemBefore: device.devmem - mem,
-      maxCoresBefore: device.devcore - cores - (wantsNoCores ? 1 : 0),
-      exclusive: mutex || wholeCard,
+      slots: now.slots - old.slots,
+      mem: now.mem - old.mem,
+      cores: now.cores - old.cores,
+      // Counters include the replaced booking: what may be there before = capacity - new share + old share.
+      maxSlotsBefore: device.count - now.slots + old.slots,
+      maxMemBefore: device.devmem - now.mem + old.mem,
+      maxCoresBefore: device.devcore - now.cores + old.cores - (wantsNoCores ? 1 : 0),
+      exclusive: taken.length > 0 && (mutex || wholeCard),
+      slotsHeldBefore: old.slots,
     });
   }
   return claims;

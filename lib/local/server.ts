@@ -3,10 +3,10 @@
  * embedded dynalite (or any DynamoDB-compatible endpoint given). Requests are turned into API Gateway
  * HTTP API events so the handlers run exactly as deployed.
  */
-import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
+import { createServer, type IncomingMessage, type ServerResponse } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { randomUUID, timingSafeEqual } from 'node:crypto';
-import dynalite from 'dynalite';
+import { startEmbeddedStore, type EmbeddedStoreMode } from './embeddedStore';
 import { DynamoDBClient } from '@aws-sdk/client-dynamodb';
 import type { APIGatewayProxyEventV2, Context } from 'aws-lambda';
 import { createDeps } from '../app';
@@ -38,6 +38,8 @@ export interface LocalServerOptions {
   readonly env?: Readonly<Record<string, string | undefined>>;
   /** Use this DynamoDB-compatible endpoint instead of an embedded dynalite. */
   readonly ddbEndpoint?: string;
+  /** Where the embedded dynalite runs (default: in this process). */
+  readonly storeMode?: EmbeddedStoreMode;
   readonly runtime?: Runtime;
 }
 
@@ -81,13 +83,8 @@ function compile(path: string): { pattern: RegExp; params: string[] } {
 
 export async function startLocalServer(options: LocalServerOptions = {}): Promise<LocalServer> {
   const runtime = options.runtime ?? systemRuntime;
-  let store: Server | undefined;
-  let endpoint = options.ddbEndpoint;
-  if (!endpoint) {
-    store = dynalite({ createTableMs: 0, deleteTableMs: 0, updateTableMs: 0 });
-    await new Promise<void>((resolve) => store?.listen(0, '127.0.0.1', () => resolve()));
-    endpoint = `http://127.0.0.1:${(store.address() as AddressInfo).port}`;
-  }
+  const store = options.ddbEndpoint ? undefined : await startEmbeddedStore(options.storeMode ?? 'in-process');
+  const endpoint = options.ddbEndpoint ?? store?.endpoint ?? '';
   const env = options.env ?? process.env;
   const config = loadConfig({ ...env, DDB_ENDPOINT: endpoint, ...(options.token !== undefined ? { HAMI_API_TOKEN: options.token } : {}) });
   const rawClient = new DynamoDBClient({ region: config.region, endpoint, credentials: { accessKeyId: 'local', secretAccessKey: 'local' } });
@@ -143,7 +140,7 @@ export async function startLocalServer(options: LocalServerOptions = {}): Promis
         server.close(() => resolve());
         server.closeAllConnections();
       });
-      if (store) await new Promise<void>((resolve) => store?.close(() => resolve()));
+      await store?.stop();
     },
   };
 }
@@ -235,5 +232,6 @@ export async function runFromEnvironment(): Promise<LocalServer> {
   const portText = process.env.PORT ?? '8080';
   const port = Number(portText);
   if (!Number.isInteger(port) || port < 0 || port > 65535) throw new Error(`PORT must be an integer between 0 and 65535, got "${portText}"`);
-  return startLocalServer({ port, host: '127.0.0.1' });
+  // The store gets its own process (and core) so the handlers keep the event loop to themselves.
+  return startLocalServer({ port, host: '127.0.0.1', storeMode: 'child-process' });
 }

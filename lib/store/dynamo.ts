@@ -27,11 +27,14 @@ export function createDocumentClient(options: DynamoOptions): DynamoDBDocumentCl
 /** Counts calls so benchmarks and tests can state how many round trips a decision costs. */
 export interface CallCounter {
   calls: number;
+  /** Calls per operation (GetItem, UpdateItem, …). */
+  readonly byOperation?: Record<string, number>;
 }
 
 /** Sends one command, counting it; a failed condition is an expected outcome, anything else is unavailability. */
 export async function send<T>(counter: CallCounter, operation: string, run: () => Promise<T>): Promise<T> {
   counter.calls += 1;
+  if (counter.byOperation) counter.byOperation[operation] = (counter.byOperation[operation] ?? 0) + 1;
   try {
     return await run();
   } catch (err) {

@@ -37,7 +37,7 @@ export interface PodRecords {
 }
 
 export class RecordStore {
-  readonly counter: CallCounter = { calls: 0 };
+  readonly counter: CallCounter = { calls: 0, byOperation: {} };
 
   constructor(
     private readonly doc: DynamoDBDocumentClient,

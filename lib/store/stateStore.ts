@@ -32,8 +32,10 @@ export interface CardClaim {
   readonly maxSlotsBefore: number;
   readonly maxMemBefore: number;
   readonly maxCoresBefore: number;
-  /** The pod needs the card to itself (whole-card cores or the mutex policy): no slot may be in use. */
+  /** The pod needs the card to itself (whole-card cores or the mutex policy): no other slot may be in use. */
   readonly exclusive: boolean;
+  /** Slots of this card the pod's own replaced booking held (0 for a new booking). */
+  readonly slotsHeldBefore: number;
 }
 
 export interface ClusterSnapshot {
@@ -49,7 +51,7 @@ export type WriteOutcome = 'ok' | 'conflict';
 const BATCH_GET_MAX_ROUNDS = 5;
 
 export class StateStore {
-  readonly counter: CallCounter = { calls: 0 };
+  readonly counter: CallCounter = { calls: 0, byOperation: {} };
 
   constructor(
     private readonly doc: DynamoDBDocumentClient,
@@ -136,7 +138,7 @@ export class StateStore {
    * version: concurrent filters on one node both succeed when both fit, and the guard refuses the one
    * that would over-allocate. The version still moves, so whole-entry writers see the change.
    */
-  reserveParams(node: string, uid: string, booking: PodEntry, regv: number, claims: readonly CardClaim[]): UpdateCommandInput {
+  reserveParams(node: string, uid: string, booking: PodEntry, regv: number, claims: readonly CardClaim[], replacing?: PodEntry): UpdateCommandInput {
     const names: Record<string, string> = {
       '#n': NODE_PREFIX + node,
       '#pods': 'pods',
@@ -150,7 +152,12 @@ export class StateStore {
     };
     const values: Record<string, unknown> = { ':booking': booking, ':one': 1, ':regv': regv };
     const sets = ['#n.#pods.#pod = :booking', '#n.#ver = #n.#ver + :one'];
-    const guards = ['attribute_not_exists(#n.#pods.#pod)', '#n.#regv = :regv'];
+    // A pod filtered again replaces its own booking, if that booking is still the one read (same time).
+    const guards = [replacing?.at !== undefined ? '#n.#pods.#pod.#at = :at' : 'attribute_not_exists(#n.#pods.#pod)', '#n.#regv = :regv'];
+    if (replacing?.at !== undefined) {
+      names['#at'] = 'at';
+      values[':at'] = replacing.at;
+    }
     claims.forEach((claim, i) => {
       const card = `#n.#cu.#g${i}`;
       names[`#g${i}`] = claim.uuid;
@@ -165,8 +172,8 @@ export class StateStore {
       sets.push(`${card}.#s = ${card}.#s + :ds${i}`, `${card}.#m = ${card}.#m + :dm${i}`, `${card}.#c = ${card}.#c + :dc${i}`);
       guards.push(`${card}.#s <= :ms${i}`, `${card}.#m <= :mm${i}`, `${card}.#c <= :mc${i}`);
       if (claim.exclusive) {
-        values[':zero'] = 0;
-        guards.push(`${card}.#s = :zero`);
+        values[`:ex${i}`] = claim.slotsHeldBefore;
+        guards.push(`${card}.#s = :ex${i}`);
       }
     });
     return {
@@ -179,8 +186,36 @@ export class StateStore {
     };
   }
 
-  async reserve(node: string, uid: string, booking: PodEntry, regv: number, claims: readonly CardClaim[]): Promise<WriteOutcome> {
-    return this.conditional('UpdateItem', this.reserveParams(node, uid, booking, regv, claims));
+  /**
+   * Replace one booking whose usage is unchanged (a reservation confirmed, a phase or bind-phase update)
+   * if it is still exactly what was read: no version guard on the whole entry, so it does not race filters.
+   */
+  updateBookingParams(node: string, uid: string, booking: PodEntry, expected: PodEntry): UpdateCommandInput {
+    const names: Record<string, string> = { '#n': NODE_PREFIX + node, '#pods': 'pods', '#pod': uid, '#ver': 'ver', '#st': 'st', '#dev': 'dev', '#rv': 'rv' };
+    const values: Record<string, unknown> = { ':booking': booking, ':one': 1, ':st': expected.st, ':dev': expected.dev ?? '' };
+    const guards = ['#n.#pods.#pod.#st = :st', expected.dev === undefined ? 'attribute_not_exists(#n.#pods.#pod.#dev)' : '#n.#pods.#pod.#dev = :dev'];
+    if (expected.dev === undefined) delete values[':dev'];
+    if (expected.rv === undefined) guards.push('attribute_not_exists(#n.#pods.#pod.#rv)');
+    else {
+      values[':rv'] = expected.rv;
+      guards.push('#n.#pods.#pod.#rv = :rv');
+    }
+    return {
+      TableName: this.table,
+      Key: shardKey(this.shardOf(node)),
+      UpdateExpression: 'SET #n.#pods.#pod = :booking, #n.#ver = #n.#ver + :one',
+      ConditionExpression: guards.join(' AND '),
+      ExpressionAttributeNames: names,
+      ExpressionAttributeValues: values,
+    };
+  }
+
+  async updateBooking(node: string, uid: string, booking: PodEntry, expected: PodEntry): Promise<WriteOutcome> {
+    return this.conditional('UpdateItem', this.updateBookingParams(node, uid, booking, expected));
+  }
+
+  async reserve(node: string, uid: string, booking: PodEntry, regv: number, claims: readonly CardClaim[], replacing?: PodEntry): Promise<WriteOutcome> {
+    return this.conditional('UpdateItem', this.reserveParams(node, uid, booking, regv, claims, replacing));
   }
 
   // ---- node locks --------------------------------------------------------------------------------
