@@ -218,6 +218,9 @@ async function main(): Promise<void> {
     podsPerSecond: round(placed / elapsedS),
     // Store calls of the scheduling path (filter + bind + bind outcome, retries included) per placed pod.
     storeCallsPerPod: round(calls.scheduling / Math.max(placed, 1)),
+    // The same per scheduling attempt (a filter, and the bind and outcome when it passed): retries after
+    // the node lock (HAMi's serialisation of binds per node) are what separates the two figures.
+    storeCallsPerAttempt: round(calls.scheduling / Math.max(filterMs.length, 1)),
     // Forwarded pod updates, batched as the relay batches them.
     ingestStoreCallsPerPod: round(calls.ingest / Math.max(placed, 1)),
     overAllocations,
