@@ -3,14 +3,8 @@
  * metrics can count them. `"x/y Reason"` pieces follow ParseReason (hami-spec 4.3); the other texts
  * are the node-level, bind and filter-error messages we know by shape.
  */
+import { parseReason } from '../engine/messages';
 import { NodeFailure, ReasonCode, type NodeEvidence } from '../engine/types';
-
-/** One `"<count>/<cards> <Reason>"` piece of a GenReason string. */
-export interface ReasonEntry {
-  readonly count: number;
-  readonly total: number;
-  readonly code: string;
-}
 
 /** Keys that have a hint but are not HAMi reason codes: node-level, bind and filter-error texts. */
 export const ExtraReasonKey = {
@@ -29,20 +23,6 @@ export type ReasonKey = ReasonCode | ExtraReasonKey;
 const reasonCodes: ReadonlySet<string> = new Set(Object.values(ReasonCode));
 const bareKeys: ReadonlySet<string> = new Set<string>([...reasonCodes, NodeFailure.Unregistered, NodeFailure.DeviceTypeNotFound]);
 
-// Go's Sscanf("%d/%d %s"): two integers around a slash, a space, then a word; the rest is ignored.
-const entryPattern = /^\s*([+-]?\d+)\/([+-]?\d+) (\S+)/;
-
-/** ParseReason: split on `", "`, keep the pieces that scan as `%d/%d %s`, ignore the others. */
-export function parseReason(text: string): ReasonEntry[] {
-  const entries: ReasonEntry[] = [];
-  for (const piece of text.split(', ')) {
-    const match = entryPattern.exec(piece);
-    if (!match) continue;
-    entries.push({ count: Number(match[1]), total: Number(match[2]), code: match[3] ?? '' });
-  }
-  return entries;
-}
-
 export function isReasonCode(text: string): text is ReasonCode {
   return reasonCodes.has(text);
 }
@@ -55,7 +35,7 @@ export function isReasonCode(text: string): text is ReasonCode {
 export function reasonKeysOf(text: string): ReasonKey[] {
   const keys: ReasonKey[] = [];
   for (const entry of parseReason(text)) {
-    if (isReasonCode(entry.code) && !keys.includes(entry.code)) keys.push(entry.code);
+    if (isReasonCode(entry.reason) && !keys.includes(entry.reason)) keys.push(entry.reason);
   }
   if (keys.length > 0) return keys;
   const bare = text.trim();
