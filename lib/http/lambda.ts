@@ -19,22 +19,26 @@ export function lambdaHandler(route: Route, deps: () => ControlDeps): LambdaHand
   const run = async (event: APIGatewayProxyEventV2, context: Context): Promise<APIGatewayProxyStructuredResultV2> => {
     const started = Date.now();
     const reference = context.awsRequestId;
-    logger.appendKeys({ route: route.name });
+    // One logger per request: its keys (route, pod, node, attempt id) cannot leak into another request's
+    // lines, even where one process serves requests concurrently (the local server).
+    const log = logger.createChild();
+    log.addContext(context);
+    log.appendKeys({ route: route.name });
     // One count per request and route; it also keeps every invocation's EMF flush non-empty.
     metrics.addMetric(`${route.name}Requests`, MetricUnit.Count, 1);
     try {
       const body = event.body === undefined ? '' : event.isBase64Encoded ? Buffer.from(event.body, 'base64').toString('utf8') : event.body;
       const response = await route.handle(
-        deps(),
+        { ...deps(), logger: log },
         { body, pathParameters: event.pathParameters ?? {}, query: event.queryStringParameters ?? {} },
-        (keys) => logger.appendKeys(keys),
+        (keys) => log.appendKeys(keys),
       );
-      logger.info('Request handled', { status: response.statusCode, latencyMs: Date.now() - started });
+      log.info('Request handled', { status: response.statusCode, latencyMs: Date.now() - started });
       return { ...response, headers: { ...response.headers } };
     } catch (err) {
-      if (isExposed(err)) logger.warn('Request rejected', { status: err.status, error: err.message, latencyMs: Date.now() - started });
+      if (isExposed(err)) log.warn('Request rejected', { status: err.status, error: err.message, latencyMs: Date.now() - started });
       else {
-        logger.error('Request failed', { error: err as Error, reference, latencyMs: Date.now() - started });
+        log.error('Request failed', { error: err as Error, reference, latencyMs: Date.now() - started });
         metrics.addMetric(`${route.name}Failures`, MetricUnit.Count, 1);
       }
       const response = errorResponse(err, route.kind, reference);
