@@ -83,6 +83,42 @@ export const nodeEntrySchema = z.object({
 });
 export type NodeEntry = z.infer<typeof nodeEntrySchema>;
 
+/**
+ * How a node entry is stored: each booking as compact JSON text (a thousand bookings as nested DynamoDB maps
+ * cost twice the read time), plus `ag`, the bookings whose regular containers hold cards (the lock's guard
+ * reads it, since it cannot look inside the text).
+ */
+export const storedNodeEntrySchema = nodeEntrySchema.extend({
+  pods: z.record(z.string(), z.string()),
+  ag: z.record(z.string(), z.boolean()).optional(),
+});
+export type StoredNodeEntry = z.infer<typeof storedNodeEntrySchema>;
+
+const bookingCache = new Map<string, PodEntry>();
+const bookingText = new WeakMap<PodEntry, string>();
+const BOOKING_CACHE_MAX = 200_000;
+
+/** A stored booking, parsed once per distinct text per process. */
+export function decodeBooking(text: string): PodEntry {
+  const cached = bookingCache.get(text);
+  if (cached) return cached;
+  const parsed = podEntrySchema.parse(JSON.parse(text));
+  if (bookingCache.size >= BOOKING_CACHE_MAX) bookingCache.clear();
+  bookingCache.set(text, parsed);
+  bookingText.set(parsed, text);
+  return parsed;
+}
+
+/** The exact stored text of a booking read from the store (conditions compare it), or its encoding. */
+export function encodeBooking(booking: PodEntry): string {
+  return bookingText.get(booking) ?? JSON.stringify(booking);
+}
+
+/** Whether the node lock's guard should let this booking take the lock. */
+export function holdsAppCards(booking: PodEntry): boolean {
+  return booking.appGpu === true && booking.st !== 'gone';
+}
+
 /** A node entry whose counters were recomputed from its bookings: the only kind the store writes whole. */
 export type SealedNodeEntry = NodeEntry & { readonly __sealed: true };
 

@@ -10,8 +10,11 @@ import { isConditionFailed, send, type CallCounter } from './dynamo';
 import {
   LOCK_PREFIX,
   NODE_PREFIX,
+  decodeBooking,
+  encodeBooking,
+  holdsAppCards,
   lockSchema,
-  nodeEntrySchema,
+  storedNodeEntrySchema,
   quotaItemSchema,
   quotaKey,
   shardKey,
@@ -21,6 +24,7 @@ import {
   type PodEntry,
   type QuotaItem,
   type SealedNodeEntry,
+  type StoredNodeEntry,
 } from './model';
 
 /** What one card takes from a fast reservation, and the most its counters may hold before it. */
@@ -124,13 +128,12 @@ export class StateStore {
       UpdateExpression: 'SET #n = :entry',
       ConditionExpression: expectedVer === null ? 'attribute_not_exists(#n)' : '#n.#ver = :expected',
       ExpressionAttributeNames: { '#n': NODE_PREFIX + node, ...(expectedVer === null ? {} : { '#ver': 'ver' }) },
-      ExpressionAttributeValues: { ':entry': entry, ...(expectedVer === null ? {} : { ':expected': expectedVer }) },
+      ExpressionAttributeValues: { ':entry': storedForm(entry), ...(expectedVer === null ? {} : { ':expected': expectedVer }) },
     };
   }
 
   async putNodeEntry(node: string, entry: SealedNodeEntry, expectedVer: number | null): Promise<WriteOutcome> {
-    const { __sealed: _sealed, ...plain } = entry;
-    return this.conditional('UpdateItem', this.putNodeEntryParams(node, plain as SealedNodeEntry, expectedVer));
+    return this.conditional('UpdateItem', this.putNodeEntryParams(node, entry, expectedVer));
   }
 
   /**
@@ -145,19 +148,22 @@ export class StateStore {
       '#pod': uid,
       '#ver': 'ver',
       '#regv': 'regv',
+      '#ag': 'ag',
       '#cu': 'cu',
       '#s': 's',
       '#m': 'm',
       '#c': 'c',
     };
-    const values: Record<string, unknown> = { ':booking': booking, ':one': 1, ':regv': regv };
+    const values: Record<string, unknown> = { ':booking': encodeBooking(booking), ':one': 1, ':regv': regv };
     const sets = ['#n.#pods.#pod = :booking', '#n.#ver = #n.#ver + :one'];
-    // A pod filtered again replaces its own booking, if that booking is still the one read (same time).
-    const guards = [replacing?.at !== undefined ? '#n.#pods.#pod.#at = :at' : 'attribute_not_exists(#n.#pods.#pod)', '#n.#regv = :regv'];
-    if (replacing?.at !== undefined) {
-      names['#at'] = 'at';
-      values[':at'] = replacing.at;
-    }
+    const removes: string[] = [];
+    if (holdsAppCards(booking)) {
+      sets.push('#n.#ag.#pod = :true');
+      values[':true'] = true;
+    } else removes.push('#n.#ag.#pod');
+    // A pod filtered again replaces its own booking, if that booking is still exactly the one read.
+    const guards = [replacing ? '#n.#pods.#pod = :replacing' : 'attribute_not_exists(#n.#pods.#pod)', '#n.#regv = :regv'];
+    if (replacing) values[':replacing'] = encodeBooking(replacing);
     claims.forEach((claim, i) => {
       const card = `#n.#cu.#g${i}`;
       names[`#g${i}`] = claim.uuid;
@@ -179,7 +185,7 @@ export class StateStore {
     return {
       TableName: this.table,
       Key: shardKey(this.shardOf(node)),
-      UpdateExpression: `SET ${sets.join(', ')}`,
+      UpdateExpression: `SET ${sets.join(', ')}${removes.length > 0 ? ` REMOVE ${removes.join(', ')}` : ''}`,
       ConditionExpression: guards.join(' AND '),
       ExpressionAttributeNames: names,
       ExpressionAttributeValues: values,
@@ -191,22 +197,18 @@ export class StateStore {
    * if it is still exactly what was read: no version guard on the whole entry, so it does not race filters.
    */
   updateBookingParams(node: string, uid: string, booking: PodEntry, expected: PodEntry): UpdateCommandInput {
-    const names: Record<string, string> = { '#n': NODE_PREFIX + node, '#pods': 'pods', '#pod': uid, '#ver': 'ver', '#st': 'st', '#dev': 'dev', '#rv': 'rv' };
-    const values: Record<string, unknown> = { ':booking': booking, ':one': 1, ':st': expected.st, ':dev': expected.dev ?? '' };
-    const guards = ['#n.#pods.#pod.#st = :st', expected.dev === undefined ? 'attribute_not_exists(#n.#pods.#pod.#dev)' : '#n.#pods.#pod.#dev = :dev'];
-    if (expected.dev === undefined) delete values[':dev'];
-    if (expected.rv === undefined) guards.push('attribute_not_exists(#n.#pods.#pod.#rv)');
-    else {
-      values[':rv'] = expected.rv;
-      guards.push('#n.#pods.#pod.#rv = :rv');
-    }
     return {
       TableName: this.table,
       Key: shardKey(this.shardOf(node)),
-      UpdateExpression: 'SET #n.#pods.#pod = :booking, #n.#ver = #n.#ver + :one',
-      ConditionExpression: guards.join(' AND '),
-      ExpressionAttributeNames: names,
-      ExpressionAttributeValues: values,
+      UpdateExpression: `SET #n.#pods.#pod = :booking, #n.#ver = #n.#ver + :one${holdsAppCards(booking) ? ', #n.#ag.#pod = :true' : ' REMOVE #n.#ag.#pod'}`,
+      ConditionExpression: '#n.#pods.#pod = :expected',
+      ExpressionAttributeNames: { '#n': NODE_PREFIX + node, '#pods': 'pods', '#pod': uid, '#ver': 'ver', '#ag': 'ag' },
+      ExpressionAttributeValues: {
+        ':booking': encodeBooking(booking),
+        ':expected': encodeBooking(expected),
+        ':one': 1,
+        ...(holdsAppCards(booking) ? { ':true': true } : {}),
+      },
     };
   }
 
@@ -229,18 +231,16 @@ export class StateStore {
       TableName: this.table,
       Key: shardKey(this.shardOf(node)),
       UpdateExpression: 'SET #l = :lock',
-      ConditionExpression: '(attribute_not_exists(#l) OR #l.#exp < :now OR #l.#uid = :uid) AND #n.#pods.#pod.#appGpu = :true AND #n.#pods.#pod.#st <> :gone',
+      ConditionExpression: '(attribute_not_exists(#l) OR #l.#exp < :now OR #l.#uid = :uid) AND #n.#ag.#pod = :true',
       ExpressionAttributeNames: {
         '#l': LOCK_PREFIX + node,
         '#exp': 'expiresAt',
         '#uid': 'holderUid',
         '#n': NODE_PREFIX + node,
-        '#pods': 'pods',
+        '#ag': 'ag',
         '#pod': podUid,
-        '#appGpu': 'appGpu',
-        '#st': 'st',
       },
-      ExpressionAttributeValues: { ':lock': lock, ':now': nowMs, ':uid': lock.holderUid, ':true': true, ':gone': 'gone' },
+      ExpressionAttributeValues: { ':lock': lock, ':now': nowMs, ':uid': lock.holderUid, ':true': true },
     };
   }
 
@@ -328,9 +328,27 @@ function collectShard(item: Record<string, unknown>, into: { nodes: Map<string, 
 }
 
 function parseEntry(node: string, raw: unknown): NodeEntry {
-  const parsed = nodeEntrySchema.safeParse(raw);
+  const parsed = storedNodeEntrySchema.safeParse(raw);
   if (!parsed.success) throw new CorruptItemError(`stored entry of node ${node} does not match its schema`, { cause: parsed.error });
-  return parsed.data;
+  const { ag: _ag, pods, ...rest } = parsed.data;
+  const decoded: Record<string, PodEntry> = {};
+  try {
+    for (const [uid, text] of Object.entries(pods)) decoded[uid] = decodeBooking(text);
+  } catch (err) {
+    throw new CorruptItemError(`a stored booking of node ${node} cannot be read`, { cause: err });
+  }
+  return { ...rest, pods: decoded };
+}
+
+/** The stored form of a whole entry: bookings as text, and the lock guard's `ag` map. */
+export function toStoredEntry(entry: NodeEntry): StoredNodeEntry {
+  const pods: Record<string, string> = {};
+  const ag: Record<string, boolean> = {};
+  for (const [uid, booking] of Object.entries(entry.pods)) {
+    pods[uid] = encodeBooking(booking);
+    if (holdsAppCards(booking)) ag[uid] = true;
+  }
+  return { ...entry, pods, ag };
 }
 
 function parseLock(node: string, raw: unknown): NodeLock {
@@ -343,4 +361,9 @@ function parseQuota(raw: unknown): QuotaItem {
   const parsed = quotaItemSchema.safeParse(raw);
   if (!parsed.success) throw new CorruptItemError('stored quota item does not match its schema', { cause: parsed.error });
   return parsed.data;
+}
+
+function storedForm(entry: SealedNodeEntry): StoredNodeEntry {
+  const { __sealed: _sealed, ...plain } = entry;
+  return toStoredEntry(plain);
 }
