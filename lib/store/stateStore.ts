@@ -82,7 +82,8 @@ export class StateStore {
     const items: Record<string, unknown>[] = [];
     for (let round = 0; request && Object.keys(request).length > 0; round++) {
       if (round === BATCH_GET_MAX_ROUNDS) throw new StoreUnavailableError('store kept returning unprocessed keys');
-      if (round > 0) await this.sleep(20 * 2 ** round);
+      // Keys left over for size are fetched again at once; a second leftover round is throttling: back off.
+      if (round > 1) await this.sleep(20 * 2 ** round);
       const out = await send(this.counter, 'BatchGetItem', () => this.doc.send(new BatchGetCommand({ RequestItems: request })));
       items.push(...((out.Responses?.[this.table] ?? []) as Record<string, unknown>[]));
       request = out.UnprocessedKeys;

@@ -5,7 +5,7 @@
  */
 import { DynamoDBClient } from '@aws-sdk/client-dynamodb';
 import { createDocumentClient } from '../../../lib/store/dynamo';
-import { emptyNodeEntry, type NodeEntry, type NodeLock } from '../../../lib/store/model';
+import { emptyNodeEntry, encodeRegistration, type NodeEntry, type NodeLock } from '../../../lib/store/model';
 import { RecordStore } from '../../../lib/store/recordStore';
 import { seal } from '../../../lib/control/ledger';
 import { StateStore } from '../../../lib/store/stateStore';
@@ -109,8 +109,8 @@ describe.each(backends)('store on %s', (_name, start) => {
   });
 
   it('books concurrent fast reservations that fit, and refuses the one that would over-allocate', async () => {
-    const registration = { registered: true, devices: [{ id: 'GPU-0', index: 0, count: 10, devmem: 10000, devcore: 100, type: 'A100', numa: 0, mode: '', health: true }], cordoned: [], pairScores: {} };
-    await state.putNodeEntry('gpu-a', seal({ ...emptyNodeEntry(), reg: JSON.stringify(registration), regv: 1 }, 0), null);
+    const registration = { registered: true as const, devices: [{ id: 'GPU-0', index: 0, count: 10, devmem: 10000, devcore: 100, type: 'A100', numa: 0, mode: '', health: true }], cordoned: [], pairScores: {} };
+    await state.putNodeEntry('gpu-a', seal({ ...emptyNodeEntry(), reg: encodeRegistration(registration), regv: 1 }, 0), null);
     const claim = (mem: number) => ({ uuid: 'GPU-0', slots: 1, mem, cores: 10, maxSlotsBefore: 9, maxMemBefore: 10000 - mem, maxCoresBefore: 90, exclusive: false, slotsHeldBefore: 0 });
     const booking = (uid: string, mem: number) => ({ ns: 'default', name: uid, st: 'reserved' as const, u: [['GPU-0', 1, mem, 10] as [string, number, number, number]] });
     // Three filters decided on the same stale view (an idle card) race: 4000 + 4000 fit, the third does not.
