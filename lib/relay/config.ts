@@ -99,7 +99,7 @@ export interface RelayConfig {
     readonly auth: ControlPlaneAuthMode;
     /** Set when auth is `token`. Never logged. */
     readonly token?: string;
-    /** Set when auth is `iam`. Credentials are read from the environment at each signing (they rotate). */
+    /** Set when auth is `iam`. Credentials come from the AWS SDK's default chain (env keys, IRSA, Pod Identity, instance profile). */
     readonly region?: string;
   };
   readonly extenderDeadlineMs: number;

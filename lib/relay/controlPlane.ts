@@ -3,6 +3,7 @@
  * local server (bearer token). Every call is bounded by a deadline so no caller can hang on it.
  */
 import { Sha256 } from '@aws-crypto/sha256-js';
+import { fromNodeProviderChain } from '@aws-sdk/credential-providers';
 import { SignatureV4 } from '@smithy/signature-v4';
 import type { RelayConfig } from './config';
 import { ControlPlaneError, ControlPlaneTimeoutError } from './errors';
@@ -29,14 +30,13 @@ export interface AwsCredentials {
   readonly sessionToken?: string;
 }
 
-/** The standard AWS environment variables, read at each signing because session credentials rotate. */
-export function credentialsFromEnv(env: NodeJS.ProcessEnv = process.env): AwsCredentials {
-  const accessKeyId = env.AWS_ACCESS_KEY_ID;
-  const secretAccessKey = env.AWS_SECRET_ACCESS_KEY;
-  if (!accessKeyId || !secretAccessKey) {
-    throw new ControlPlaneError('AWS_ACCESS_KEY_ID / AWS_SECRET_ACCESS_KEY are not set; cannot sign for IAM', '(signing)');
-  }
-  return { accessKeyId, secretAccessKey, ...(env.AWS_SESSION_TOKEN ? { sessionToken: env.AWS_SESSION_TOKEN } : {}) };
+/**
+ * The AWS SDK's default credential chain: environment keys, web identity (IRSA on EKS), EKS Pod Identity or
+ * container credentials, then the instance profile. Built once; it caches and refreshes expiring credentials.
+ */
+export function defaultCredentials(): () => Promise<AwsCredentials> {
+  const provider = fromNodeProviderChain();
+  return () => provider();
 }
 
 export interface SigV4Options {
@@ -78,12 +78,12 @@ export function sigV4Signer(opts: SigV4Options): RequestSigner {
   };
 }
 
-export function signerFromConfig(cp: RelayConfig['controlPlane'], env: NodeJS.ProcessEnv = process.env): RequestSigner {
+export function signerFromConfig(cp: RelayConfig['controlPlane']): RequestSigner {
   switch (cp.auth) {
     case 'token':
       return bearerSigner(cp.token ?? '');
     case 'iam':
-      return sigV4Signer({ region: cp.region ?? '', credentials: () => credentialsFromEnv(env) });
+      return sigV4Signer({ region: cp.region ?? '', credentials: defaultCredentials() });
     case 'none':
       return unsignedRequests;
   }

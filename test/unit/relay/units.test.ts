@@ -1,6 +1,7 @@
 /** Pure parts of the relay: config, SigV4 signing, event correlation, relevance rules, Effects parsing. */
 import { loadRelayConfig } from '../../../lib/relay/config';
-import { sigV4Signer, bearerSigner, credentialsFromEnv } from '../../../lib/relay/controlPlane';
+import { sigV4Signer, bearerSigner, signerFromConfig } from '../../../lib/relay/controlPlane';
+import type { RelayConfig } from '../../../lib/relay/config';
 import { backoffMs } from '../../../lib/relay/delay';
 import { splitEffects } from '../../../lib/relay/effects';
 import { RelayConfigError, KubeConfigMissingError } from '../../../lib/relay/errors';
@@ -77,9 +78,16 @@ describe('SigV4 signing for API Gateway', () => {
     expect(b).not.toBe(a);
   });
 
-  it('reads credentials from the standard environment variables', () => {
-    expect(credentialsFromEnv({ AWS_ACCESS_KEY_ID: 'A', AWS_SECRET_ACCESS_KEY: 'S', AWS_SESSION_TOKEN: 'T' })).toEqual({ accessKeyId: 'A', secretAccessKey: 'S', sessionToken: 'T' });
-    expect(() => credentialsFromEnv({})).toThrow(/AWS_ACCESS_KEY_ID/);
+  it('signs for IAM with the SDK credential chain (environment keys first)', async () => {
+    const saved = { ...process.env };
+    Object.assign(process.env, { AWS_ACCESS_KEY_ID: 'AKIDEXAMPLE', AWS_SECRET_ACCESS_KEY: 'secret', AWS_SESSION_TOKEN: 'session' });
+    try {
+      const headers = await signerFromConfig({ url: 'https://api.example.com', auth: 'iam', region: 'eu-west-1' } satisfies RelayConfig['controlPlane'])(request('{}'));
+      expect(headers.authorization).toMatch(/^AWS4-HMAC-SHA256 Credential=AKIDEXAMPLE\/\d{8}\/eu-west-1\/execute-api\/aws4_request/);
+      expect(headers['x-amz-security-token']).toBe('session');
+    } finally {
+      process.env = saved;
+    }
   });
 
   it('bearer signing sets the Authorization header', async () => {
