@@ -38,7 +38,8 @@ async function main(): Promise<void> {
 }
 
 main().catch((err: unknown) => {
-  if (err instanceof RelayConfigError) {
+  // Configuration problems are the operator's to fix: printed plainly, every bad variable named.
+  if (err instanceof RelayConfigError || (err instanceof Error && err.name === 'NodeAgentConfigError')) {
     console.error(err.message);
   } else {
     logger.error('RelayFailed', { error: err instanceof Error ? err.message : String(err) });
