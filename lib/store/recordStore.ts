@@ -6,7 +6,7 @@
  *     one call); it belongs to the newest attempt made before it.
  * DynamoDB deletes expired items lazily (dynalite never does), so expired items are treated as absent here.
  */
-import { gunzipSync, gzipSync } from 'node:zlib';
+import { constants, gunzipSync, gzipSync } from 'node:zlib';
 import { PutCommand, QueryCommand, type PutCommandInput, type QueryCommandInput } from '@aws-sdk/lib-dynamodb';
 import type { DynamoDBDocumentClient } from '@aws-sdk/lib-dynamodb';
 import { z } from 'zod';
@@ -120,8 +120,11 @@ function podKey(pod: PodRef): string {
 }
 
 /** gzip'd JSON; when even that is too large, per-card evidence is dropped (containers and reasons stay). */
+// Fastest level: records are written on every decision and read rarely; size is far from the limit.
+const GZIP = { level: constants.Z_BEST_SPEED };
+
 export function encodeRecord(record: AttemptRecord): Uint8Array {
-  const full = gzipSync(JSON.stringify(record));
+  const full = gzipSync(JSON.stringify(record), GZIP);
   if (full.byteLength <= MAX_RECORD_BYTES) return full;
   const trimmed: AttemptRecord = {
     ...record,
@@ -131,7 +134,7 @@ export function encodeRecord(record: AttemptRecord): Uint8Array {
       nodes: record.filter.nodes.map((n) => ({ ...n, containers: n.containers.map((c) => ({ ...c, cards: [] })) })),
     },
   } as AttemptRecord;
-  return gzipSync(JSON.stringify(trimmed));
+  return gzipSync(JSON.stringify(trimmed), GZIP);
 }
 
 export function decodeRecord(raw: unknown): AttemptRecord {
