@@ -191,6 +191,8 @@ class Scratch {
   cardScore = new Float64Array(16);
   order = new Int32Array(16);
   picked = new Int32Array(16);
+  /** Evidence row of each pick, so a pick given back can be relabelled. */
+  pickedRow = new Int32Array(16);
   pickedMem = new Int32Array(16);
   pickedCores = new Int32Array(16);
   /** Index into the decision's real-time notes per card, -1 when none yet for this node. */
@@ -206,6 +208,7 @@ class Scratch {
     this.cardScore = new Float64Array(size);
     this.order = new Int32Array(size);
     this.picked = new Int32Array(size);
+    this.pickedRow = new Int32Array(size);
     this.noteAt = new Int32Array(size);
   }
 
@@ -507,6 +510,8 @@ class FitRun {
   coresRequest = 0;
   pickedCount = 0;
   private previousNuma = -1;
+  /** Evidence row of the card tried last. */
+  private lastRow = 0;
   /** Memory the current card would be booked (check 9), kept for its evidence. */
   private memoryRequest = 0;
   private realtimeUsed: number | undefined;
@@ -564,6 +569,7 @@ class FitRun {
   pick(p: number): void {
     if (this.remaining <= 0) return;
     scratch.picked[this.pickedCount] = p;
+    scratch.pickedRow[this.pickedCount] = this.lastRow;
     scratch.pickedMem[this.pickedCount] = this.memoryRequest;
     scratch.pickedCores[this.pickedCount] = this.coresRequest;
     this.pickedCount += 1;
@@ -574,6 +580,7 @@ class FitRun {
   keepPicked(kept: readonly number[]): void {
     kept.forEach((from, to) => {
       scratch.picked[to] = scratch.picked[from]!;
+      scratch.pickedRow[to] = scratch.pickedRow[from]!;
       scratch.pickedMem[to] = scratch.pickedMem[from]!;
       scratch.pickedCores[to] = scratch.pickedCores[from]!;
     });
@@ -595,7 +602,7 @@ class FitRun {
     figures.requestedCores = this.coresRequest;
     figures.realtimeUsedMem = this.realtimeUsed;
     figures.realtimeTotalMem = this.realtimeTotal;
-    this.input.trace.addCard(p, outcome, figures);
+    this.lastRow = this.input.trace.addCard(p, outcome, figures);
   }
 
   /** use/nouse gputype, vgpu-mode and the request type (check 3). */
@@ -619,7 +626,11 @@ class FitRun {
    */
   private startNumaGroupIfChanged(numa: number): void {
     if (numa === this.previousNuma) return;
-    if (this.remaining !== this.input.request.nums) scratch.reasonCounts[reasonSlot.get(ReasonCode.NumaNotFit)!]! += this.pickedCount;
+    if (this.remaining !== this.input.request.nums) {
+      // HAMi gives back the group's picks and counts them NumaNotFit; the evidence says the same.
+      scratch.reasonCounts[reasonSlot.get(ReasonCode.NumaNotFit)!]! += this.pickedCount;
+      for (let i = 0; i < this.pickedCount; i++) this.input.trace.relabelCard(scratch.pickedRow[i]!, ReasonCode.NumaNotFit);
+    }
     this.remaining = this.input.request.nums;
     this.previousNuma = numa;
     this.pickedCount = 0;

@@ -174,8 +174,8 @@ export class DecisionTrace {
     return this.cardRows.length;
   }
 
-  /** One tried card of the current container: the outcome and the numbers compared. */
-  addCard(position: number, outcome: CardOutcome, figures: CardFigures): void {
+  /** One tried card of the current container: the outcome and the numbers compared. Returns its row. */
+  addCard(position: number, outcome: CardOutcome, figures: CardFigures): number {
     const rows = this.cardRows;
     const row = rows.append();
     rows.set(row, CardColumn.position, position);
@@ -187,6 +187,12 @@ export class DecisionTrace {
     rows.set(row, CardColumn.requestedCores, figures.requestedCores);
     rows.set(row, CardColumn.realtimeUsedMem, figures.realtimeUsedMem ?? NaN);
     rows.set(row, CardColumn.realtimeTotalMem, figures.realtimeTotalMem ?? NaN);
+    return row;
+  }
+
+  /** A card that fit but was given back later (its NUMA group was abandoned) gets its final outcome. */
+  relabelCard(row: number, outcome: CardOutcome): void {
+    this.cardRows.set(row, CardColumn.outcome, outcomeCode.get(outcome)!);
   }
 
   /** A container of the current node; `status` decides which of the other arguments count. */

@@ -151,6 +151,16 @@ describe('Fit reason codes (hami-spec 4.2), one table row per check', () => {
     expect(chosenUuids(fits)).toEqual([['c', 'b']]);
   });
 
+  it('NumaNotFit evidence: a card given back with its NUMA group reads NumaNotFit, not Fit', () => {
+    const p = pod([gpu(2, { 'nvidia.com/gpumem': 1000 })], { annotations: { 'nvidia.com/numa-bind': 'true' } });
+    const failed = decide(input(p, [node('n1', [card('a', { numa: 0 }), card('b', { numa: 1 })])]));
+    const outcomes = nodeEvidence(failed).containers[0]?.cards.map((c) => [c.uuid, c.outcome]);
+    // One card was given back with its group (NumaNotFit), the other is the one collected at the end.
+    expect(outcomes).toHaveLength(2);
+    expect(outcomes?.filter(([, o]) => o === 'NumaNotFit')).toHaveLength(1);
+    expect(outcomes?.filter(([, o]) => o === 'Fit')).toHaveLength(1);
+  });
+
   it('clamps cores above 100 and books percentage memory of each card', () => {
     const d = decide(input(pod([gpu(1, { 'nvidia.com/gpumem-percentage': 25, 'nvidia.com/gpucores': 150 })]), [node('n1', [card('a', { devmem: 10001 })])]));
     expect(fit(d).devices).toEqual([[{ idx: 0, uuid: 'a', type: 'NVIDIA', usedmem: 2500, usedcores: 100 }]]);
