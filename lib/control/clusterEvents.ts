@@ -257,7 +257,7 @@ function planPod(
     const base = entry ?? emptyNodeEntry();
     const held = base.pods[uid];
     if (held?.st === 'gone' || isOlder(rv, held?.rv)) return undefined;
-    const next: PodEntry = { ...confirmed, ...(held?.attemptId ? { attemptId: held.attemptId } : {}), ...(held?.at ? { at: held.at } : {}) };
+    const next: PodEntry = { ...confirmed, ...(held?.attemptId ? { attemptId: held.attemptId } : {}) };
     if (held && sameJson(held, next)) return undefined;
     const out = nextVersion(base, nowMs);
     out.pods[uid] = next;

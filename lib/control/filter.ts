@@ -184,11 +184,10 @@ async function reserve(
     appGpu: appContainersUseCards(decision.devices, initCount),
     exp: nowMs + deps.config.reservationTtlSeconds * 1000,
     attemptId,
-    at: nowMs,
   };
   const registration = entry.reg !== undefined ? decodeRegistration(entry.reg) : undefined;
   const previous = entry.pods[uid];
-  const replaceable = previous === undefined || (previous.at !== undefined && podCounts(previous, nowMs));
+  const replaceable = previous === undefined || podCounts(previous, nowMs);
   if (registration?.registered && entry.regv !== undefined && replaceable && countersAreExact(entry, nowMs)) {
     const claims = cardClaims(req, decision, uses, previous?.u ?? [], registration.devices, deps.config.engine.gpuSchedulerPolicy);
     if (claims) return deps.state.reserve(decision.node, uid, booking, entry.regv, claims, previous);

@@ -5,9 +5,9 @@
  * reservation expires if the pod is never seen with its annotations (the relay failed to patch it), and
  * deleted pods leave a tombstone so a late, older event cannot bring them back.
  */
-import { addPodUsage, collapsePodUsage } from '../engine/usage';
+import { addPodUsage } from '../engine/usage';
 import type { DeviceUsage, NodeState, PodDevices, QuotaView } from '../engine/types';
-import { decodeRegistration, type CardUse, type NodeEntry, type PodEntry, type QuotaItem, type SealedNodeEntry } from '../store/model';
+import { cardUsesOf, decodeRegistration, type CardUse, type NodeEntry, type PodEntry, type QuotaItem, type SealedNodeEntry } from '../store/model';
 
 /** How long a deleted pod's tombstone guards against late events. */
 export const TOMBSTONE_TTL_MS = 60 * 60 * 1000;
@@ -39,10 +39,8 @@ function cardUseToDevice([uuid, slots, usedmem, usedcores]: CardUse) {
   return { idx: 0, uuid, type: 'NVIDIA', usedmem, usedcores, slots };
 }
 
-/** Collapsed per-card usage of a pod's devices (init containers first), stored with the booking. */
-export function cardUses(devices: PodDevices, initCount: number, initDone: boolean): CardUse[] {
-  return collapsePodUsage(devices, initCount, initDone).map((d) => [d.uuid, d.slots, d.usedmem, d.usedcores]);
-}
+/** Collapsed per-card usage of a pod's devices (init containers first): what its booking holds. */
+export const cardUses = cardUsesOf;
 
 /** Some regular container holds a card: `/bind` must take the node lock (hami-spec 6.1 step 3). */
 export function appContainersUseCards(devices: PodDevices, initCount: number): boolean {

@@ -10,7 +10,9 @@
  * concurrent Lambdas serialise per node without transactions. Namespace quotas live in `QUOTA#<ns>`.
  */
 import { z } from 'zod';
-import type { NodeRegistration } from '../engine/types';
+import { decodePodDevices } from '../engine/podAnnotations';
+import type { NodeRegistration, PodDevices } from '../engine/types';
+import { collapsePodUsage } from '../engine/usage';
 
 const realtime = z.object({
   timeMs: z.number(),
@@ -38,7 +40,7 @@ export const podEntrySchema = z.object({
   dev: z.string().optional(),
   init: z.number().optional(),
   initDone: z.boolean().optional(),
-  /** Collapsed usage, precomputed at write time so reads never decode annotations. */
+  /** Collapsed usage; not stored (derived from `dev` once per distinct booking text when read). */
   u: z.array(cardUse).optional(),
   /** Some regular (non-init) container holds a card: bind takes the node lock. */
   appGpu: z.boolean().optional(),
@@ -51,7 +53,6 @@ export const podEntrySchema = z.object({
   bindPhase: z.string().optional(),
   /** The filter attempt that made the reservation. */
   attemptId: z.string().optional(),
-  at: z.number().optional(),
 });
 export type PodEntry = z.infer<typeof podEntrySchema>;
 
@@ -98,11 +99,12 @@ const bookingCache = new Map<string, PodEntry>();
 const bookingText = new WeakMap<PodEntry, string>();
 const BOOKING_CACHE_MAX = 200_000;
 
-/** A stored booking, parsed once per distinct text per process. */
+/** A stored booking, parsed once per distinct text per process; its card usage is derived from `dev`. */
 export function decodeBooking(text: string): PodEntry {
   const cached = bookingCache.get(text);
   if (cached) return cached;
-  const parsed = podEntrySchema.parse(JSON.parse(text));
+  const stored = podEntrySchema.parse(JSON.parse(text));
+  const parsed: PodEntry = stored.dev === undefined ? stored : { ...stored, u: cardUsesOf(decodePodDevices(stored.dev), stored.init ?? 0, stored.initDone === true) };
   if (bookingCache.size >= BOOKING_CACHE_MAX) bookingCache.clear();
   bookingCache.set(text, parsed);
   bookingText.set(parsed, text);
@@ -111,7 +113,13 @@ export function decodeBooking(text: string): PodEntry {
 
 /** The exact stored text of a booking read from the store (conditions compare it), or its encoding. */
 export function encodeBooking(booking: PodEntry): string {
-  return bookingText.get(booking) ?? JSON.stringify(booking);
+  const { u: _derived, ...stored } = booking;
+  return bookingText.get(booking) ?? JSON.stringify(stored);
+}
+
+/** Collapsed per-card usage of a pod's devices (init containers first): what its booking holds. */
+export function cardUsesOf(devices: PodDevices, initCount: number, initDone: boolean): CardUse[] {
+  return collapsePodUsage(devices, initCount, initDone).map((d) => [d.uuid, d.slots, d.usedmem, d.usedcores]);
 }
 
 /** Whether the node lock's guard should let this booking take the lock. */
