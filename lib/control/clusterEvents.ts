@@ -42,7 +42,8 @@ const container = z.object({
 const podObject = z.object({
   kind: z.literal('Pod'),
   apiVersion: z.literal('v1'),
-  metadata: metadata.extend({ namespace: z.string().min(1), uid: z.string().min(1) }),
+  // A relist may report a pod that vanished unseen with its name only: DELETED may omit the uid.
+  metadata: metadata.extend({ namespace: z.string().min(1), uid: z.string().min(1).optional() }),
   spec: z.object({ initContainers: z.array(container).nullish(), containers: z.array(container).nullish() }).optional(),
   status: z
     .object({
@@ -108,14 +109,21 @@ export async function ingestClusterEvents(deps: ControlDeps, events: readonly un
     } else if (object.kind === 'ResourceQuota') {
       quotaEvents.push({ type: event.type, quota: object });
     } else {
-      const planned = planPod(event.type, object, cluster.nodes);
-      if ('error' in planned) {
-        rejected.push({ index: at, error: planned.error });
+      const uids = podUids(event.type, object, cluster.nodes);
+      if ('error' in uids) {
+        rejected.push({ index: at, error: uids.error });
         continue;
       }
-      for (const [node, change] of planned.changes) add(node, change);
-      for (const node of planned.releaseLocksOn) {
-        if (cluster.locks.get(node)?.holderUid === object.metadata.uid) lockReleases.push({ node, uid: object.metadata.uid });
+      for (const uid of uids.found) {
+        const planned = planPod(event.type, object, uid, cluster.nodes);
+        if ('error' in planned) {
+          rejected.push({ index: at, error: planned.error });
+          break;
+        }
+        for (const [node, change] of planned.changes) add(node, change);
+        for (const node of planned.releaseLocksOn) {
+          if (cluster.locks.get(node)?.holderUid === uid) lockReleases.push({ node, uid });
+        }
       }
     }
   }
@@ -199,13 +207,26 @@ function nodeChange(deps: ControlDeps, type: WatchEvent['type'], object: z.infer
   };
 }
 
+/** The pod's uid, or for a DELETED without one, the uids of the live bookings under its namespace/name. */
+function podUids(type: WatchEvent['type'], pod: PodObject, nodes: ReadonlyMap<string, NodeEntry>): { found: string[] } | { error: string } {
+  if (pod.metadata.uid !== undefined) return { found: [pod.metadata.uid] };
+  if (type !== 'DELETED') return { error: 'object.metadata.uid: required for ADDED and MODIFIED pods' };
+  const found = new Set<string>();
+  for (const entry of nodes.values()) {
+    for (const [uid, booking] of Object.entries(entry.pods)) {
+      if (booking.st !== 'gone' && booking.ns === pod.metadata.namespace && booking.name === pod.metadata.name) found.add(uid);
+    }
+  }
+  return { found: [...found] };
+}
+
 /** Which node entries a pod event changes, and where it may free a lock. */
 function planPod(
   type: WatchEvent['type'],
   pod: PodObject,
+  uid: string,
   nodes: ReadonlyMap<string, NodeEntry>,
 ): { changes: [string, EntryChange][]; releaseLocksOn: string[] } | { error: string } {
-  const uid = pod.metadata.uid;
   const annotations = pod.metadata.annotations ?? {};
   const target = annotations[PodAnnotation.VgpuNode];
   const holders = nodesHoldingPod(nodes, uid);

@@ -177,6 +177,17 @@ describe('control plane over HTTP', () => {
     expect((await api.devices('node3')).json.devices[0].usedmem).toBe(0);
   });
 
+  it('frees a pod reported DELETED by name only (a relist found it gone), and rejects a MODIFIED without uid', async () => {
+    const pod = gpuPod('vanished', [{ name: 'c', gpu: 1, mem: 7000 }]);
+    await api.filter(pod, ['node3']);
+    expect((await api.devices('node3')).json.devices[0].usedmem).toBe(7000);
+    const nameOnly = { kind: 'Pod', apiVersion: 'v1', metadata: { name: 'vanished', namespace: 'default' } };
+    const modified = await api.events([{ type: 'MODIFIED', object: nameOnly }]);
+    expect(modified.json.rejected).toEqual([{ index: 0, error: expect.stringContaining('uid') }]);
+    expect((await api.events([{ type: 'DELETED', object: nameOnly }])).json).toEqual({ accepted: 1, rejected: [] });
+    expect((await api.devices('node3')).json.devices[0].usedmem).toBe(0);
+  });
+
   it('counts confirmed pods forwarded by the relay, and frees them when they succeed', async () => {
     const pod = gpuPod('external', [{ name: 'c', gpu: 1, mem: 5000 }]);
     const annotations = { 'hami.io/vgpu-node': 'node3', 'hami.io/vgpu-devices-allocated': 'GPU-3a,NVIDIA,5000,0:;' };
