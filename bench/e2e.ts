@@ -136,7 +136,7 @@ async function main(): Promise<void> {
   let lockRetries = 0;
   let gaveUp = 0;
   // Pods waiting to be scheduled; a pod whose bind met the node lock comes back after a backoff, as
-  // kube-scheduler requeues it (100 ms doubling to 2 s here; kube-scheduler starts at 1 s).
+  // kube-scheduler requeues it: its defaults, 1 s doubling to 10 s (podInitialBackoffSeconds, podMaxBackoffSeconds).
   const queue: { pod: ReturnType<typeof pod>; attempt: number; notBefore: number }[] = Array.from({ length: options.pods }, (_, i) => ({
     pod: pod(i),
     attempt: 0,
@@ -152,7 +152,7 @@ async function main(): Promise<void> {
       gaveUp += 1;
       return;
     }
-    queue.push({ ...item, attempt, notBefore: performance.now() + Math.min(100 * 2 ** item.attempt, 2000) });
+    queue.push({ ...item, attempt, notBefore: performance.now() + Math.min(1000 * 2 ** item.attempt, 10_000) });
   };
 
   const client = async () => {
