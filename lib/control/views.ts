@@ -4,6 +4,7 @@
  */
 import type { AttemptRecord, BindRecord } from '../diagnostics/record';
 import { renderSchedulerLog, type SchedulerLog } from '../diagnostics/schedulerLog';
+import type { NodeDevices } from '../diagnostics/nodeDevices';
 import { NotFoundError } from '../errors';
 import type { NodeEntry, NodeLock } from '../store/model';
 import type { PodRecords } from '../store/recordStore';
@@ -47,32 +48,15 @@ export function numberedAttempts(stored: PodRecords): AttemptRecord[] {
   });
 }
 
-export interface NodeDevicesView {
-  readonly name: string;
-  readonly registered: boolean;
-  readonly reason?: string;
-  readonly allocatable: Readonly<Record<string, string>>;
+/** CONTRACT 9's node devices body, plus what an operator needs to judge the node's health and lock. */
+export interface NodeDevicesView extends NodeDevices {
   readonly handshake: { readonly value: string | null; readonly state: string };
   /** RFC 3339 of the last registration change the relay forwarded, and its age. */
   readonly registrationUpdated: string | null;
   readonly registrationAgeSeconds: number | null;
   readonly realtime: { readonly time: string; readonly ageSeconds: number } | null;
-  readonly devices: readonly {
-    readonly id: string;
-    readonly index: number;
-    readonly type: string;
-    readonly count: number;
-    readonly devmem: number;
-    readonly devcore: number;
-    readonly numa: number;
-    readonly health: boolean;
-    readonly used: number;
-    readonly usedmem: number;
-    readonly usedcores: number;
-    readonly freemem: number;
-    readonly pods: readonly string[];
-  }[];
-  readonly lock: { readonly holder: string; readonly since: string; readonly ageSeconds: number; readonly expires: string } | null;
+  readonly devices: (NodeDevices['devices'][number] & { readonly freemem: number })[];
+  readonly lock: (NonNullable<NodeDevices['lock']> & { readonly ageSeconds: number; readonly expires: string }) | null;
 }
 
 export async function readNodeDevices(deps: ControlDeps, node: string): Promise<NodeDevicesView> {

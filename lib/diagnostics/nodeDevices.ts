@@ -29,5 +29,4 @@ export const nodeDevicesSchema = z.object({
   lock: z.object({ holder: z.string(), since: z.string() }).nullable(),
 });
 
-export type NodeDevice = z.infer<typeof nodeDeviceSchema>;
 export type NodeDevices = z.infer<typeof nodeDevicesSchema>;

@@ -2,6 +2,8 @@
  * The control plane over real HTTP (local server, embedded dynalite), driven as the relay and
  * kube-scheduler drive it: cluster events, filter, bind, bind outcome, and the read APIs.
  */
+import { nodeDevicesSchema } from '../../../lib/diagnostics/nodeDevices';
+import { schedulerLogSchema } from '../../../lib/diagnostics/schedulerLog';
 import { startLocalServer, type LocalServer } from '../../../lib/local/server';
 import { card, controlClient, forwardedPod, gpuNode, gpuPod, patchedAnnotations } from '../../support/cluster';
 
@@ -45,6 +47,7 @@ describe('control plane over HTTP', () => {
 
     const devices = await api.devices(node);
     expect(devices.status).toBe(200);
+    expect(nodeDevicesSchema.safeParse(devices.json).success).toBe(true);
     const used = devices.json.devices.filter((d: { usedmem: number }) => d.usedmem > 0);
     expect(used).toEqual([expect.objectContaining({ used: 1, usedmem: 4000, usedcores: 30, pods: ['default/train'] })]);
   });
@@ -122,6 +125,7 @@ describe('control plane over HTTP', () => {
 
     const log = await api.schedulerLog('default', 'huge');
     expect(log.status).toBe(200);
+    expect(schedulerLogSchema.safeParse(log.json).success).toBe(true);
     expect(log.json.status).toBe('failed');
     expect(log.json.filter.status).toBe('failed');
     expect(log.json.filter.summary).toBe('no available node, 3 nodes do not meet');
