@@ -10,8 +10,8 @@ import { quantityAsInt64 } from '../engine/quantity';
 import { HandshakeAnnotation, parseNodeRegistration, parseRealtimeReport, RealtimeAnnotation } from '../engine/registration';
 import type { PodDevices } from '../engine/types';
 import { ContentionError } from '../errors';
-import { emptyNodeEntry, encodeRegistration, type NodeEntry, type PodEntry, type QuotaItem } from '../store/model';
-import { appContainersUseCards, backoffMs, cardUses, isOlder, nextVersion, nodesHoldingPod, podCounts, seal, TOMBSTONE_TTL_MS } from './ledger';
+import { cardUsesOf, emptyNodeEntry, encodeRegistration, type NodeEntry, type PodEntry, type QuotaItem } from '../store/model';
+import { appContainersUseCards, backoffMs, isOlder, nextVersion, nodesHoldingPod, podCounts, seal, TOMBSTONE_TTL_MS } from './ledger';
 import type { ControlDeps } from './deps';
 
 const stringMap = z.record(z.string(), z.string());
@@ -267,7 +267,7 @@ function planPod(
     dev: allocated,
     init: initCount,
     ...(initDone ? { initDone } : {}),
-    u: cardUses(devices, initCount, initDone),
+    u: cardUsesOf(devices, initCount, initDone),
     appGpu: appContainersUseCards(devices, initCount),
     ...(rv ? { rv } : {}),
     ...(phase ? { phase } : {}),

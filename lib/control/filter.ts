@@ -11,9 +11,9 @@ import type { Decision, DeviceInfo, NodeLike, NodeState, PodLike } from '../engi
 import { logDecision, logRealtime, recordDecisionMetrics } from '../diagnostics/decisionLogs';
 import type { AttemptRecord, FilterRecord, PodRef } from '../diagnostics/record';
 import { ContentionError } from '../errors';
-import { decodeRegistration, type CardUse, type NodeEntry, type PodEntry } from '../store/model';
+import { cardUsesOf, decodeRegistration, type CardUse, type NodeEntry, type PodEntry } from '../store/model';
 import type { CardClaim, ClusterSnapshot, WriteOutcome } from '../store/stateStore';
-import { appContainersUseCards, backoffMs, cardUses, countersAreExact, nextVersion, nodesHoldingPod, podCounts, seal, toNodeState, toQuotaView } from './ledger';
+import { appContainersUseCards, backoffMs, countersAreExact, nextVersion, nodesHoldingPod, podCounts, seal, toNodeState, toQuotaView } from './ledger';
 import { patchPod, podEvent, type Effect } from './effects';
 import type { ControlDeps } from './deps';
 
@@ -173,7 +173,7 @@ async function reserve(
 ): Promise<WriteOutcome> {
   const uid = req.podRef.uid;
   const initCount = req.pod.spec?.initContainers?.length ?? 0;
-  const uses = cardUses(decision.devices, initCount, false);
+  const uses = cardUsesOf(decision.devices, initCount, false);
   const booking: PodEntry = {
     ns: req.podRef.namespace,
     name: req.podRef.name,
@@ -244,7 +244,8 @@ async function releaseEarlierBookings(deps: ControlDeps, uid: string, chosen: st
   for (const node of nodesHoldingPod(cluster.nodes, uid)) {
     if (node === chosen) continue;
     const held = cluster.nodes.get(node)?.pods[uid];
-    if (held && held.st !== 'gone' && held.exp !== undefined && held.exp <= nowMs) continue;
+    // Only bookings that still count are given back; tombstones stay, so late events cannot revive the pod.
+    if (!held || !podCounts(held, nowMs)) continue;
     await releaseBooking(deps, node, uid);
   }
 }

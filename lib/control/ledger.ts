@@ -7,7 +7,7 @@
  */
 import { addPodUsage } from '../engine/usage';
 import type { DeviceUsage, NodeState, PodDevices, QuotaView } from '../engine/types';
-import { cardUsesOf, decodeRegistration, type CardUse, type NodeEntry, type PodEntry, type QuotaItem, type SealedNodeEntry } from '../store/model';
+import { decodeRegistration, type CardUse, type NodeEntry, type PodEntry, type QuotaItem, type SealedNodeEntry } from '../store/model';
 
 /** How long a deleted pod's tombstone guards against late events. */
 export const TOMBSTONE_TTL_MS = 60 * 60 * 1000;
@@ -39,8 +39,6 @@ function cardUseToDevice([uuid, slots, usedmem, usedcores]: CardUse) {
   return { idx: 0, uuid, type: 'NVIDIA', usedmem, usedcores, slots };
 }
 
-/** Collapsed per-card usage of a pod's devices (init containers first): what its booking holds. */
-export const cardUses = cardUsesOf;
 
 /** Some regular container holds a card: `/bind` must take the node lock (hami-spec 6.1 step 3). */
 export function appContainersUseCards(devices: PodDevices, initCount: number): boolean {

@@ -181,6 +181,16 @@ describe('control plane over HTTP', () => {
     expect((await api.devices('node3')).json.devices[0].usedmem).toBe(0);
   });
 
+  it('keeps a deleted pod deleted even if it is filtered again elsewhere and a late event arrives', async () => {
+    const pod = gpuPod('ghost', [{ name: 'c', gpu: 1, mem: 3000 }]);
+    const f = await api.filter(pod, ['node3']);
+    const annotations = patchedAnnotations(f.json);
+    await api.events([{ type: 'DELETED', object: forwardedPod(pod, annotations, { rv: '8' }) }]);
+    await api.filter(pod, ['node1']);
+    await api.events([{ type: 'MODIFIED', object: forwardedPod(pod, annotations, { rv: '7', phase: 'Running' }) }]);
+    expect((await api.devices('node3')).json.devices[0].usedmem).toBe(0);
+  });
+
   it('frees a pod reported DELETED by name only (a relist found it gone), and rejects a MODIFIED without uid', async () => {
     const pod = gpuPod('vanished', [{ name: 'c', gpu: 1, mem: 7000 }]);
     await api.filter(pod, ['node3']);
