@@ -128,6 +128,12 @@ const hintTexts: Readonly<Record<ReasonKey, HintText>> = {
     cause: 'The annotation must have exactly slot, core and memory, each once, as non-negative integers, not all zero.',
     fix: 'Fix or remove the annotation, e.g. hami.io/device-scoring-weights: "slot=1,core=1,memory=1".',
   },
+  [ExtraReasonKey.InvalidResourceRequest]: {
+    meaning: 'A GPU quantity in the pod cannot be scheduled safely, so no node was tried and nothing was booked.',
+    cause:
+      'A managed resource (nvidia.com/gpu, gpumem, gpumem-percentage or gpucores) is negative, not a whole number, unreadable, or larger than HAMi’s int32 arithmetic holds (gpucores: 4294967196 would count as -100).',
+    fix: 'Correct the value named in the summary: whole numbers, memory in MiB, cores as a percentage of one card (at most 100 counts).',
+  },
   [ExtraReasonKey.FilterError]: {
     meaning: 'The pod was rejected before any node was evaluated.',
     cause: 'Something in the pod itself (its annotations or resource requests) cannot be scheduled as written.',

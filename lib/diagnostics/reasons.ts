@@ -4,6 +4,7 @@
  * are the node-level, bind and filter-error messages we know by shape.
  */
 import { parseReason } from '../engine/messages';
+import { INVALID_REQUEST_PREFIX } from '../engine/requests';
 import { NodeFailure, ReasonCode, type NodeEvidence } from '../engine/types';
 
 /** Keys that have a hint but are not HAMi reason codes: node-level, bind and filter-error texts. */
@@ -12,6 +13,7 @@ export const ExtraReasonKey = {
   DeviceTypeNotFound: NodeFailure.DeviceTypeNotFound,
   NodeLockContention: 'NodeLockContention',
   InvalidDeviceScoringWeights: 'InvalidDeviceScoringWeights',
+  InvalidResourceRequest: 'InvalidResourceRequest',
   FilterError: 'FilterError',
   BindingFailed: 'BindingFailed',
 } as const;
@@ -47,11 +49,11 @@ export function bindFailureKey(summary: string): ReasonKey {
   return /: node lock contention$/.test(summary.trim()) ? ExtraReasonKey.NodeLockContention : ExtraReasonKey.BindingFailed;
 }
 
-/** Filter errors (a bad pod, not a bad node): the scoring-weights texts start with the annotation name. */
+/** Filter errors (a bad pod, not a bad node): the scoring-weights texts start with the annotation name, bad quantities with INVALID_REQUEST_PREFIX. */
 export function filterErrorKey(summary: string): ReasonKey {
-  return summary.startsWith('invalid hami.io/device-scoring-weights annotation')
-    ? ExtraReasonKey.InvalidDeviceScoringWeights
-    : ExtraReasonKey.FilterError;
+  if (summary.startsWith('invalid hami.io/device-scoring-weights annotation')) return ExtraReasonKey.InvalidDeviceScoringWeights;
+  if (summary.startsWith(INVALID_REQUEST_PREFIX)) return ExtraReasonKey.InvalidResourceRequest;
+  return ExtraReasonKey.FilterError;
 }
 
 /**

@@ -24,7 +24,7 @@ import {
   typeAllowed,
   uuidAllowed,
 } from './podAnnotations';
-import { PercentageUnset, podContainerRequests } from './requests';
+import { describeQuantityProblems, PercentageUnset, podContainerRequests, podRequestProblems } from './requests';
 import { NodeFailure, NVIDIA, ReasonCode } from './types';
 import type {
   ContainerDevice,
@@ -195,6 +195,11 @@ class Scratch {
   pickedRow = new Int32Array(16);
   pickedMem = new Int32Array(16);
   pickedCores = new Int32Array(16);
+  /** What the store must guard for each pick: the most the card's booked usage may hold before this pod. */
+  pickedMaxSlots = new Int32Array(16);
+  pickedMaxMem = new Int32Array(16);
+  pickedMaxCores = new Int32Array(16);
+  pickedExclusive = new Uint8Array(16);
   /** Index into the decision's real-time notes per card, -1 when none yet for this node. */
   noteAt = new Int32Array(16);
   reasonCounts = new Int32Array(REASONS.length);
@@ -202,9 +207,22 @@ class Scratch {
   ensure(cards: number): void {
     if (cards <= this.order.length) return;
     const size = Math.max(cards, this.order.length * 2);
-    for (const key of ['baseUsed', 'baseMem', 'baseCores', 'used', 'usedMem', 'usedCores', 'pickedMem', 'pickedCores'] as const) {
+    for (const key of [
+      'baseUsed',
+      'baseMem',
+      'baseCores',
+      'used',
+      'usedMem',
+      'usedCores',
+      'pickedMem',
+      'pickedCores',
+      'pickedMaxSlots',
+      'pickedMaxMem',
+      'pickedMaxCores',
+    ] as const) {
       this[key] = new Int32Array(size);
     }
+    this.pickedExclusive = new Uint8Array(size);
     this.cardScore = new Float64Array(size);
     this.order = new Int32Array(size);
     this.picked = new Int32Array(size);
@@ -246,6 +264,8 @@ const scratch = new Scratch();
 // The decision
 
 export function decide(input: DecideInput): Decision {
+  const problems = podRequestProblems(input.pod, input.config);
+  if (problems.length > 0) return { kind: 'error', message: describeQuantityProblems(problems) };
   let weights: DeviceScoringWeights;
   try {
     weights = deviceScoringWeightsOf(input.pod.metadata.annotations ?? {});
@@ -306,6 +326,7 @@ export function decide(input: DecideInput): Decision {
     node: chosen.name,
     score: chosen.score,
     devices: trace.podDevices(chosen.trace),
+    claims: trace.claims(chosen.trace, plan.initCount),
     fitNodes: listed,
     failedNodes,
     message: fitNodeMessage(chosen.name, input.candidates.length, listed),
@@ -369,7 +390,12 @@ function evaluateNode(run: FitRun, state: NodeState, node: PreparedNode): NodeOu
     trace.addContainer(c, 'passed', undefined, firstCard);
     for (let i = 0; i < run.pickedCount; i++) {
       const p = scratch.picked[i]!;
-      trace.addPick(p, scratch.pickedMem[i]!, scratch.pickedCores[i]!);
+      trace.addPick(p, scratch.pickedMem[i]!, scratch.pickedCores[i]!, {
+        maxSlotsBefore: scratch.pickedMaxSlots[i]!,
+        maxMemBefore: scratch.pickedMaxMem[i]!,
+        maxCoresBefore: scratch.pickedMaxCores[i]!,
+        exclusive: scratch.pickedExclusive[i] === 1,
+      });
       bookCard(node, node.devices[p]!.id, scratch.pickedMem[i]!, scratch.pickedCores[i]!);
     }
   }
@@ -572,6 +598,7 @@ class FitRun {
     scratch.pickedRow[this.pickedCount] = this.lastRow;
     scratch.pickedMem[this.pickedCount] = this.memoryRequest;
     scratch.pickedCores[this.pickedCount] = this.coresRequest;
+    this.guardPick(p, this.pickedCount);
     this.pickedCount += 1;
     if (!this.input.plan.gpuPolicy.needTopology) this.remaining -= 1;
   }
@@ -583,8 +610,32 @@ class FitRun {
       scratch.pickedRow[to] = scratch.pickedRow[from]!;
       scratch.pickedMem[to] = scratch.pickedMem[from]!;
       scratch.pickedCores[to] = scratch.pickedCores[from]!;
+      scratch.pickedMaxSlots[to] = scratch.pickedMaxSlots[from]!;
+      scratch.pickedMaxMem[to] = scratch.pickedMaxMem[from]!;
+      scratch.pickedMaxCores[to] = scratch.pickedMaxCores[from]!;
+      scratch.pickedExclusive[to] = scratch.pickedExclusive[from]!;
     });
     this.pickedCount = kept.length;
+  }
+
+  /**
+   * The checks that let card `p` through, restated as bounds on the card's booked usage before this pod (the
+   * stored counters): this container's check saw that usage plus what the pod's earlier containers took here.
+   * The store admits the booking only while the bounds still hold, so a decision made on a stale view can
+   * never over-allocate (docs/state.md, "Guards").
+   */
+  private guardPick(p: number, pick: number): void {
+    const device = this.input.node.devices[p]!;
+    const cores = this.coresRequest;
+    const earlierSlots = scratch.used[p]! - scratch.baseUsed[p]!;
+    const earlierMem = scratch.usedMem[p]! - scratch.baseMem[p]!;
+    const earlierCores = scratch.usedCores[p]! - scratch.baseCores[p]!;
+    scratch.pickedMaxSlots[pick] = device.count - 1 - earlierSlots;
+    scratch.pickedMaxMem[pick] = device.devmem - earlierMem - this.memoryRequest;
+    // A container asking no cores needs one core left (CardComputeUnitsExhausted).
+    scratch.pickedMaxCores[pick] = device.devcore - earlierCores - cores - (cores === 0 && device.devcore !== 0 ? 1 : 0);
+    const wholeCard = device.devcore === 100 && cores === 100;
+    scratch.pickedExclusive[pick] = this.input.plan.gpuPolicy.isMutex || wholeCard ? 1 : 0;
   }
 
   private pickedDevice(i: number): ContainerDevice {

@@ -18,7 +18,8 @@
  * `decide`) costs nothing measurable.
  */
 import { ReasonCode } from './types';
-import type { CardEvidence, ContainerDevice, ContainerEvidence, ContainerRequest, ContainerStatus, DeviceInfo, NodeEvidence } from './types';
+import { collapsePodUsage } from './usage';
+import type { CardClaim, CardEvidence, ContainerDevice, ContainerEvidence, ContainerRequest, ContainerStatus, DeviceInfo, NodeEvidence } from './types';
 
 export type CardOutcome = ReasonCode | 'Fit';
 
@@ -102,7 +103,15 @@ const CardColumn = {
   realtimeUsedMem: 7,
   realtimeTotalMem: 8,
 } as const;
-const PickColumn = { position: 0, usedMem: 1, usedCores: 2 } as const;
+const PickColumn = { position: 0, usedMem: 1, usedCores: 2, maxSlotsBefore: 3, maxMemBefore: 4, maxCoresBefore: 5, exclusive: 6 } as const;
+
+/** What the store must guard for one pick (see `CardClaim`). */
+export interface PickGuard {
+  readonly maxSlotsBefore: number;
+  readonly maxMemBefore: number;
+  readonly maxCoresBefore: number;
+  readonly exclusive: boolean;
+}
 
 /** Small-integer codes for the strings rows refer to. */
 const OUTCOMES: readonly CardOutcome[] = ['Fit', ...Object.values(ReasonCode)];
@@ -138,7 +147,7 @@ export class DecisionTrace {
     this.containerRows = new Rows(7, nodes * containerCount);
     // Fit usually stops after a few cards; a guess, not a bound.
     this.cardRows = new Rows(9, nodes * containerCount * 2);
-    this.pickRows = new Rows(3, nodes * containerCount);
+    this.pickRows = new Rows(7, nodes * containerCount);
   }
 
   // ----- recording
@@ -209,12 +218,16 @@ export class DecisionTrace {
     return row;
   }
 
-  /** One card given to the container recorded last. */
-  addPick(position: number, usedMem: number, usedCores: number): void {
+  /** One card given to the container recorded last, with what the store must guard for it. */
+  addPick(position: number, usedMem: number, usedCores: number, guard: PickGuard): void {
     const row = this.pickRows.append();
     this.pickRows.set(row, PickColumn.position, position);
     this.pickRows.set(row, PickColumn.usedMem, usedMem);
     this.pickRows.set(row, PickColumn.usedCores, usedCores);
+    this.pickRows.set(row, PickColumn.maxSlotsBefore, guard.maxSlotsBefore);
+    this.pickRows.set(row, PickColumn.maxMemBefore, guard.maxMemBefore);
+    this.pickRows.set(row, PickColumn.maxCoresBefore, guard.maxCoresBefore);
+    this.pickRows.set(row, PickColumn.exclusive, guard.exclusive ? 1 : 0);
     const container = this.containerRows.length - 1;
     this.containerRows.set(container, ContainerColumn.pickCount, this.containerRows.get(container, ContainerColumn.pickCount) + 1);
   }
@@ -233,6 +246,53 @@ export class DecisionTrace {
     const aligned: ContainerDevice[][] = [];
     for (let row = first; row < first + count; row++) aligned.push(this.containerDevices(node, row));
     return aligned;
+  }
+
+  /**
+   * Per card the node's containers took: what the pod's booking adds to the card (after HAMi's init-container
+   * collapse, the form the ledger counts) and the tightest bound any of its checks put on the card's usage
+   * before the pod.
+   */
+  claims(node: number, initCount: number): CardClaim[] {
+    const bounds = new Map<string, { maxSlots: number; maxMem: number; maxCores: number; exclusive: boolean }>();
+    const devices = this.nodeDevices[node]!;
+    const first = this.nodeRows.get(node, NodeColumn.firstContainer);
+    const count = this.nodeRows.get(node, NodeColumn.containerCount);
+    for (let row = first; row < first + count; row++) {
+      const firstPick = this.containerRows.get(row, ContainerColumn.firstPick);
+      for (let pick = firstPick; pick < firstPick + this.containerRows.get(row, ContainerColumn.pickCount); pick++) {
+        const uuid = devices[this.pickRows.get(pick, PickColumn.position)]!.id;
+        const maxSlots = this.pickRows.get(pick, PickColumn.maxSlotsBefore);
+        const maxMem = this.pickRows.get(pick, PickColumn.maxMemBefore);
+        const maxCores = this.pickRows.get(pick, PickColumn.maxCoresBefore);
+        const exclusive = this.pickRows.get(pick, PickColumn.exclusive) === 1;
+        const known = bounds.get(uuid);
+        bounds.set(
+          uuid,
+          known === undefined
+            ? { maxSlots, maxMem, maxCores, exclusive }
+            : {
+                maxSlots: Math.min(known.maxSlots, maxSlots),
+                maxMem: Math.min(known.maxMem, maxMem),
+                maxCores: Math.min(known.maxCores, maxCores),
+                exclusive: known.exclusive || exclusive,
+              },
+        );
+      }
+    }
+    return collapsePodUsage(this.podDevices(node), initCount).map((use) => {
+      const bound = bounds.get(use.uuid)!;
+      return {
+        uuid: use.uuid,
+        slots: Math.max(use.slots, 1),
+        mem: use.usedmem,
+        cores: use.usedcores,
+        maxSlotsBefore: bound.maxSlots,
+        maxMemBefore: bound.maxMem,
+        maxCoresBefore: bound.maxCores,
+        exclusive: bound.exclusive,
+      };
+    });
   }
 
   /** The public evidence, one entry per node recorded, in order. */

@@ -10,17 +10,23 @@ const INT64_MAX = (1n << 63n) - 1n;
 const INT64_MIN = -(1n << 63n);
 
 /**
- * The quantity's integer value, or undefined when `AsInt64` would fail (not a quantity, not
- * integral, or outside int64). Values beyond 2^53 lose precision as JS numbers; every caller
- * range-checks far below that.
+ * What a quantity reads as: an integer (exact), a value that is not integral (`500m`, `1.5`), one beyond
+ * int64, or text that is no quantity at all. `quantityAsInt64` and the request validation both read through it.
  */
-export function quantityAsInt64(value: string | number | undefined): number | undefined {
-  if (value === undefined) return undefined;
+export type QuantityReading =
+  | { readonly kind: 'integer'; readonly value: bigint }
+  | { readonly kind: 'fraction' }
+  | { readonly kind: 'overflow' }
+  | { readonly kind: 'invalid' };
+
+export function readQuantity(value: string | number): QuantityReading {
   if (typeof value === 'number') {
-    return Number.isSafeInteger(value) ? value : undefined;
+    if (!Number.isFinite(value)) return { kind: 'invalid' };
+    if (!Number.isInteger(value)) return { kind: 'fraction' };
+    return Number.isSafeInteger(value) ? { kind: 'integer', value: BigInt(value) } : { kind: 'overflow' };
   }
   const match = QUANTITY.exec(value.trim());
-  if (!match) return undefined;
+  if (!match) return { kind: 'invalid' };
   const [, sign = '', number = '', exponent, suffix] = match;
   const [wholeDigits = '', fractionDigits = ''] = number.split('.');
   let mantissa = BigInt(`${wholeDigits}${fractionDigits}` || '0');
@@ -31,17 +37,28 @@ export function quantityAsInt64(value: string | number | undefined): number | un
     if (shift !== undefined) mantissa <<= BigInt(shift);
     else decimalExponent += DECIMAL_SUFFIX_EXPONENT[suffix] ?? 0;
   }
-  if (decimalExponent > 40) return mantissa === 0n ? 0 : undefined;
+  if (decimalExponent > 40) return mantissa === 0n ? { kind: 'integer', value: 0n } : { kind: 'overflow' };
   if (decimalExponent >= 0) {
     mantissa *= 10n ** BigInt(decimalExponent);
   } else {
     const divisor = 10n ** BigInt(-decimalExponent);
-    if (mantissa % divisor !== 0n) return undefined;
+    if (mantissa % divisor !== 0n) return { kind: 'fraction' };
     mantissa /= divisor;
   }
   if (sign === '-') mantissa = -mantissa;
-  if (mantissa > INT64_MAX || mantissa < INT64_MIN) return undefined;
-  return Number(mantissa);
+  if (mantissa > INT64_MAX || mantissa < INT64_MIN) return { kind: 'overflow' };
+  return { kind: 'integer', value: mantissa };
+}
+
+/**
+ * The quantity's integer value, or undefined when `AsInt64` would fail (not a quantity, not
+ * integral, or outside int64). Values beyond 2^53 lose precision as JS numbers; every caller
+ * range-checks far below that.
+ */
+export function quantityAsInt64(value: string | number | undefined): number | undefined {
+  if (value === undefined) return undefined;
+  const reading = readQuantity(value);
+  return reading.kind === 'integer' ? Number(reading.value) : undefined;
 }
 
 /** Go's `int32(x)` conversion of an int64: keeps the low 32 bits. */

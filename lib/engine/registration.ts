@@ -33,12 +33,28 @@ export function parseNodeRegistration(node: NodeLike, config: EngineConfig): Nod
     return unregistered(error instanceof Error ? error.message : String(error));
   }
   if (devices.length === 0) return unregistered('no gpu found on node');
+  const inconsistency = registrationInconsistency(devices);
+  if (inconsistency !== undefined) return unregistered(inconsistency);
   const allocatable = node.status?.allocatable?.[config.resourceCountName];
   if (allocatable !== undefined) {
     const count = quantityAsInt64(allocatable);
     if (count !== undefined && count <= 0) return unregistered(`allocatable ${config.resourceCountName} is ${count}`);
   }
   return { registered: true, devices, cordoned: parseCordon(annotations[CordonAnnotation]), pairScores };
+}
+
+/**
+ * A registration the ledger cannot book against safely: every card must have its own non-empty UUID (bookings
+ * and the store's per-card counters are keyed by it; two cards with one UUID would be booked as one).
+ */
+function registrationInconsistency(devices: readonly DeviceInfo[]): string | undefined {
+  const seen = new Set<string>();
+  for (const [position, device] of devices.entries()) {
+    if (device.id.trim() === '') return `${RegisterAnnotation} device ${position} has no id`;
+    if (seen.has(device.id)) return `${RegisterAnnotation} lists device ${JSON.stringify(device.id)} more than once`;
+    seen.add(device.id);
+  }
+  return undefined;
 }
 
 function unregistered(reason: string): NodeRegistration {

@@ -260,6 +260,24 @@ export interface RealtimeNote {
   readonly cachedUsedMem: number;
 }
 
+/**
+ * What the store must guard when it books the chosen node, per card (docs/state.md, "Guards"): the pod adds
+ * `slots`, `mem` and `cores` to the card's booked usage (HAMi's collapsed form, the ledger's), and the
+ * decision holds only while that usage, before the pod, is at most `max…Before` (and, when `exclusive`, no
+ * slot of the card is booked at all). The engine derives the bounds from the very checks that let each card
+ * through, so the store enforces the engine's rules, never its own.
+ */
+export interface CardClaim {
+  readonly uuid: string;
+  readonly slots: number;
+  readonly mem: number;
+  readonly cores: number;
+  readonly maxSlotsBefore: number;
+  readonly maxMemBefore: number;
+  readonly maxCoresBefore: number;
+  readonly exclusive: boolean;
+}
+
 export type Decision =
   | {
       readonly kind: 'fit';
@@ -267,6 +285,8 @@ export type Decision =
       readonly score: number;
       /** Aligned per container, init first: what goes into the pod annotations. */
       readonly devices: PodDevices;
+      /** What booking `devices` on `node` must be guarded by, one entry per card taken. */
+      readonly claims: readonly CardClaim[];
       /** Fitting nodes in HAMi's listing order (binpack ascending, spread descending; ties by name). */
       readonly fitNodes: readonly { readonly name: string; readonly score: number }[];
       /** Unfit nodes and why (not returned to kube-scheduler on success, kept for diagnostics). */

@@ -213,6 +213,7 @@ describe('decision metrics (EMF)', () => {
       node: 'node3',
       score: 2.35,
       devices: [],
+      claims: [],
       fitNodes: [{ name: 'node3', score: 2.35 }],
       failedNodes: {},
       message: success.filter.summary,

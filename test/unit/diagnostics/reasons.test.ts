@@ -26,6 +26,7 @@ describe('bind and filter error texts', () => {
   });
   it.each([
     ['invalid hami.io/device-scoring-weights annotation "x": expected key=value entries', 'InvalidDeviceScoringWeights'],
+    ['invalid GPU resource request: container "c": nvidia.com/gpumem "-1" is negative', 'InvalidResourceRequest'],
     ['calcScore failed', 'FilterError'],
   ])('filter %j -> %s', (text, key) => {
     expect(filterErrorKey(text)).toBe(key);

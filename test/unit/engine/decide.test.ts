@@ -356,6 +356,49 @@ describe('real-time check (CONTRACT 8)', () => {
   });
 });
 
+describe('bad quantities are bad input (docs/api.md, "Quantities")', () => {
+  it('answers an error naming container, resource and value instead of booking wrapped cores', () => {
+    const d = decide(input(pod([gpu(1, { 'nvidia.com/gpucores': '4294967196' })]), [node('n1', [card('a')])]));
+    expect(d).toEqual({
+      kind: 'error',
+      message: 'invalid GPU resource request: container "c0": nvidia.com/gpucores "4294967196" is larger than 2147483647 (HAMi computes it in int32)',
+    });
+  });
+
+  it.each(['-1', 'abc', '0.5'])('gpumem %s is refused, not read as a pod without GPUs', (value) => {
+    expect(decide(input(pod([gpu(1, { 'nvidia.com/gpumem': value })]), [node('n1', [card('a')])])).kind).toBe('error');
+  });
+});
+
+describe('claims: what the store must guard for the chosen cards', () => {
+  it('a single container: adds its share, bounded by the checks that let the card through', () => {
+    const d = fit(decide(input(pod([gpu(1, { 'nvidia.com/gpumem': 3000, 'nvidia.com/gpucores': 30 })]), [node('n1', [card('a')], { usage: { a: { used: 2, usedmem: 1000, usedcores: 10 } } })])));
+    expect(d.claims).toEqual([{ uuid: 'a', slots: 1, mem: 3000, cores: 30, maxSlotsBefore: 9, maxMemBefore: 8192 - 3000, maxCoresBefore: 70, exclusive: false }]);
+  });
+
+  it('two app containers on one card: the second bound counts the first one; the add is their sum', () => {
+    const d = fit(decide(input(pod([gpu(1, { 'nvidia.com/gpumem': 3000, 'nvidia.com/gpucores': 20 }), gpu(1, { 'nvidia.com/gpumem': 2000, 'nvidia.com/gpucores': 20 })]), [node('n1', [card('a')])])));
+    expect(d.claims).toEqual([{ uuid: 'a', slots: 2, mem: 5000, cores: 40, maxSlotsBefore: 8, maxMemBefore: 8192 - 5000, maxCoresBefore: 60, exclusive: false }]);
+  });
+
+  it('init and app containers on one card: HAMi collapse (the larger share), the tighter bound', () => {
+    const d = fit(decide(input(pod([gpu(1, { 'nvidia.com/gpumem': 2000, 'nvidia.com/gpucores': 5 })], { init: [gpu(1, { 'nvidia.com/gpumem': 4000, 'nvidia.com/gpucores': 10 })] }), [node('n1', [card('a')])])));
+    expect(d.claims).toEqual([{ uuid: 'a', slots: 1, mem: 4000, cores: 10, maxSlotsBefore: 9, maxMemBefore: 8192 - 4000, maxCoresBefore: 90, exclusive: false }]);
+  });
+
+  it('a card without cores (devcore 0) is claimable by a request without cores', () => {
+    const d = fit(decide(input(pod([gpu(1, { 'nvidia.com/gpumem': 1000 })]), [node('n1', [card('a', { devcore: 0 })])])));
+    expect(d.claims[0]).toMatchObject({ cores: 0, maxCoresBefore: 0 });
+  });
+
+  it('a request without cores keeps one core free; whole-card and mutex requests are exclusive', () => {
+    expect(fit(decide(input(pod([gpu(1, { 'nvidia.com/gpumem': 1000 })]), [node('n1', [card('a')])]))).claims[0]).toMatchObject({ maxCoresBefore: 99, exclusive: false });
+    expect(fit(decide(input(pod([gpu(1, { 'nvidia.com/gpucores': 100 })]), [node('n1', [card('a')])]))).claims[0]).toMatchObject({ exclusive: true });
+    const mutex = pod([gpu(1, { 'nvidia.com/gpumem': 10 })], { annotations: { 'hami.io/gpu-scheduler-policy': 'mutex' } });
+    expect(fit(decide(input(mutex, [node('n1', [card('a')])]))).claims[0]).toMatchObject({ exclusive: true });
+  });
+});
+
 describe('bad input never throws out of the engine', () => {
   it('odd numbers in usage and registrations still give a decision', () => {
     const weird = node('n1', [card('a', { count: 0, devmem: 0, devcore: 0 }), card('b', { numa: -3 })], {

@@ -1,4 +1,5 @@
 import fc from 'fast-check';
+import { claimAdmits } from '../../../lib/engine/claims';
 import { decide } from '../../../lib/engine/decide';
 import { decodePodDevices } from '../../../lib/engine/podAnnotations';
 import { parseNodeRegistration } from '../../../lib/engine/registration';
@@ -130,6 +131,73 @@ describe('property: accepted placements fit every card', () => {
         expect(['none', 'PodAnnotationFormatError']).toContain(decodeError);
       }),
       { numRuns: 300 },
+    );
+  });
+});
+
+describe('property: claims are exactly what the store can admit', () => {
+  // Mostly readable values (so placements happen), now and then a hostile one.
+  const quantity = fc.oneof(
+    { weight: 12, arbitrary: fc.oneof(fc.constant('0'), fc.integer({ min: 0, max: 40000 }).map(String)) },
+    { weight: 1, arbitrary: fc.constantFrom('-1', '4294967196', 'abc', '0.5', '1e3', '16Gi', '99999999999999999999', '2147483647', '') },
+  );
+  const hostileContainer: fc.Arbitrary<Limits> = fc.record(
+    {
+      'nvidia.com/gpu': fc.oneof({ weight: 12, arbitrary: fc.integer({ min: 0, max: 3 }).map(String) }, { weight: 1, arbitrary: fc.constantFrom('-1', '1.5', '4294967297', 'x') }),
+      'nvidia.com/gpumem': quantity,
+      'nvidia.com/gpumem-percentage': quantity,
+      'nvidia.com/gpucores': quantity,
+    },
+    { requiredKeys: ['nvidia.com/gpu'] },
+  );
+  const hostileCard = fc.record({
+    // Mostly distinct UUIDs; now and then a repeated or empty one (the node is then unregistered).
+    id: fc.oneof({ weight: 8, arbitrary: fc.constant('own') }, { weight: 1, arbitrary: fc.constantFrom('GPU-dup', '') }),
+    count: fc.integer({ min: 0, max: 4 }),
+    devmem: fc.integer({ min: 0, max: 20000 }),
+    devcore: fc.constantFrom(0, 1, 100, 200),
+    numa: fc.integer({ min: -1, max: 1 }),
+    health: fc.boolean(),
+  });
+  // Idle cards are common, and are where off-by-one bounds show.
+  const some = (max: number) => fc.oneof(fc.constant(0), fc.integer({ min: 0, max }));
+  const usageArb = fc.record({ used: some(6), usedmem: some(25000), usedcores: some(250) });
+
+  it('decide never throws; every fit emits claims the guards admit on the same view, for exactly the cards taken, never negative', () => {
+    fc.assert(
+      fc.property(
+        fc.array(fc.tuple(fc.array(hostileCard, { maxLength: 5 }), fc.array(usageArb, { minLength: 5, maxLength: 5 })), { minLength: 1, maxLength: 3 }),
+        fc.array(hostileContainer, { minLength: 1, maxLength: 3 }),
+        fc.array(hostileContainer, { maxLength: 2 }),
+        annotationsArb,
+        (specs, app, init, annotations) => {
+          const nodes: NodeState[] = specs.map(([cardSpecs, usages], n) => {
+            const withIds = cardSpecs.map((c, i) => ({ ...c, id: c.id === 'own' ? `GPU-${n}-${i}` : c.id, index: i, type: 'NVIDIA-T4', mode: 'hami-core' }));
+            const register = JSON.stringify(withIds);
+            const registration = parseNodeRegistration({ metadata: { name: `node-${n}`, annotations: { 'hami.io/node-nvidia-register': register } } }, config());
+            const usage: Record<string, DeviceUsage> = {};
+            withIds.forEach((c, i) => (usage[c.id] = usages[i]!));
+            return { name: `node-${n}`, registration, usage };
+          });
+          const decision = decide(input(pod(app, { init, annotations }), nodes));
+          expect(['fit', 'noFit', 'error']).toContain(decision.kind);
+          if (decision.kind !== 'fit') return;
+          const chosen = nodes.find((n) => n.name === decision.node)!;
+          if (!chosen.registration.registered) throw new Error('chosen node is not registered');
+          const taken = new Set(decision.devices.flat().map((d) => d.uuid));
+          expect(new Set(decision.claims.map((c) => c.uuid))).toEqual(taken);
+          for (const claim of decision.claims) {
+            const device = chosen.registration.devices.find((d) => d.id === claim.uuid)!;
+            expect(claimAdmits(claim, chosen.usage[claim.uuid] ?? { used: 0, usedmem: 0, usedcores: 0 })).toBe(true);
+            expect(Math.min(claim.slots, claim.mem, claim.cores)).toBeGreaterThanOrEqual(0);
+            // Whatever usage the guard admits, the card stays within its capacity once the pod is added.
+            expect(claim.maxSlotsBefore + claim.slots).toBeLessThanOrEqual(device.count);
+            expect(claim.maxMemBefore + claim.mem).toBeLessThanOrEqual(device.devmem);
+            expect(claim.maxCoresBefore + claim.cores).toBeLessThanOrEqual(Math.max(device.devcore, 0));
+          }
+        },
+      ),
+      { numRuns: 500 },
     );
   });
 });

@@ -9,6 +9,13 @@ const nodeWith = (annotations: Record<string, string>, allocatable?: Record<stri
 const REG = 'hami.io/node-nvidia-register';
 
 describe('parseNodeRegistration', () => {
+  it.each([
+    ['a UUID listed twice', '[{"id":"GPU-0","count":10,"devmem":1000,"devcore":100,"type":"NVIDIA-T4","health":true},{"id":"GPU-0","count":10,"devmem":1000,"devcore":100,"type":"NVIDIA-T4","health":true,"index":1}]', 'hami.io/node-nvidia-register lists device "GPU-0" more than once'],
+    ['a card without a UUID', '[{"id":"","count":10,"devmem":1000,"devcore":100,"type":"NVIDIA-T4","health":true}]', 'hami.io/node-nvidia-register device 0 has no id'],
+  ])('an inconsistent registration (%s) leaves the node unregistered, with the reason', (_label, text, reason) => {
+    expect(parseNodeRegistration(nodeWith({ [REG]: text }), config())).toEqual({ registered: false, reason });
+  });
+
   it('decodes the JSON format with omitted zero values (hami-spec 2.2 example)', () => {
     const text = '[{"id":"GPU-0","count":10,"devmem":8192,"devcore":100,"type":"NVIDIA-A100","numa":0,"health":true,"index":0,"mode":"hami-core"},{"id":"GPU-1","count":10,"devmem":8192,"devcore":100,"type":"NVIDIA-A100","index":1}]';
     const registration = parseNodeRegistration(nodeWith({ [REG]: text }), config());

@@ -1,6 +1,6 @@
-import { containerRequest, hasManagedResources, podContainerRequests } from '../../../lib/engine/requests';
+import { containerRequest, describeQuantityProblems, hasManagedResources, podContainerRequests, podRequestProblems } from '../../../lib/engine/requests';
 import type { ContainerLike } from '../../../lib/engine/types';
-import { config, gpu, pod } from './fixtures';
+import { config, gpu, pod, type Limits } from './fixtures';
 
 const ctr = (limits: Record<string, string | number>, requests?: Record<string, string | number>): ContainerLike => ({
   name: 'c',
@@ -69,5 +69,51 @@ describe('podContainerRequests (hami-spec 1.3)', () => {
     [{ metadata: { name: 'bare' } }, false],
   ])('hasManagedResources case %#', (p, expected) => {
     expect(hasManagedResources(p, config())).toBe(expected);
+  });
+});
+
+describe('podRequestProblems: quantities that cannot be scheduled safely (docs/api.md, "Quantities")', () => {
+  const problemsOf = (limits: Limits, memoryFactor = 1) => podRequestProblems(pod([limits]), config({ memoryFactor }));
+  const cases: [string, Limits, string | undefined][] = [
+    ['gpucores that wraps int32 (-100 to HAMi)', gpu(1, { 'nvidia.com/gpucores': '4294967196' }), 'nvidia.com/gpucores "4294967196" is larger than 2147483647 (HAMi computes it in int32)'],
+    ['negative gpumem', gpu(1, { 'nvidia.com/gpumem': '-1' }), 'nvidia.com/gpumem "-1" is negative'],
+    ['unreadable gpumem', gpu(1, { 'nvidia.com/gpumem': 'abc' }), 'nvidia.com/gpumem "abc" is not a Kubernetes quantity'],
+    ['fractional gpumem', gpu(1, { 'nvidia.com/gpumem': '0.5' }), 'nvidia.com/gpumem "0.5" is not a whole number'],
+    ['gpumem 16Gi is beyond int32 MiB', gpu(1, { 'nvidia.com/gpumem': '16Gi' }), 'nvidia.com/gpumem "16Gi" is larger than 2147483647 (HAMi computes it in int32)'],
+    ['gpumem 1Gi with factor 2 (times 2 wraps int32)', gpu(1, { 'nvidia.com/gpumem': '1Gi' }), 'nvidia.com/gpumem "1Gi" is larger than 1073741823 (HAMi computes it in int32)'],
+    ['gpumem 1000 with factor 2', gpu(1, { 'nvidia.com/gpumem': '1000' }), undefined],
+    ['gpu count that wraps int32', { 'nvidia.com/gpu': '4294967297' }, 'nvidia.com/gpu "4294967297" is larger than 2147483647 (HAMi computes it in int32)'],
+    ['gpu count 1.5', { 'nvidia.com/gpu': '1.5' }, 'nvidia.com/gpu "1.5" is not a whole number'],
+    ['gpu count beyond int64', { 'nvidia.com/gpu': '99999999999999999999' }, 'nvidia.com/gpu "99999999999999999999" is larger than 2147483647 (HAMi computes it in int32)'],
+    ['negative percentage', gpu(1, { 'nvidia.com/gpumem-percentage': '-1' }), 'nvidia.com/gpumem-percentage "-1" is negative'],
+    ['percentage above 100 is clamped, not refused', gpu(1, { 'nvidia.com/gpumem-percentage': '150' }), undefined],
+    ['cores above 100 are clamped, not refused', gpu(1, { 'nvidia.com/gpucores': '300' }), undefined],
+    ['plain request', gpu(1, { 'nvidia.com/gpumem': '1000', 'nvidia.com/gpucores': '30' }), undefined],
+    ['a JSON number that is not whole', gpu(1, { 'nvidia.com/gpumem': 1.25 }), 'nvidia.com/gpumem "1.25" is not a whole number'],
+    ['memory without a count is still checked', { 'nvidia.com/gpumem': '-5' }, 'nvidia.com/gpumem "-5" is negative'],
+  ];
+  it.each(cases)('%s', (label, limits, expected) => {
+    const problems = problemsOf(limits, label.includes('factor 2') ? 2 : 1);
+    if (expected === undefined) expect(problems).toEqual([]);
+    else expect(problems.map((p) => `${p.resource} ${JSON.stringify(p.value)} ${p.problem}`)).toEqual([expected]);
+  });
+
+  it('names the container, the resource and the value in one answer for every problem', () => {
+    const bad = pod([gpu(1, { 'nvidia.com/gpucores': '-3' }), {}, gpu(1, { 'nvidia.com/gpumem': 'x' })], { init: [{ 'nvidia.com/gpu': '-1' }] });
+    expect(describeQuantityProblems(podRequestProblems(bad, config()))).toBe(
+      'invalid GPU resource request: container "init0": nvidia.com/gpu "-1" is negative; container "c0": nvidia.com/gpucores "-3" is negative; ' +
+        'container "c2": nvidia.com/gpumem "x" is not a Kubernetes quantity',
+    );
+  });
+
+  it('checks requests too, and reports a resource once per container', () => {
+    const p = pod([]);
+    const withRequests = { ...p, spec: { containers: [{ name: 'c', resources: { limits: { 'nvidia.com/gpu': '-1' }, requests: { 'nvidia.com/gpu': '-1', 'nvidia.com/gpucores': '0.1' } } }] } };
+    expect(podRequestProblems(withRequests, config()).map((x) => x.resource)).toEqual(['nvidia.com/gpu', 'nvidia.com/gpucores']);
+  });
+
+  it('makes a pod with unreadable quantities a pod the scheduler answers for', () => {
+    expect(hasManagedResources(pod([{ 'nvidia.com/gpumem': 'abc' }]), config())).toBe(true);
+    expect(hasManagedResources(pod([{ 'nvidia.com/gpumem': '1000' }]), config())).toBe(false);
   });
 });
