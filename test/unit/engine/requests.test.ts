@@ -94,8 +94,7 @@ describe('podRequestProblems: quantities that cannot be scheduled safely (docs/a
   ];
   it.each(cases)('%s', (label, limits, expected) => {
     const problems = problemsOf(limits, label.includes('factor 2') ? 2 : 1);
-    if (expected === undefined) expect(problems).toEqual([]);
-    else expect(problems.map((p) => `${p.resource} ${JSON.stringify(p.value)} ${p.problem}`)).toEqual([expected]);
+    expect(problems.map((p) => `${p.resource} ${JSON.stringify(p.value)} ${p.problem}`)).toEqual(expected === undefined ? [] : [expected]);
   });
 
   it('names the container, the resource and the value in one answer for every problem', () => {
