@@ -63,13 +63,10 @@ const envSchema = z
     if (auth === 'token' && env.HAMI_API_TOKEN === undefined) {
       ctx.addIssue({ code: 'custom', path: ['HAMI_API_TOKEN'], message: 'is required when HAMI_CONTROL_PLANE_AUTH=token' });
     }
-    if (auth === 'iam') {
-      if (env.AWS_REGION === undefined && env.AWS_DEFAULT_REGION === undefined) {
-        ctx.addIssue({ code: 'custom', path: ['AWS_REGION'], message: 'is required when HAMI_CONTROL_PLANE_AUTH=iam (SigV4 signing)' });
-      }
-      for (const key of ['AWS_ACCESS_KEY_ID', 'AWS_SECRET_ACCESS_KEY'] as const) {
-        if (env[key] === undefined) ctx.addIssue({ code: 'custom', path: [key], message: 'is required when HAMI_CONTROL_PLANE_AUTH=iam' });
-      }
+    // Credentials come from the AWS SDK's chain at request time (IRSA, EKS Pod Identity, env keys, instance
+    // profile): only the region is needed to sign.
+    if (auth === 'iam' && env.AWS_REGION === undefined && env.AWS_DEFAULT_REGION === undefined) {
+      ctx.addIssue({ code: 'custom', path: ['AWS_REGION'], message: 'is required when HAMI_CONTROL_PLANE_AUTH=iam (SigV4 signing)' });
     }
     if (env.RELAY_BACKOFF_MAX_MS < env.RELAY_BACKOFF_INITIAL_MS) {
       ctx.addIssue({ code: 'custom', path: ['RELAY_BACKOFF_MAX_MS'], message: 'must not be below RELAY_BACKOFF_INITIAL_MS' });

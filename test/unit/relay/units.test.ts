@@ -39,10 +39,20 @@ describe('loadRelayConfig', () => {
     for (const key of ['HAMI_CONTROL_PLANE_URL', 'RELAY_PORT', 'RELAY_BATCH_MAX_EVENTS']) expect(problems).toContain(key);
   });
 
-  it('requires region and credentials for IAM signing, and a token for token auth', () => {
-    expect(() => loadRelayConfig({ HAMI_CONTROL_PLANE_URL: 'https://x.example', HAMI_CONTROL_PLANE_AUTH: 'iam' })).toThrow(
-      /AWS_REGION[\s\S]*AWS_ACCESS_KEY_ID[\s\S]*AWS_SECRET_ACCESS_KEY/,
-    );
+  it('requires a region (not static keys) for IAM signing, and a token for token auth', () => {
+    let problems: readonly string[] = [];
+    try {
+      loadRelayConfig({ HAMI_CONTROL_PLANE_URL: 'https://x.example', HAMI_CONTROL_PLANE_AUTH: 'iam' });
+    } catch (err) {
+      problems = (err as RelayConfigError).problems;
+    }
+    expect(problems).toEqual(['AWS_REGION: is required when HAMI_CONTROL_PLANE_AUTH=iam (SigV4 signing)']);
+    // IRSA / EKS Pod Identity: a region and no keys in the environment is a complete configuration.
+    expect(loadRelayConfig({ HAMI_CONTROL_PLANE_URL: 'https://x.example', HAMI_CONTROL_PLANE_AUTH: 'iam', AWS_REGION: 'us-west-2' }).controlPlane).toEqual({
+      url: 'https://x.example',
+      auth: 'iam',
+      region: 'us-west-2',
+    });
     expect(() => loadRelayConfig({ HAMI_CONTROL_PLANE_URL: 'https://x.example', HAMI_CONTROL_PLANE_AUTH: 'token' })).toThrow(/HAMI_API_TOKEN/);
     const iam = loadRelayConfig({ HAMI_CONTROL_PLANE_URL: 'https://x.example', AWS_DEFAULT_REGION: 'eu-west-1', AWS_ACCESS_KEY_ID: 'AK', AWS_SECRET_ACCESS_KEY: 'SK' });
     expect(iam.controlPlane).toEqual({ url: 'https://x.example', auth: 'iam', region: 'eu-west-1' });
