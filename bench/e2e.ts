@@ -1,240 +1,384 @@
 /**
- * `npm run bench`: the control plane end to end over HTTP (local server, embedded dynalite).
- * N nodes x 8 cards are registered through /cluster/events; C clients then schedule P pods as kube-scheduler
- * and the relay would: /filter with every node name, /bind, /bind/outcome. The device plugin's end of the
- * allocation (bind-phase success) is forwarded in batches as the relay would, which frees the node lock.
- * A bind that meets the lock is retried after a re-filter, as kube-scheduler retries.
+ * `npm run bench`: the control plane end to end, driven the way kube-scheduler and the relay drive it.
  *
- * Flags: --nodes 100 --pods 1000 --concurrency 8. Prints progress lines, then, as the last line, one JSON object:
- * {"filterP50Ms","filterP99Ms","bindP50Ms","bindP99Ms","podsPerSecond","storeCallsPerPod","overAllocations", …}
+ * Processes, as deployed: the store (dynalite), a control plane for `/filter` and one for everything else (two
+ * Lambda functions, each with its own warm view), and this process, which plays kube-scheduler, the relay and
+ * HAMi's device plugin. Delaying proxies sit in front of the store and in front of the control planes
+ * (`--store-rtt-ms`, `--gateway-rtt-ms`), so a run can cost what AWS would, and observe every call.
+ *
+ *   kube-scheduler  one filter in flight (its scheduling cycle is serial); binds run asynchronously, at most 16
+ *                   at once; a bind that meets the node lock sends the pod back to the queue with
+ *                   kube-scheduler's backoff (1 s doubling to 10 s) and the pod is filtered again.
+ *   relay           forwards each pod update (annotations after the filter, bind-phase allocating, then success)
+ *                   in batches (100 events or 200 ms, one batch in flight), and passes the journal entry its last
+ *                   batch produced to /filter (`X-Hami-Min-View-Seq`).
+ *   device plugin   confirms each allocation `--plugin-delay-ms` after the bind (bind-phase success).
+ *
+ * Before the run the cluster is taken over as the relay's first list does: every node, then
+ * `--running-per-card` running pods per card (sorted by node, as the relay replays them); the rate is reported.
+ * In the same run the engine alone decides the same pods on the same cluster (what an in-process scheduler
+ * like HAMi pays). Last line: one JSON object.
+ *
+ * Flags: --nodes 100 --pods 1000 --policy binpack|spread --store-rtt-ms 0 --gateway-rtt-ms 0
+ *        --running-per-card 1 --plugin-delay-ms 20 --schedulers 1
  */
+import { spawn, type ChildProcess } from 'node:child_process';
 import { performance } from 'node:perf_hooks';
+import { resolve } from 'node:path';
+import { decide } from '../lib/engine/decide';
+import { parseNodeRegistration } from '../lib/engine/registration';
+import { defaultEngineConfig, type DeviceUsage, type NodeState } from '../lib/engine/types';
+import { startEmbeddedStore } from '../lib/local/embeddedStore';
+import { isRead, serialRoundTrips, startDelayingProxy, type DelayingProxy, type ObservedCall } from './proxy';
+import { CARD_MEM, CARDS, nodeObject, runningPod, workloadPod, type BenchPod } from './workload';
 
 interface Options {
-  readonly nodes: number;
-  readonly pods: number;
-  readonly concurrency: number;
+  nodes: number;
+  pods: number;
+  policy: 'binpack' | 'spread';
+  storeRttMs: number;
+  gatewayRttMs: number;
+  runningPerCard: number;
+  pluginDelayMs: number;
+  schedulers: number;
 }
 
+const FLAGS: Record<string, keyof Options> = {
+  '--nodes': 'nodes',
+  '--pods': 'pods',
+  '--policy': 'policy',
+  '--store-rtt-ms': 'storeRttMs',
+  '--gateway-rtt-ms': 'gatewayRttMs',
+  '--running-per-card': 'runningPerCard',
+  '--plugin-delay-ms': 'pluginDelayMs',
+  '--schedulers': 'schedulers',
+};
+
 function parseArgs(argv: readonly string[]): Options {
-  const options = { nodes: 100, pods: 1000, concurrency: 8 };
+  const options: Options = { nodes: 100, pods: 1000, policy: 'binpack', storeRttMs: 0, gatewayRttMs: 0, runningPerCard: 1, pluginDelayMs: 20, schedulers: 1 };
   for (let i = 0; i < argv.length; i += 2) {
-    const flag = argv[i];
-    const value = Number(argv[i + 1]);
-    const key = flag?.replace(/^--/, '');
-    if (key !== 'nodes' && key !== 'pods' && key !== 'concurrency') throw new Error(`unknown flag ${flag}; use --nodes, --pods, --concurrency`);
-    if (!Number.isInteger(value) || value <= 0) throw new Error(`${flag} needs a positive integer`);
-    options[key] = value;
+    const key = FLAGS[argv[i] ?? ''];
+    const value = argv[i + 1] ?? '';
+    if (!key) throw new Error(`unknown flag ${argv[i]}; use ${Object.keys(FLAGS).join(', ')}`);
+    if (key === 'policy') {
+      if (value !== 'binpack' && value !== 'spread') throw new Error('--policy must be binpack or spread');
+      options.policy = value;
+      continue;
+    }
+    const n = Number(value);
+    const min = key === 'storeRttMs' || key === 'gatewayRttMs' || key === 'runningPerCard' || key === 'pluginDelayMs' ? 0 : 1;
+    if (!Number.isInteger(n) || n < min) throw new Error(`${argv[i]} needs an integer >= ${min}`);
+    options[key] = n as never;
   }
   return options;
 }
 
-const CARDS = 8;
-const CARD_MEM = 81920;
+const BATCH_EVENTS = 100;
+const BATCH_WINDOW_MS = 200;
+const MAX_BINDS_IN_FLIGHT = 16;
+const BACKOFF_INITIAL_MS = 1000;
+const BACKOFF_MAX_MS = 10_000;
+const RELIST_BATCH_EVENTS = 500;
 
-function node(name: string, rv: number) {
-  const register = Array.from({ length: CARDS }, (_, i) => ({
-    id: `GPU-${name}-${i}`,
-    index: i,
-    count: 10,
-    devmem: CARD_MEM,
-    devcore: 100,
-    type: 'NVIDIA-A100-SXM4-80GB',
-    numa: i < 4 ? 0 : 1,
-    mode: 'hami-core',
-    health: true,
-  }));
-  return {
-    kind: 'Node',
-    apiVersion: 'v1',
-    metadata: { name, resourceVersion: String(rv), annotations: { 'hami.io/node-nvidia-register': JSON.stringify(register) } },
-    status: { allocatable: { 'nvidia.com/gpu': String(CARDS * 10) } },
-  };
-}
+const now = () => performance.now();
+const sleep = (ms: number) => new Promise<void>((r) => setTimeout(r, ms));
 
-/** Mostly one-container pods, every fifth a two-container pod; a few whole-card-core requests. */
-function pod(i: number) {
-  const container = (name: string, mem: number, cores: number) => ({
-    name,
-    resources: { limits: { 'nvidia.com/gpu': '1', 'nvidia.com/gpumem': String(mem), 'nvidia.com/gpucores': String(cores) } },
+/** `node dist/local.js` against the given store: one Lambda function's environment. */
+async function startControlPlane(storeUrl: string, env: Record<string, string>): Promise<{ url: string; child: ChildProcess }> {
+  // BENCH_CHILD_NODE_ARGS (e.g. "--cpu-prof --cpu-prof-dir=/tmp/prof") profiles the control planes rather than this process.
+  const nodeArgs = (process.env.BENCH_CHILD_NODE_ARGS ?? '').split(' ').filter((a) => a !== '');
+  const child = spawn(process.execPath, [...nodeArgs, resolve(__dirname, 'local.js')], {
+    env: { ...process.env, ...env, DDB_ENDPOINT: storeUrl, PORT: '0', POWERTOOLS_LOG_LEVEL: 'ERROR', POWERTOOLS_METRICS_DISABLED: 'true', AWS_ACCESS_KEY_ID: '', AWS_PROFILE: '' },
+    stdio: ['ignore', 'pipe', 'inherit'],
   });
-  const containers = i % 5 === 0 ? [container('a', 4000, 10), container('b', 2000, 10)] : [container('main', 6000 + (i % 4) * 1000, 15)];
-  return {
-    metadata: { name: `bench-${i}`, namespace: 'bench', uid: `uid-bench-${i}`, resourceVersion: '1', annotations: {} },
-    spec: { containers },
-    status: { phase: 'Pending' },
-  };
+  const url = await new Promise<string>((resolveUrl, reject) => {
+    let text = '';
+    child.stdout!.on('data', (chunk: Buffer) => {
+      text += chunk.toString();
+      const found = /listening on (http:\/\/[^\s]+)/.exec(text);
+      if (found?.[1]) resolveUrl(found[1]);
+    });
+    child.once('exit', (code) => reject(new Error(`control plane exited with code ${code}`)));
+  });
+  return { url, child };
 }
 
-/** The pod as the relay forwards it once the device plugin has allocated its cards. */
-function podEvent(p: ReturnType<typeof pod>, filterAnswer: Record<string, unknown>, node: string) {
-  const patch = (filterAnswer.Effects as { kind: string; annotations?: Record<string, string> }[])[0]?.annotations ?? {};
-  return {
-    type: 'MODIFIED',
-    object: {
-      kind: 'Pod',
-      apiVersion: 'v1',
-      ...p,
-      metadata: { ...p.metadata, resourceVersion: '3', annotations: { ...patch, 'hami.io/bind-phase': 'success' } },
-      spec: { ...p.spec, nodeName: node },
-      status: { phase: 'Running' },
-    },
-  };
-}
-
-async function post(url: string, body: unknown): Promise<{ ms: number; json: Record<string, unknown> }> {
-  const started = performance.now();
-  const res = await fetch(url, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify(body) });
-  const json = (await res.json()) as Record<string, unknown>;
-  return { ms: performance.now() - started, json };
+async function post(url: string, body: unknown, headers: Record<string, string> = {}): Promise<Record<string, unknown>> {
+  const res = await fetch(url, { method: 'POST', headers: { 'content-type': 'application/json', ...headers }, body: JSON.stringify(body) });
+  return (await res.json()) as Record<string, unknown>;
 }
 
 function percentile(values: readonly number[], p: number): number {
   if (values.length === 0) return 0;
   const sorted = [...values].sort((a, b) => a - b);
-  return sorted[Math.min(sorted.length - 1, Math.ceil((p / 100) * sorted.length) - 1)] ?? 0;
+  return sorted[Math.min(sorted.length - 1, Math.max(0, Math.ceil((p / 100) * sorted.length) - 1))] ?? 0;
 }
 
-const round = (v: number) => Math.round(v * 100) / 100;
+const round = (v: number, digits = 2) => Math.round(v * 10 ** digits) / 10 ** digits;
+
+/** The relay's forwarder: batches by size and time, one batch in flight, remembering the journal entry it produced. */
+class RelayForwarder {
+  private pending: { event: unknown; done: () => void }[] = [];
+  private running = true;
+  viewSeq = 0;
+  private readonly loop: Promise<void>;
+
+  constructor(private readonly url: string) {
+    this.loop = this.run();
+  }
+
+  forward(event: unknown): Promise<void> {
+    return new Promise((done) => this.pending.push({ event, done }));
+  }
+
+  private async run(): Promise<void> {
+    while (this.running || this.pending.length > 0) {
+      if (this.pending.length === 0) {
+        await sleep(2);
+        continue;
+      }
+      const windowEnds = now() + BATCH_WINDOW_MS;
+      while (this.pending.length < BATCH_EVENTS && now() < windowEnds && this.running) await sleep(5);
+      const batch = this.pending.splice(0, BATCH_EVENTS);
+      const answer = await post(`${this.url}/cluster/events`, { events: batch.map((b) => b.event) });
+      if (typeof answer.viewSeq === 'number') this.viewSeq = Math.max(this.viewSeq, answer.viewSeq);
+      for (const b of batch) b.done();
+    }
+  }
+
+  async close(): Promise<void> {
+    this.running = false;
+    await this.loop;
+  }
+}
+
+interface SchedulerResult {
+  readonly filterMs: number[];
+  readonly filterWindows: [number, number][];
+  readonly bindMs: number[];
+  placed: number;
+  unplaced: number;
+  lockRetries: number;
+  gaveUp: number;
+  lastPlacedAt: number;
+}
+
+/** One kube-scheduler: a serial scheduling cycle, asynchronous binds, the backoff queue. */
+async function runScheduler(pods: readonly BenchPod[], nodeNames: readonly string[], filterUrl: string, otherUrl: string, relay: RelayForwarder, options: Options): Promise<SchedulerResult> {
+  const out: SchedulerResult = { filterMs: [], filterWindows: [], bindMs: [], placed: 0, unplaced: 0, lockRetries: 0, gaveUp: 0, lastPlacedAt: 0 };
+  const queue = pods.map((pod) => ({ pod, attempt: 0, notBefore: 0 }));
+  const binds = new Set<Promise<void>>();
+  const requeue = (item: (typeof queue)[number]) => {
+    if (item.attempt + 1 >= 30) {
+      out.gaveUp += 1;
+      return;
+    }
+    queue.push({ ...item, attempt: item.attempt + 1, notBefore: now() + Math.min(BACKOFF_INITIAL_MS * 2 ** item.attempt, BACKOFF_MAX_MS) });
+  };
+  const bind = async (item: (typeof queue)[number], node: string, annotations: Record<string, string>) => {
+    const p = item.pod;
+    const args = { PodName: p.metadata.name, PodNamespace: p.metadata.namespace, PodUID: p.metadata.uid, Node: node };
+    const started = now();
+    const answer = await post(`${otherUrl}/bind`, args);
+    out.bindMs.push(now() - started);
+    if (typeof answer.Error === 'string' && answer.Error !== '') {
+      out.lockRetries += 1;
+      requeue(item);
+      return;
+    }
+    // The relay applied the Effects (bind-phase allocating, the Binding) and reports the outcome.
+    await post(`${otherUrl}/bind/outcome`, { ...args, Error: '' });
+    void relay.forward(podUpdate(p, annotations, node, 'allocating', '3'));
+    out.placed += 1;
+    out.lastPlacedAt = now();
+    // The device plugin allocates a little later and reports success; the relay forwards it.
+    await sleep(options.pluginDelayMs);
+    await relay.forward(podUpdate(p, annotations, node, 'success', '4'));
+  };
+  for (;;) {
+    const t = now();
+    const index = queue.findIndex((q) => q.notBefore <= t);
+    if (index < 0) {
+      if (queue.length === 0 && binds.size === 0) break;
+      await Promise.race([sleep(5), ...binds]);
+      continue;
+    }
+    while (binds.size >= MAX_BINDS_IN_FLIGHT) await Promise.race(binds);
+    const [item] = queue.splice(index, 1);
+    if (!item) continue;
+    const started = now();
+    const answer = await post(`${filterUrl}/filter`, { Pod: item.pod, Nodes: null, NodeNames: nodeNames }, relay.viewSeq > 0 ? { 'x-hami-min-view-seq': String(relay.viewSeq) } : {});
+    const ended = now();
+    out.filterMs.push(ended - started);
+    out.filterWindows.push([started, ended]);
+    const node = (answer.NodeNames as string[] | null)?.[0];
+    if (!node) {
+      if (typeof answer.Error === 'string' && answer.Error !== '') requeue(item);
+      else out.unplaced += 1;
+      continue;
+    }
+    const patch = (answer.Effects as { kind: string; annotations?: Record<string, string> }[]).find((e) => e.kind === 'PatchPodAnnotations')?.annotations ?? {};
+    void relay.forward(podUpdate(item.pod, patch, undefined, undefined, '2'));
+    const task: Promise<void> = bind(item, node, patch).finally(() => binds.delete(task));
+    binds.add(task);
+  }
+  return out;
+}
+
+/** The pod as the relay forwards it after a change. */
+function podUpdate(pod: BenchPod, annotations: Record<string, string>, node: string | undefined, bindPhase: string | undefined, rv: string) {
+  return {
+    type: 'MODIFIED',
+    object: {
+      kind: 'Pod',
+      apiVersion: 'v1',
+      ...pod,
+      metadata: { ...pod.metadata, resourceVersion: rv, annotations: { ...annotations, ...(bindPhase ? { 'hami.io/bind-phase': bindPhase } : {}) } },
+      spec: { ...pod.spec, ...(node ? { nodeName: node } : {}) },
+      status: { phase: bindPhase === 'success' ? 'Running' : 'Pending' },
+    },
+  };
+}
+
+/** The engine alone on the same cluster: the median time to decide the workload's pods, in this process. */
+function timeEngine(names: readonly string[], options: Options, pods: readonly BenchPod[]): number {
+  const config = { ...defaultEngineConfig, nodeSchedulerPolicy: options.policy };
+  const nodes = new Map<string, NodeState>();
+  for (const name of names) {
+    const registration = parseNodeRegistration(nodeObject(name, 1), config);
+    const usage: Record<string, DeviceUsage> = {};
+    for (let card = 0; card < CARDS; card++) {
+      for (let k = 0; k < options.runningPerCard; k++) {
+        const u = (usage[`GPU-${name}-${card}`] ??= { used: 0, usedmem: 0, usedcores: 0 });
+        u.used += 1;
+        u.usedmem += 8000;
+        u.usedcores += 10;
+      }
+    }
+    nodes.set(name, { name, registration, usage });
+  }
+  const sample = pods.slice(0, Math.min(pods.length, 300));
+  for (const pod of sample.slice(0, 30)) decide({ pod, candidates: names, nodes, config, nowMs: Date.now() });
+  const times = sample.map((pod) => {
+    const started = now();
+    decide({ pod, candidates: names, nodes, config, nowMs: Date.now() });
+    return now() - started;
+  });
+  return percentile(times, 50);
+}
 
 async function main(): Promise<void> {
   const options = parseArgs(process.argv.slice(2));
-  // Before the observability clients are built: per-request log lines would dominate the timings.
-  process.env.POWERTOOLS_LOG_LEVEL ??= 'ERROR';
-  process.env.POWERTOOLS_METRICS_DISABLED ??= 'true';
-  const { startLocalServer } = await import('../lib/local/server');
-  const server = await startLocalServer({ env: { ...process.env }, storeMode: 'child-process' });
-  // The relay's forwarding goes to a second server on the same store, so each side's store calls are counted apart.
-  const ingest = await startLocalServer({ env: { ...process.env }, ddbEndpoint: server.deps.config.ddbEndpoint });
-  const { state, records } = server.deps;
-  const ingestCalls = () => ingest.deps.state.counter.calls + ingest.deps.records.counter.calls;
-  const schedulingCalls = () => state.counter.calls + records.counter.calls;
-  const names = Array.from({ length: options.nodes }, (_, i) => `node-${String(i).padStart(5, '0')}`);
-  for (let i = 0; i < names.length; i += 200) {
-    await post(`${ingest.url}/cluster/events`, { events: names.slice(i, i + 200).map((n) => ({ type: 'ADDED', object: node(n, 1) })) });
+  const engineEnv = { HAMI_NODE_SCHEDULER_POLICY: options.policy };
+  const store = await startEmbeddedStore('child-process');
+  const proxies: DelayingProxy[] = [];
+  const children: ChildProcess[] = [];
+  const proxy = async (target: string, rtt: number) => {
+    const p = await startDelayingProxy(target, rtt, now);
+    proxies.push(p);
+    return p;
+  };
+  try {
+    // One environment for everything but /filter (bind, outcome, cluster events), one per kube-scheduler for /filter.
+    const otherStore = await proxy(store.endpoint, options.storeRttMs);
+    const other = await startControlPlane(otherStore.url, engineEnv);
+    children.push(other.child);
+    const otherGateway = await proxy(other.url, options.gatewayRttMs);
+    const filterStores: DelayingProxy[] = [];
+    const filterGateways: DelayingProxy[] = [];
+    for (let s = 0; s < options.schedulers; s++) {
+      const filterStore = await proxy(store.endpoint, options.storeRttMs);
+      const filter = await startControlPlane(filterStore.url, engineEnv);
+      children.push(filter.child);
+      filterStores.push(filterStore);
+      filterGateways.push(await proxy(filter.url, options.gatewayRttMs));
+    }
+
+    // Take the cluster over as the relay's first list does: nodes, then running pods sorted by node.
+    const names = Array.from({ length: options.nodes }, (_, i) => `node-${String(i).padStart(5, '0')}`);
+    const relist: unknown[] = names.map((name) => ({ type: 'ADDED', object: nodeObject(name, 1) }));
+    for (const name of names) for (let card = 0; card < CARDS; card++) for (let k = 0; k < options.runningPerCard; k++) relist.push({ type: 'ADDED', object: runningPod(name, card, k) });
+    const relistStarted = now();
+    let viewSeq = 0;
+    for (let i = 0; i < relist.length; i += RELIST_BATCH_EVENTS) {
+      const answer = await post(`${otherGateway.url}/cluster/events`, { events: relist.slice(i, i + RELIST_BATCH_EVENTS) });
+      if (Array.isArray(answer.rejected) && answer.rejected.length > 0) throw new Error(`relist rejected: ${JSON.stringify(answer.rejected.slice(0, 3))}`);
+      if (typeof answer.viewSeq === 'number') viewSeq = answer.viewSeq;
+    }
+    const relistSeconds = (now() - relistStarted) / 1000;
+    process.stdout.write(`bench: ${options.nodes} nodes x ${CARDS} cards, ${relist.length - options.nodes} running pods taken over in ${round(relistSeconds)} s\n`);
+
+    const workload = Array.from({ length: options.pods }, (_, i) => workloadPod(i));
+    const engineP50Ms = timeEngine(names, options, workload);
+    const relay = new RelayForwarder(otherGateway.url);
+    relay.viewSeq = viewSeq;
+    const callsBefore = proxies.map((p) => p.calls.length);
+    process.stdout.write(`bench: ${options.pods} pods, policy ${options.policy}, store rtt ${options.storeRttMs} ms, gateway rtt ${options.gatewayRttMs} ms, ${options.schedulers} scheduler(s)\n`);
+    const started = now();
+    const shares = Array.from({ length: options.schedulers }, (_, s) => workload.filter((_, i) => i % options.schedulers === s));
+    const results = await Promise.all(shares.map((pods, s) => runScheduler(pods, names, filterGateways[s]!.url, otherGateway.url, relay, options)));
+    const placed = results.reduce((sum, r) => sum + r.placed, 0);
+    const elapsedS = (Math.max(...results.map((r) => r.lastPlacedAt)) - started) / 1000;
+    await relay.close();
+
+    // Every store call of the run, per proxy, and what the filters' own calls cost.
+    const runCalls = proxies.map((p, i) => p.calls.slice(callsBefore[i]));
+    const storeCalls: ObservedCall[] = [otherStore, ...filterStores].flatMap((p) => runCalls[proxies.indexOf(p)] ?? []);
+    const roundTrips = results.flatMap((r, s) => r.filterWindows.map(([from, to]) => serialRoundTrips(runCalls[proxies.indexOf(filterStores[s]!)] ?? [], from, to)));
+    const filterStoreCalls = filterStores.flatMap((p) => runCalls[proxies.indexOf(p)] ?? []);
+    const filters = results.reduce((sum, r) => sum + r.filterMs.length, 0);
+    const perPod = (v: number) => round(v / Math.max(placed, 1), 1);
+
+    let overAllocations = 0;
+    for (const name of names) {
+      const res = await fetch(`${other.url}/api/v1/nodes/${name}/devices`);
+      const view = (await res.json()) as { devices: { used: number; count: number; usedmem: number; devmem: number; usedcores: number; devcore: number }[] };
+      for (const d of view.devices) if (d.usedmem > d.devmem || d.usedcores > d.devcore || d.used > d.count) overAllocations += 1;
+    }
+    const unplaced = results.reduce((sum, r) => sum + r.unplaced + r.gaveUp, 0);
+    const lockRetries = results.reduce((sum, r) => sum + r.lockRetries, 0);
+    process.stdout.write(`placed ${placed}, unplaced ${unplaced}, binds that met the lock ${lockRetries}, ${round(elapsedS)} s, ${filters} filters\n`);
+    const filterMs = results.flatMap((r) => r.filterMs);
+    if (process.env.BENCH_DEBUG) {
+      const byOp = new Map<string, number[]>();
+      for (const c of filterStoreCalls) byOp.set(c.operation, [...(byOp.get(c.operation) ?? []), c.endMs - c.startMs]);
+      for (const [op, d] of byOp) process.stdout.write(`filter store ${op}: n=${d.length} p50=${round(percentile(d, 50))} p99=${round(percentile(d, 99))}\n`);
+      const gw = runCalls[proxies.indexOf(filterGateways[0]!)] ?? [];
+      process.stdout.write(`filter gateway: p50=${round(percentile(gw.map((c) => c.endMs - c.startMs), 50))}\n`);
+    }
+    const summary = {
+      filterP50Ms: round(percentile(filterMs, 50)),
+      filterP99Ms: round(percentile(filterMs, 99)),
+      bindP50Ms: round(percentile(results.flatMap((r) => r.bindMs), 50)),
+      podsPerSecond: round(placed / Math.max(elapsedS, 1e-9), 1),
+      engineP50Ms: round(engineP50Ms, 3),
+      storeRoundTripsPerFilter: { p50: percentile(roundTrips, 50), p99: percentile(roundTrips, 99) },
+      storeReadBytesPerFilter: Math.round(filterStoreCalls.reduce((sum, c) => sum + c.responseBytes, 0) / Math.max(filters, 1)),
+      storeWriteBytesPerPod: Math.round(storeCalls.filter((c) => !isRead(c)).reduce((sum, c) => sum + c.requestBytes, 0) / Math.max(placed, 1)),
+      capacityUnitsPerPod: { read: perPod(storeCalls.reduce((s, c) => s + c.readUnits, 0)), write: perPod(storeCalls.reduce((s, c) => s + c.writeUnits, 0)) },
+      storeCallsPerPod: perPod(storeCalls.length),
+      lockRetriesPerPod: round(lockRetries / Math.max(placed, 1), 3),
+      overAllocations,
+      ingestEventsPerSecond: Math.round((relist.length) / relistSeconds),
+      nodes: options.nodes,
+      pods: options.pods,
+      placed,
+      unplaced,
+      policy: options.policy,
+      schedulers: options.schedulers,
+      latency: { storeRttMs: options.storeRttMs, gatewayRttMs: options.gatewayRttMs },
+      runningPodsPerCard: options.runningPerCard,
+      cardMemMiB: CARD_MEM,
+    };
+    process.stdout.write(`${JSON.stringify(summary)}\n`);
+  } finally {
+    await Promise.all(children.map((child) => new Promise<void>((done) => (child.exitCode !== null ? done() : (child.once('exit', () => done()), child.kill('SIGTERM'))))));
+    await Promise.all(proxies.map((p) => p.close()));
+    await store.stop();
   }
-
-  // The relay's forwarder: pod updates batched every 20 ms.
-  const pending: { event: unknown; done: () => void }[] = [];
-  let forwarding = true;
-  const forwarder = (async () => {
-    while (forwarding || pending.length > 0) {
-      if (pending.length === 0) {
-        await new Promise((resolve) => setTimeout(resolve, 2));
-        continue;
-      }
-      const batch = pending.splice(0, 100);
-      await post(`${ingest.url}/cluster/events`, { events: batch.map((b) => b.event) });
-      for (const b of batch) b.done();
-    }
-  })();
-
-  const filterMs: number[] = [];
-  const bindMs: number[] = [];
-  let placed = 0;
-  let unplaced = 0;
-  let lockRetries = 0;
-  let gaveUp = 0;
-  // Pods waiting to be scheduled; a pod whose bind met the node lock comes back after a backoff, as
-  // kube-scheduler requeues it: its defaults, 1 s doubling to 10 s (podInitialBackoffSeconds, podMaxBackoffSeconds).
-  const queue: { pod: ReturnType<typeof pod>; attempt: number; notBefore: number }[] = Array.from({ length: options.pods }, (_, i) => ({
-    pod: pod(i),
-    attempt: 0,
-    notBefore: 0,
-  }));
-  let inFlight = 0;
-  process.stdout.write(`bench: ${options.nodes} nodes x ${CARDS} cards, ${options.pods} pods, ${options.concurrency} clients\n`);
-  const started = performance.now();
-  const callsAtStart = { scheduling: schedulingCalls(), ingest: ingestCalls() };
-  const requeue = (item: (typeof queue)[number]) => {
-    const attempt = item.attempt + 1;
-    if (attempt >= 30) {
-      gaveUp += 1;
-      return;
-    }
-    queue.push({ ...item, attempt, notBefore: performance.now() + Math.min(1000 * 2 ** item.attempt, 10_000) });
-  };
-
-  const client = async () => {
-    for (;;) {
-      const now = performance.now();
-      const index = queue.findIndex((q) => q.notBefore <= now);
-      if (index < 0) {
-        if (queue.length === 0 && inFlight === 0) return;
-        await new Promise((resolve) => setTimeout(resolve, 10));
-        continue;
-      }
-      const [item] = queue.splice(index, 1);
-      if (!item) continue;
-      inFlight += 1;
-      const p = item.pod;
-      const filter = await post(`${server.url}/filter`, { Pod: p, Nodes: null, NodeNames: names });
-      filterMs.push(filter.ms);
-      const chosen = (filter.json.NodeNames as string[] | null)?.[0];
-      if (!chosen) {
-        if (filter.json.Error) requeue(item);
-        else unplaced += 1;
-        inFlight -= 1;
-        continue;
-      }
-      const bindArgs = { PodName: p.metadata.name, PodNamespace: 'bench', PodUID: p.metadata.uid, Node: chosen };
-      const bind = await post(`${server.url}/bind`, bindArgs);
-      bindMs.push(bind.ms);
-      if (bind.json.Error) {
-        lockRetries += 1;
-        requeue(item);
-        inFlight -= 1;
-        continue;
-      }
-      await post(`${server.url}/bind/outcome`, { ...bindArgs, Error: '' });
-      // The device plugin allocates and reports bind-phase success; the relay forwards it (batched).
-      await new Promise<void>((resolve) => pending.push({ event: podEvent(p, filter.json, chosen), done: resolve }));
-      placed += 1;
-      inFlight -= 1;
-    }
-  };
-  await Promise.all(Array.from({ length: options.concurrency }, client));
-  const elapsedS = (performance.now() - started) / 1000;
-  forwarding = false;
-  await forwarder;
-  process.stdout.write(`store calls by operation: state ${JSON.stringify(state.counter.byOperation)}, records ${JSON.stringify(records.counter.byOperation)}\n`);
-  const calls = { scheduling: schedulingCalls() - callsAtStart.scheduling, ingest: ingestCalls() - callsAtStart.ingest };
-
-  let overAllocations = 0;
-  for (const name of names) {
-    const res = await fetch(`${server.url}/api/v1/nodes/${name}/devices`);
-    const view = (await res.json()) as { devices: { used: number; count: number; usedmem: number; devmem: number; usedcores: number; devcore: number }[] };
-    for (const d of view.devices) if (d.usedmem > d.devmem || d.usedcores > d.devcore || d.used > d.count) overAllocations += 1;
-  }
-  await ingest.close();
-  await server.close();
-
-  process.stdout.write(`placed ${placed}, unplaced ${unplaced}, gave up ${gaveUp}, binds that met the lock ${lockRetries}, ${round(elapsedS)} s\n`);
-  const summary = {
-    filterP50Ms: round(percentile(filterMs, 50)),
-    filterP99Ms: round(percentile(filterMs, 99)),
-    bindP50Ms: round(percentile(bindMs, 50)),
-    bindP99Ms: round(percentile(bindMs, 99)),
-    podsPerSecond: round(placed / elapsedS),
-    // Store calls of the scheduling path (filter + bind + bind outcome, retries included) per placed pod.
-    storeCallsPerPod: round(calls.scheduling / Math.max(placed, 1)),
-    // The same per scheduling attempt (a filter, and the bind and outcome when it passed): retries after
-    // the node lock (HAMi's serialisation of binds per node) are what separates the two figures.
-    storeCallsPerAttempt: round(calls.scheduling / Math.max(filterMs.length, 1)),
-    // Forwarded pod updates, batched as the relay batches them.
-    ingestStoreCallsPerPod: round(calls.ingest / Math.max(placed, 1)),
-    overAllocations,
-    nodes: options.nodes,
-    pods: options.pods,
-    concurrency: options.concurrency,
-    placed,
-    gaveUp,
-    lockRetries,
-  };
-  process.stdout.write(`${JSON.stringify(summary)}\n`);
 }
 
 main().catch((err: unknown) => {
-  process.stderr.write(`bench failed: ${err instanceof Error ? err.message : String(err)}\n`);
+  process.stderr.write(`bench failed: ${err instanceof Error ? (err.stack ?? err.message) : String(err)}\n`);
   process.exit(1);
 });

@@ -6,19 +6,42 @@ import type { DynamoDBDocumentClient } from '@aws-sdk/lib-dynamodb';
 import { loadConfig, type AppConfig } from './config';
 import { systemRuntime, type Runtime } from './clock';
 import type { ControlDeps } from './control/deps';
+import type { LedgerStore, RecordStorePort } from './control/ports';
+import { ClusterView } from './control/view';
 import { logger, metrics, setVerbosity } from './powertools';
-import { createDocumentClient } from './store/dynamo';
+import { createDocumentClient, emptyStats, type StoreStats } from './store/dynamo';
+import { DynamoLedgerStore } from './store/ledgerStore';
 import { RecordStore } from './store/recordStore';
-import { StateStore } from './store/stateStore';
 
-export function createDeps(config: AppConfig, runtime: Runtime = systemRuntime, doc?: DynamoDBDocumentClient): ControlDeps {
+export interface StoreOptions {
+  /** A document client to use instead of one built from the configuration. */
+  readonly doc?: DynamoDBDocumentClient;
+  /** Counts every store call and the capacity it consumed (benchmarks, tests). */
+  readonly stats?: StoreStats;
+}
+
+/** The DynamoDB adapters for the configured tables. */
+export function dynamoStores(config: AppConfig, runtime: Runtime, options: StoreOptions = {}): { ledger: LedgerStore; records: RecordStorePort } {
+  const doc = options.doc ?? createDocumentClient({ region: config.region, ...(config.ddbEndpoint ? { endpoint: config.ddbEndpoint } : {}), localCredentials: config.localCredentials });
+  const stats = options.stats ?? emptyStats();
+  return {
+    ledger: new DynamoLedgerStore(doc, config.stateTable, stats, runtime.sleep, () => runtime.clock.now()),
+    records: new RecordStore(doc, config.recordsTable, config.recordRetentionHours * 3600, stats),
+  };
+}
+
+export function createDeps(
+  config: AppConfig,
+  runtime: Runtime = systemRuntime,
+  stores: { ledger: LedgerStore; records: RecordStorePort } = dynamoStores(config, runtime),
+): ControlDeps {
   setVerbosity(config.logVerbosity);
-  const client = doc ?? createDocumentClient({ region: config.region, ...(config.ddbEndpoint ? { endpoint: config.ddbEndpoint } : {}) });
   return {
     config,
     runtime,
-    state: new StateStore(client, config.stateTable, config.storeShards, runtime.sleep),
-    records: new RecordStore(client, config.recordsTable, config.recordRetentionHours * 3600),
+    ledger: stores.ledger,
+    records: stores.records,
+    view: new ClusterView(stores.ledger, runtime.clock, logger, { maxAgeMs: config.viewMaxAgeMs }),
     logger,
     metrics,
   };
@@ -26,7 +49,7 @@ export function createDeps(config: AppConfig, runtime: Runtime = systemRuntime, 
 
 let lambda: ControlDeps | undefined;
 
-/** Built on first use in a Lambda execution environment and reused by every warm invocation. */
+/** Built on first use in a Lambda execution environment and reused by every warm invocation (its view stays warm). */
 export function lambdaDeps(): ControlDeps {
   lambda ??= createDeps(loadConfig());
   return lambda;

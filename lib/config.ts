@@ -31,8 +31,8 @@ const name = (fallback: string) => z.string().trim().min(1, 'must not be empty')
 const envSchema = z.object({
   STATE_TABLE: name('hami-state'),
   RECORDS_TABLE: name('hami-records'),
-  /** Set for dynalite / DynamoDB Local; unset in AWS. */
-  DDB_ENDPOINT: z.url({ message: 'must be a URL such as http://127.0.0.1:4567' }).optional(),
+  /** A DynamoDB-compatible endpoint (dynalite, DynamoDB Local, LocalStack); unset in AWS. */
+  DDB_ENDPOINT: z.url({ message: 'must be a URL such as http://127.0.0.1:8000' }).optional(),
   AWS_REGION: name('us-east-1'),
   HAMI_LOG_VERBOSITY: intIn(0, 5, 0),
   HAMI_NODE_SCHEDULER_POLICY: z.enum(['binpack', 'spread'], { message: 'must be binpack or spread' }).default('binpack'),
@@ -55,7 +55,8 @@ const envSchema = z.object({
   /** A filter's reservation counts until the pod is seen with its annotations, or for this long. */
   HAMI_RESERVATION_TTL_SECONDS: intIn(10, 86_400, 600),
   HAMI_RECORD_RETENTION_HOURS: intIn(1, 24 * 90, 24),
-  HAMI_STORE_SHARDS: intIn(1, 99, 32),
+  /** A warm view not synced for this long syncs before deciding (docs/state.md, "Warm view"). */
+  HAMI_VIEW_MAX_AGE_MS: intIn(0, 600_000, 1000),
   HAMI_REALTIME_CHECK: bool(false),
   HAMI_REALTIME_CHECK_MODE: z.enum(['strict', 'warning', 'disabled'], { message: 'must be strict, warning or disabled' }).default('strict'),
   HAMI_REALTIME_MARGIN_MIB: intIn(0, 1_048_576, 100),
@@ -68,14 +69,23 @@ export interface AppConfig {
   readonly stateTable: string;
   readonly recordsTable: string;
   readonly ddbEndpoint?: string;
+  /** A local endpoint without AWS credentials in the environment gets placeholder credentials (DynamoDB Local, dynalite). */
+  readonly localCredentials: boolean;
   readonly region: string;
   readonly logVerbosity: number;
   readonly engine: EngineConfig;
   readonly nodeLockExpireSeconds: number;
   readonly reservationTtlSeconds: number;
   readonly recordRetentionHours: number;
-  readonly storeShards: number;
+  readonly viewMaxAgeMs: number;
   readonly apiToken?: string;
+}
+
+/** Whether the environment names AWS credentials the SDK's default chain would use. */
+function hasAwsCredentials(env: Readonly<Record<string, string | undefined>>): boolean {
+  return ['AWS_ACCESS_KEY_ID', 'AWS_PROFILE', 'AWS_WEB_IDENTITY_TOKEN_FILE', 'AWS_CONTAINER_CREDENTIALS_FULL_URI', 'AWS_CONTAINER_CREDENTIALS_RELATIVE_URI'].some(
+    (key) => (env[key] ?? '') !== '',
+  );
 }
 
 /** Parses the environment; throws ConfigError listing every bad variable. */
@@ -94,6 +104,7 @@ export function loadConfig(env: Readonly<Record<string, string | undefined>> = p
     stateTable: e.STATE_TABLE,
     recordsTable: e.RECORDS_TABLE,
     ...(e.DDB_ENDPOINT ? { ddbEndpoint: e.DDB_ENDPOINT } : {}),
+    localCredentials: e.DDB_ENDPOINT !== undefined && !hasAwsCredentials(env),
     region: e.AWS_REGION,
     logVerbosity: e.HAMI_LOG_VERBOSITY,
     engine: {
@@ -116,7 +127,7 @@ export function loadConfig(env: Readonly<Record<string, string | undefined>> = p
     nodeLockExpireSeconds: e.HAMI_NODE_LOCK_EXPIRE_SECONDS,
     reservationTtlSeconds: e.HAMI_RESERVATION_TTL_SECONDS,
     recordRetentionHours: e.HAMI_RECORD_RETENTION_HOURS,
-    storeShards: e.HAMI_STORE_SHARDS,
+    viewMaxAgeMs: e.HAMI_VIEW_MAX_AGE_MS,
     ...(e.HAMI_API_TOKEN ? { apiToken: e.HAMI_API_TOKEN } : {}),
   };
 }

@@ -44,6 +44,16 @@ export class ContentionError extends DomainError {
   readonly status = 503;
 }
 
+/** The store refused a write as too large (item or key size): permanent, and the message says what is too large. */
+export class StoreRejectedError extends DomainError {
+  readonly status = 422;
+}
+
+/** The store failed in a way retrying cannot fix (missing table or permission, a request we built wrong): details stay in the logs. */
+export class StoreFaultError extends DomainError {
+  readonly status = 500;
+}
+
 /** A stored item does not match its schema: a bug or a manual edit, never the caller's fault. */
 export class CorruptItemError extends DomainError {
   readonly status = 500;

@@ -1,13 +1,14 @@
 /**
- * `/bind` and `/bind/outcome` (CONTRACT 2 and 9): HAMi's node lock around the Binding.
- * The common case costs one conditional write: take the lock if it is free, expired or ours, and the pod
- * is booked on the node with a regular container holding cards. Anything else is examined with one read.
+ * `/bind` and `/bind/outcome` (docs/api.md): HAMi's node lock around the Binding.
+ * The common case costs one conditional write: take the lock if it is free, expired or ours, and the pod is
+ * booked on the node with a regular container holding cards. Anything else is examined with what the refused
+ * write returned (or one read where the store returns nothing).
  */
 import { formatGoDuration } from '../clock';
 import { BindPhase, PodAnnotation } from '../engine/podAnnotations';
 import { logLockContention, recordLockContention } from '../diagnostics/decisionLogs';
 import type { PodRef } from '../diagnostics/record';
-import type { NodeLock, PodEntry } from '../store/model';
+import type { Booking, NodeLedger, NodeLock } from './ledger';
 import { bindPod, patchPod, podEvent, type Effect } from './effects';
 import type { ControlDeps } from './deps';
 
@@ -26,56 +27,62 @@ export interface OutcomeRequest extends BindRequest {
   readonly error: string;
 }
 
+/** The longest failure text stored in the scheduler log; longer texts are cut, with a note. */
+export const MAX_OUTCOME_TEXT = 4096;
+
 const MAX_LOCK_ROUNDS = 5;
 
 export async function bindPodToNode(deps: ControlDeps, req: BindRequest): Promise<BindAnswer> {
   const { pod, node } = req;
-  const { runtime, state, config } = deps;
+  const { runtime, ledger, config } = deps;
   for (let round = 0; round < MAX_LOCK_ROUNDS; round++) {
     const nowMs = runtime.clock.now();
     const lock: NodeLock = {
       holder: `${pod.namespace}/${pod.name}`,
       holderUid: pod.uid,
-      since: nowMs,
-      expiresAt: nowMs + config.nodeLockExpireSeconds * 1000,
+      sinceMs: nowMs,
+      expiresAtMs: nowMs + config.nodeLockExpireSeconds * 1000,
     };
-    if ((await state.acquireLock(node, lock, nowMs, pod.uid)) === 'ok') return allocating(pod, node, nowMs);
+    const taken = await ledger.acquireLock(node, lock, nowMs);
+    if (taken.ok) return allocating(pod, node, nowMs);
 
-    const { entry, lock: current } = await state.readNode(node);
-    const booked = entry?.pods[pod.uid];
-    if (!booked || booked.st === 'gone') {
+    const current = taken.current ?? (await ledger.readNodes([node], { consistent: true })).get(node);
+    const booked = current?.bookings[pod.uid];
+    if (!current || !booked || booked.state === 'gone') {
       return fail(deps, req, `pod ${pod.namespace}/${pod.name} has no device booking on node ${node}; it must pass the filter first`);
     }
-    // Only regular containers' cards need the lock (hami-spec 6.1 step 3).
-    if (booked.appGpu !== true) return allocating(pod, node, nowMs);
-    if (!current || current.expiresAt < nowMs || current.holderUid === pod.uid) continue;
-    if (holderIsDone(entry?.pods[current.holderUid])) {
+    // Only regular containers' cards need the lock (HAMi's bind, step 3).
+    if (!booked.holdsAppCards) return allocating(pod, node, nowMs);
+    const held = current.lock;
+    if (!held || held.expiresAtMs < nowMs || held.holderUid === pod.uid) continue;
+    if (holderIsDone(current, held)) {
       // A lock whose holder is gone or finished is not contention: take it over, if nobody else did.
-      if ((await state.replaceLock(node, lock, current)) === 'ok') return allocating(pod, node, nowMs);
+      if ((await ledger.replaceLock(node, lock, held)).ok) return allocating(pod, node, nowMs);
       continue;
     }
-    logLockContention(deps.logger, { pod: lock.holder, node, holder: current.holder, attemptId: booked.attemptId ?? '' });
+    logLockContention(deps.logger, { pod: lock.holder, node, holder: held.holder, attemptId: booked.attemptId ?? '' });
     recordLockContention(deps.metrics);
-    return fail(deps, req, `node ${node} has been locked within ${formatGoDuration(config.nodeLockExpireSeconds)}: node lock contention`);
+    return fail(deps, req, contention(node, config.nodeLockExpireSeconds));
   }
   // The lock kept changing hands while we looked: that is contention, in HAMi's words.
-  return fail(deps, req, `node ${node} has been locked within ${formatGoDuration(config.nodeLockExpireSeconds)}: node lock contention`);
+  return fail(deps, req, contention(node, config.nodeLockExpireSeconds));
+}
+
+function contention(node: string, expireSeconds: number): string {
+  return `node ${node} has been locked within ${formatGoDuration(expireSeconds)}: node lock contention`;
 }
 
 /** The holder no longer needs the lock: deleted, finished, or its device allocation already ended. */
-function holderIsDone(holder: PodEntry | undefined): boolean {
-  if (!holder || holder.st === 'gone') return true;
-  if (holder.phase === 'Succeeded' || holder.phase === 'Failed') return true;
+function holderIsDone(node: NodeLedger, lock: NodeLock): boolean {
+  const holder: Booking | undefined = node.bookings[lock.holderUid];
+  if (!holder || holder.state === 'gone') return true;
   return holder.bindPhase === BindPhase.Success || holder.bindPhase === BindPhase.Failed;
 }
 
 function allocating(pod: PodRef, node: string, nowMs: number): BindAnswer {
   return {
     result: { Error: '' },
-    effects: [
-      patchPod(pod, { [PodAnnotation.BindPhase]: BindPhase.Allocating, [PodAnnotation.BindTime]: String(Math.floor(nowMs / 1000)) }),
-      bindPod(pod, node),
-    ],
+    effects: [patchPod(pod, { [PodAnnotation.BindPhase]: BindPhase.Allocating, [PodAnnotation.BindTime]: String(Math.floor(nowMs / 1000)) }), bindPod(pod, node)],
   };
 }
 
@@ -95,7 +102,8 @@ export async function recordBindOutcome(deps: ControlDeps, req: OutcomeRequest):
     await deps.records.putBind(pod, { status: 'passed', summary: message, node, time }, nowMs);
     return { effects: [podEvent(pod, 'Normal', 'BindingSucceed', message)] };
   }
-  await deps.state.releaseLock(node, pod.uid);
-  await deps.records.putBind(pod, { status: 'failed', summary: req.error, node, time }, nowMs);
-  return { effects: [podEvent(pod, 'Warning', 'BindingFailed', req.error)] };
+  const error = req.error.length > MAX_OUTCOME_TEXT ? `${req.error.slice(0, MAX_OUTCOME_TEXT)}… (${req.error.length - MAX_OUTCOME_TEXT} more characters cut)` : req.error;
+  await deps.ledger.releaseLock(node, pod.uid);
+  await deps.records.putBind(pod, { status: 'failed', summary: error, node, time }, nowMs);
+  return { effects: [podEvent(pod, 'Warning', 'BindingFailed', error)] };
 }

@@ -1,27 +1,47 @@
 /**
- * `/cluster/events` (CONTRACT 4 and 9): Nodes, Pods and ResourceQuotas forwarded by the relay keep the
- * ledger in step with the cluster. Each event is validated on its own; the valid ones are applied to the
- * node entries they touch, one conditional write per changed node, re-applied on a lost race. Idempotent
- * and order-tolerant: an older resourceVersion never overwrites a newer one, deleted pods stay deleted.
+ * `/cluster/events` (docs/api.md): Nodes, Pods and ResourceQuotas forwarded by the relay keep the ledger in
+ * step with the cluster. Each event is validated on its own; the valid ones are applied to the nodes they
+ * touch (read once per batch, written once per node, in parallel), and the batch's changes are announced in
+ * the change journal so warm views catch up. One object never fails the batch: a node that cannot be written
+ * rejects only the events that touched it. Idempotent and order-tolerant: an older resourceVersion never
+ * overwrites a newer one, deleted pods stay deleted.
+ *
+ * Bookings belong to the scheduler (docs/state.md): what a pod holds is what the filter decided; a later
+ * change of its scheduler-owned annotations never changes what the ledger counts. It is logged and reported
+ * as a Warning event. Pods placed before we took over (no booking anywhere) are adopted from their annotations.
  */
+import { createHash } from 'node:crypto';
 import { z } from 'zod';
-import { decodePodDevices, PodAnnotation, BindPhase } from '../engine/podAnnotations';
+import { BindPhase, decodePodDevices, PodAnnotation } from '../engine/podAnnotations';
 import { quantityAsInt64 } from '../engine/quantity';
 import { HandshakeAnnotation, parseNodeRegistration, parseRealtimeReport, RealtimeAnnotation } from '../engine/registration';
-import type { PodDevices } from '../engine/types';
-import { ContentionError } from '../errors';
-import { cardUsesOf, emptyNodeEntry, encodeRegistration, type NodeEntry, type PodEntry, type QuotaItem } from '../store/model';
-import { appContainersUseCards, backoffMs, isOlder, nextVersion, nodesHoldingPod, podCounts, seal, TOMBSTONE_TTL_MS } from './ledger';
+import { ContentionError, DomainError, StoreRejectedError } from '../errors';
+import { NodeItemTooLargeError } from '../store/codec';
+import {
+  appContainersUseCards,
+  backoffMs,
+  bookingCounts,
+  cardUsesOf,
+  emptyLedger,
+  isOlder,
+  nextLedger,
+  TOMBSTONE_TTL_MS,
+  type Booking,
+  type NodeLedger,
+  type QuotaLedger,
+} from './ledger';
+import { podEvent, type Effect } from './effects';
 import type { ControlDeps } from './deps';
+import { kubeName, kubeNamespace } from './names';
 
 const stringMap = z.record(z.string(), z.string());
 const quantityMap = z.record(z.string(), z.union([z.string(), z.number()]));
 
 const metadata = z.object({
-  name: z.string().min(1),
-  namespace: z.string().min(1).optional(),
-  uid: z.string().min(1).optional(),
-  resourceVersion: z.string().optional(),
+  name: kubeName,
+  namespace: kubeNamespace.optional(),
+  uid: z.string().min(1).max(128).optional(),
+  resourceVersion: z.string().max(64).optional(),
   annotations: stringMap.optional(),
   labels: stringMap.optional(),
   deletionTimestamp: z.string().nullish(),
@@ -43,14 +63,12 @@ const podObject = z.object({
   kind: z.literal('Pod'),
   apiVersion: z.literal('v1'),
   // A relist may report a pod that vanished unseen with its name only: DELETED may omit the uid.
-  metadata: metadata.extend({ namespace: z.string().min(1), uid: z.string().min(1).optional() }),
+  metadata: metadata.extend({ namespace: kubeNamespace }),
   spec: z.object({ initContainers: z.array(container).nullish(), containers: z.array(container).nullish() }).optional(),
   status: z
     .object({
       phase: z.string().optional(),
-      initContainerStatuses: z
-        .array(z.object({ state: z.object({ terminated: z.object({ exitCode: z.number() }).nullish() }).nullish() }))
-        .nullish(),
+      initContainerStatuses: z.array(z.object({ state: z.object({ terminated: z.object({ exitCode: z.number() }).nullish() }).nullish() })).nullish(),
     })
     .optional(),
 });
@@ -58,7 +76,7 @@ const podObject = z.object({
 const quotaObject = z.object({
   kind: z.literal('ResourceQuota'),
   apiVersion: z.literal('v1'),
-  metadata: metadata.extend({ namespace: z.string().min(1) }),
+  metadata: metadata.extend({ namespace: kubeNamespace }),
   spec: z.object({ hard: quantityMap.optional() }).optional(),
 });
 
@@ -68,18 +86,38 @@ const watchEvent = z.object({
 });
 type WatchEvent = z.infer<typeof watchEvent>;
 type PodObject = z.infer<typeof podObject>;
+type NodeObject = z.infer<typeof nodeObject>;
 
 export const clusterEventsBody = z.object({ events: z.array(z.unknown()).max(5000) });
 
 export interface ClusterEventsAnswer {
   readonly accepted: number;
   readonly rejected: readonly { readonly index: number; readonly error: string }[];
+  /** The journal entry this batch produced: a filter's view must include it (the relay sends it back as `X-Hami-Min-View-Seq`). */
+  readonly viewSeq?: number;
+  /** Kubernetes writes the relay applies (Warning events about changed scheduler-owned annotations). */
+  readonly effects: readonly Effect[];
 }
 
-/** Changes one node's entry; returns undefined when nothing changes. Must be safe to re-run on a fresher entry. */
-type EntryChange = (entry: NodeEntry | undefined, nowMs: number) => NodeEntry | undefined;
+/** What an event does to one node; must be safe to re-run on a fresher node. */
+type NodeChange = (node: NodeLedger | undefined, nowMs: number, notices: Notice[]) => NodeLedger | undefined;
+
+/** Something an applied change wants reported (logged, and a Warning event on the pod). */
+interface Notice {
+  readonly kind: 'annotationsChanged';
+  readonly pod: { readonly namespace: string; readonly name: string; readonly uid: string };
+  readonly node: string;
+  readonly decided: string;
+  readonly seen: string;
+}
+
+interface PlannedChange {
+  readonly index: number;
+  readonly change: NodeChange;
+}
 
 const MAX_WRITE_ROUNDS = 24;
+const PARALLEL_NODE_WRITES = 16;
 
 export async function ingestClusterEvents(deps: ControlDeps, events: readonly unknown[]): Promise<ClusterEventsAnswer> {
   const rejected: { index: number; error: string }[] = [];
@@ -89,211 +127,315 @@ export async function ingestClusterEvents(deps: ControlDeps, events: readonly un
     if (parsed.success) valid.push({ index, event: parsed.data });
     else rejected.push({ index, error: describe(parsed.error) });
   });
-  if (valid.length === 0) return { accepted: 0, rejected };
+  if (valid.length === 0) return { accepted: 0, rejected, effects: [] };
 
-  const needsNodes = valid.some(({ event }) => event.object.kind !== 'ResourceQuota');
-  const cluster = needsNodes ? await deps.state.readCluster(undefined, true) : { nodes: new Map<string, NodeEntry>(), locks: new Map() };
-  const changes = new Map<string, EntryChange[]>();
-  const lockReleases: { node: string; uid: string }[] = [];
-  const quotaEvents: { type: WatchEvent['type']; quota: z.infer<typeof quotaObject> }[] = [];
-  const add = (node: string, change: EntryChange) => {
-    const list = changes.get(node) ?? [];
-    list.push(change);
-    changes.set(node, list);
-  };
+  const changes = new Map<string, PlannedChange[]>();
+  const lockHolders = new Map<string, Set<string>>();
+  const quotaEvents: { index: number; type: WatchEvent['type']; quota: z.infer<typeof quotaObject> }[] = [];
+  const add = (node: string, index: number, change: NodeChange) => changes.set(node, [...(changes.get(node) ?? []), { index, change }]);
+  const needsView = valid.some(({ event }) => event.object.kind === 'Pod');
+  if (needsView) await deps.view.prepare();
 
-  for (const { index: at, event } of valid) {
+  for (const { index, event } of valid) {
     const object = event.object;
-    if (object.kind === 'Node') {
-      add(object.metadata.name, nodeChange(deps, event.type, object));
-    } else if (object.kind === 'ResourceQuota') {
-      quotaEvents.push({ type: event.type, quota: object });
-    } else {
-      const uids = podUids(event.type, object, cluster.nodes);
-      if ('error' in uids) {
-        rejected.push({ index: at, error: uids.error });
+    if (object.kind === 'Node') add(object.metadata.name, index, nodeChange(deps, event.type, object));
+    else if (object.kind === 'ResourceQuota') quotaEvents.push({ index, type: event.type, quota: object });
+    else {
+      const uids = object.metadata.uid !== undefined ? [object.metadata.uid] : event.type === 'DELETED' ? deps.view.uidsByName(object.metadata.namespace, object.metadata.name) : undefined;
+      if (uids === undefined) {
+        rejected.push({ index, error: 'object.metadata.uid: required for ADDED and MODIFIED pods' });
         continue;
       }
-      for (const uid of uids.found) {
-        const planned = planPod(event.type, object, uid, cluster.nodes);
+      for (const uid of uids) {
+        const planned = planPod(deps, event.type, object, uid);
         if ('error' in planned) {
-          rejected.push({ index: at, error: planned.error });
+          rejected.push({ index, error: planned.error });
           break;
         }
-        for (const [node, change] of planned.changes) add(node, change);
-        for (const node of planned.releaseLocksOn) {
-          if (cluster.locks.get(node)?.holderUid === uid) lockReleases.push({ node, uid });
-        }
+        for (const [node, change] of planned.changes) add(node, index, change);
+        if (planned.releasesLock) for (const node of planned.nodes) lockHolders.set(node, new Set([...(lockHolders.get(node) ?? []), uid]));
       }
     }
   }
 
-  // Locks first: a finished allocation should free its node at once, whatever the bookings' writes cost.
-  for (const { node, uid } of lockReleases) await deps.state.releaseLock(node, uid);
-  for (const [node, list] of changes) await writeNode(deps, node, cluster.nodes.get(node), list);
-  for (const { type, quota } of quotaEvents) await writeQuota(deps, type, quota);
-  rejected.sort((a, b) => a.index - b.index);
-  return { accepted: events.length - rejected.length, rejected };
+  const current = changes.size + lockHolders.size > 0 ? await deps.ledger.readNodes([...new Set([...changes.keys(), ...lockHolders.keys()])], { consistent: true }) : new Map<string, NodeLedger>();
+  // Locks first: a finished allocation frees its node at once, whatever the bookings' writes cost.
+  for (const [node, uids] of lockHolders) {
+    const holder = current.get(node)?.lock?.holderUid;
+    if (holder !== undefined && uids.has(holder)) await deps.ledger.releaseLock(node, holder);
+  }
+
+  const written: Record<string, number> = {};
+  const notices: Notice[] = [];
+  const created: string[] = [];
+  const removed: string[] = [];
+  const work = [...changes];
+  const worker = async (): Promise<void> => {
+    for (let next = work.shift(); next; next = work.shift()) {
+      const [node, planned] = next;
+      try {
+        const outcome = await writeNode(deps, node, current.get(node), planned);
+        if (!outcome) continue;
+        written[node] = outcome.node.version;
+        notices.push(...outcome.notices);
+        deps.view.accept(outcome.node);
+        if (!current.get(node) && !outcome.node.deleted) created.push(node);
+        if (outcome.node.deleted && current.get(node)?.deleted !== true) removed.push(node);
+      } catch (err) {
+        // A node that cannot take these changes for good rejects only the events that touched it.
+        if (!isPermanent(err)) throw err;
+        deps.logger.warn('NodeEventsRejected', { node, error: (err as Error).message });
+        for (const { index } of planned) rejected.push({ index, error: `node ${node}: ${(err as Error).message}` });
+      }
+    }
+  };
+  await Promise.all(Array.from({ length: Math.min(PARALLEL_NODE_WRITES, work.length) }, worker));
+
+  const namespaces: string[] = [];
+  for (const { index, type, quota } of quotaEvents) {
+    try {
+      if (await writeQuota(deps, type, quota)) {
+        namespaces.push(quota.metadata.namespace);
+        deps.view.forgetQuota(quota.metadata.namespace);
+      }
+    } catch (err) {
+      if (!isPermanent(err)) throw err;
+      rejected.push({ index, error: (err as Error).message });
+    }
+  }
+  if (created.length > 0) await deps.ledger.addToDirectory(created);
+  if (removed.length > 0) await deps.ledger.removeFromDirectory(removed);
+  const viewSeq =
+    Object.keys(written).length + namespaces.length > 0
+      ? await deps.ledger.appendJournal({ atMs: deps.runtime.clock.now(), nodes: written, namespaces: [...new Set(namespaces)] })
+      : undefined;
+
+  const unique = [...new Map(rejected.map((r) => [r.index, r])).values()].sort((a, b) => a.index - b.index);
+  return { accepted: events.length - unique.length, rejected: unique, ...(viewSeq !== undefined ? { viewSeq } : {}), effects: notices.flatMap((n) => reportNotice(deps, n)) };
 }
 
-async function writeNode(deps: ControlDeps, node: string, known: NodeEntry | undefined, list: readonly EntryChange[]): Promise<void> {
+function isPermanent(err: unknown): boolean {
+  return err instanceof NodeItemTooLargeError || err instanceof StoreRejectedError || (err instanceof DomainError && err.status < 500);
+}
+
+/**
+ * Applies the changes to the node and writes it: bookings whose usage is unchanged are replaced one by one
+ * (they do not race reservations); anything else rewrites the node under its version. A lost race re-reads
+ * the node and re-applies.
+ */
+async function writeNode(
+  deps: ControlDeps,
+  name: string,
+  known: NodeLedger | undefined,
+  planned: readonly PlannedChange[],
+): Promise<{ node: NodeLedger; notices: Notice[] } | undefined> {
   let current = known;
   for (let round = 0; round < MAX_WRITE_ROUNDS; round++) {
     const nowMs = deps.runtime.clock.now();
-    let next: NodeEntry | undefined;
-    for (const change of list) next = change(next ?? current, nowMs) ?? next;
-    if (!next) return;
-    const updates = current ? bookingOnlyUpdates(current, next, nowMs) : undefined;
-    if (current && updates) {
-      // Usage is unchanged: update the bookings in place rather than racing filters for the whole entry.
+    const notices: Notice[] = [];
+    let next: NodeLedger | undefined;
+    for (const { change } of planned) next = change(next ?? current, nowMs, notices) ?? next;
+    if (!next) return undefined;
+    const replacements = current ? bookingOnlyChanges(current, next, nowMs) : undefined;
+    if (current && replacements) {
+      let latest: NodeLedger | undefined;
       let all = true;
-      for (const { uid, booking, expected } of updates) {
-        if ((await deps.state.updateBooking(node, uid, booking, expected)) === 'conflict') all = false;
+      for (const { uid, booking, expected } of replacements) {
+        const write = await deps.ledger.replaceBooking(name, uid, booking, expected);
+        if (write.ok) latest = write.node;
+        else all = false;
       }
-      if (all) return;
-    } else if ((await deps.state.putNodeEntry(node, seal(next, nowMs), current ? current.ver : null)) === 'ok') return;
-    current = (await deps.state.readNode(node)).entry;
+      if (all && latest) return { node: latest, notices };
+    } else {
+      const write = await deps.ledger.putNode(nextLedger(next, nowMs), current ? current.version : null);
+      if (write.ok) return { node: write.node, notices };
+    }
+    current = (await deps.ledger.readNodes([name], { consistent: true })).get(name);
     await deps.runtime.sleep(backoffMs(deps.runtime.random(), round));
   }
-  throw new ContentionError(`could not apply cluster events to node ${node}`);
+  throw new ContentionError(`could not apply cluster events to node ${name}`);
 }
 
 /**
  * When `next` differs from `current` only in existing bookings whose card usage is the same, those bookings
- * (to write one by one); otherwise undefined. Expired reservations pruned from `next` do not count.
+ * (to write one by one); otherwise undefined. Expired reservations do not count as differences.
  */
-function bookingOnlyUpdates(current: NodeEntry, next: NodeEntry, nowMs: number): { uid: string; booking: PodEntry; expected: PodEntry }[] | undefined {
-  const { pods: currentPods, ver: _cv, cu: _cc, ...currentRest } = current;
-  const { pods: nextPods, ver: _nv, cu: _nc, ...nextRest } = next;
+function bookingOnlyChanges(current: NodeLedger, next: NodeLedger, nowMs: number): { uid: string; booking: Booking; expected: Booking }[] | undefined {
+  const { bookings: currentBookings, version: _cv, counters: _cc, lock: _cl, unreadable: _cu, ...currentRest } = current;
+  const { bookings: nextBookings, version: _nv, counters: _nc, lock: _nl, unreadable: _nu, ...nextRest } = next;
   if (!sameJson(currentRest, nextRest)) return undefined;
-  const updates: { uid: string; booking: PodEntry; expected: PodEntry }[] = [];
-  for (const [uid, booking] of Object.entries(nextPods)) {
-    const expected = currentPods[uid];
-    if (!expected || !podCounts(expected, nowMs) || !podCounts(booking, nowMs)) return undefined;
-    if (sameJson(expected, booking)) continue;
-    if (!sameJson(expected.u, booking.u)) return undefined;
-    updates.push({ uid, booking, expected });
+  const changed: { uid: string; booking: Booking; expected: Booking }[] = [];
+  for (const [uid, booking] of Object.entries(nextBookings)) {
+    const expected = currentBookings[uid];
+    if (expected === booking) continue;
+    if (!expected || !bookingCounts(expected, nowMs) || !bookingCounts(booking, nowMs)) return undefined;
+    if (!sameJson(expected.uses, booking.uses) || expected.holdsAppCards !== booking.holdsAppCards) return undefined;
+    changed.push({ uid, booking, expected });
   }
-  for (const [uid, pod] of Object.entries(currentPods)) {
-    if (nextPods[uid] === undefined && podCounts(pod, nowMs)) return undefined;
-  }
-  return updates;
+  for (const uid of Object.keys(currentBookings)) if (nextBookings[uid] === undefined) return undefined;
+  return changed;
 }
 
-function nodeChange(deps: ControlDeps, type: WatchEvent['type'], object: z.infer<typeof nodeObject>): EntryChange {
+function nodeChange(deps: ControlDeps, type: WatchEvent['type'], object: NodeObject): NodeChange {
   const rv = object.metadata.resourceVersion;
-  return (entry, nowMs) => {
-    const base = entry ?? emptyNodeEntry();
-    if (isOlder(rv, base.rv)) return undefined;
+  const name = object.metadata.name;
+  return (node, nowMs) => {
+    const base = node ?? emptyLedger(name);
+    if (isOlder(rv, base.resourceVersion)) return undefined;
     if (type === 'DELETED') {
-      if (base.deleted === true) return undefined;
-      return { ...nextVersion(base, nowMs), deleted: true, ...(rv ? { rv } : {}), regAt: nowMs, regv: (base.regv ?? 0) + 1 };
+      if (base.deleted) return undefined;
+      return { ...base, deleted: true, ...(rv ? { resourceVersion: rv } : {}), registeredAtMs: nowMs, registrationVersion: base.registrationVersion + 1 };
     }
     const annotations = object.metadata.annotations ?? {};
-    const reg = encodeRegistration(parseNodeRegistration(object, deps.config.engine));
+    const registration = parseNodeRegistration(object, deps.config.engine);
     const realtime = parseRealtimeReport(annotations[RealtimeAnnotation]);
-    const allocatableGpu = object.status?.allocatable?.[deps.config.engine.resourceCountName];
+    const allocatable = object.status?.allocatable?.[deps.config.engine.resourceCountName];
     const handshake = annotations[HandshakeAnnotation];
     const facts = {
-      reg,
+      registration,
       ...(realtime ? { realtime } : {}),
-      ...(allocatableGpu !== undefined ? { allocatableGpu: String(allocatableGpu) } : {}),
+      ...(allocatable !== undefined ? { allocatableGpu: String(allocatable) } : {}),
       ...(handshake !== undefined ? { handshake } : {}),
     };
-    const before = { reg: base.reg, realtime: base.realtime, allocatableGpu: base.allocatableGpu, handshake: base.handshake };
-    if (entry && base.deleted !== true && sameJson(before, facts)) return undefined;
-    const { realtime: _r, allocatableGpu: _a, handshake: _h, deleted: _d, ...rest } = nextVersion(base, nowMs);
-    return { ...rest, ...facts, ...(rv ? { rv } : {}), regAt: nowMs, regv: (base.regv ?? 0) + 1 };
+    const before = {
+      registration: base.registration,
+      ...(base.realtime ? { realtime: base.realtime } : {}),
+      ...(base.allocatableGpu !== undefined ? { allocatableGpu: base.allocatableGpu } : {}),
+      ...(base.handshake !== undefined ? { handshake: base.handshake } : {}),
+    };
+    const repairs = base.unreadable?.some((p) => p.part === 'registration') === true;
+    if (node && !base.deleted && !repairs && sameJson(before, facts)) return undefined;
+    const { realtime: _r, allocatableGpu: _a, handshake: _h, ...rest } = base;
+    const registrationChanged = !sameJson(base.registration, registration);
+    return {
+      ...rest,
+      ...facts,
+      deleted: false,
+      unreadable: base.unreadable?.filter((p) => p.part !== 'registration'),
+      ...(rv ? { resourceVersion: rv } : {}),
+      registeredAtMs: registrationChanged || base.deleted ? nowMs : (base.registeredAtMs ?? nowMs),
+      registrationVersion: registrationChanged || base.deleted ? base.registrationVersion + 1 : base.registrationVersion,
+    };
   };
 }
 
-/** The pod's uid, or for a DELETED without one, the uids of the live bookings under its namespace/name. */
-function podUids(type: WatchEvent['type'], pod: PodObject, nodes: ReadonlyMap<string, NodeEntry>): { found: string[] } | { error: string } {
-  if (pod.metadata.uid !== undefined) return { found: [pod.metadata.uid] };
-  if (type !== 'DELETED') return { error: 'object.metadata.uid: required for ADDED and MODIFIED pods' };
-  const found = new Set<string>();
-  for (const entry of nodes.values()) {
-    for (const [uid, booking] of Object.entries(entry.pods)) {
-      if (booking.st !== 'gone' && booking.ns === pod.metadata.namespace && booking.name === pod.metadata.name) found.add(uid);
-    }
-  }
-  return { found: [...found] };
+interface PodPlan {
+  readonly changes: [string, NodeChange][];
+  /** Nodes whose lock this pod frees if it holds it (allocation ended, or the pod finished). */
+  readonly nodes: readonly string[];
+  readonly releasesLock: boolean;
 }
 
-/** Which node entries a pod event changes, and where it may free a lock. */
-function planPod(
-  type: WatchEvent['type'],
-  pod: PodObject,
-  uid: string,
-  nodes: ReadonlyMap<string, NodeEntry>,
-): { changes: [string, EntryChange][]; releaseLocksOn: string[] } | { error: string } {
+/** Which nodes a pod event changes, and how. */
+function planPod(deps: ControlDeps, type: WatchEvent['type'], pod: PodObject, uid: string): PodPlan | { error: string } {
   const annotations = pod.metadata.annotations ?? {};
   const target = annotations[PodAnnotation.VgpuNode];
-  const holders = nodesHoldingPod(nodes, uid);
+  const holders = deps.view.holders(uid);
   const phase = pod.status?.phase;
   const finished = type === 'DELETED' || phase === 'Succeeded' || phase === 'Failed';
   const rv = pod.metadata.resourceVersion;
+  const ref = { namespace: pod.metadata.namespace, name: pod.metadata.name, uid };
 
   if (finished) {
-    const affected = new Set(holders);
-    if (target) affected.add(target);
-    const tombstone = (entry: NodeEntry | undefined, nowMs: number): NodeEntry | undefined => {
-      const held = entry?.pods[uid];
-      if (!entry || held?.st === 'gone' || (!held && !target)) return undefined;
-      const next = nextVersion(entry, nowMs);
-      next.pods[uid] = { ns: pod.metadata.namespace, name: pod.metadata.name, st: 'gone', exp: nowMs + TOMBSTONE_TTL_MS, ...(rv ? { rv } : {}) };
-      return next;
+    const affected = [...new Set([...holders, ...(target ? [target] : [])])];
+    const tombstone: NodeChange = (node, nowMs) => {
+      const held = node?.bookings[uid];
+      if (!node || held?.state === 'gone' || (!held && node.name !== target)) return undefined;
+      const gone: Booking = { namespace: ref.namespace, name: ref.name, state: 'gone', initCount: 0, initDone: false, uses: [], holdsAppCards: false, origin: held?.origin ?? 'decided', expiresAtMs: nowMs + TOMBSTONE_TTL_MS, ...(rv ? { resourceVersion: rv } : {}) };
+      return { ...node, bookings: { ...node.bookings, [uid]: gone }, unreadable: withoutBookingPart(node, uid) };
     };
-    return { changes: [...affected].map((node) => [node, tombstone]), releaseLocksOn: [...affected] };
+    return { changes: affected.map((node) => [node, tombstone]), nodes: affected, releasesLock: true };
   }
 
   const bindPhase = annotations[PodAnnotation.BindPhase];
-  const releaseLocksOn = bindPhase === BindPhase.Success || bindPhase === BindPhase.Failed ? holders : [];
+  const releasesLock = bindPhase === BindPhase.Success || bindPhase === BindPhase.Failed;
   const allocated = annotations[PodAnnotation.DevicesAllocated];
-  if (!target || allocated === undefined) return { changes: [], releaseLocksOn };
-
-  let devices: PodDevices;
+  if (!target || allocated === undefined) return { changes: [], nodes: holders, releasesLock };
+  let devices;
   try {
     devices = decodePodDevices(allocated);
   } catch (err) {
-    return { error: `pod ${pod.metadata.namespace}/${pod.metadata.name}: ${PodAnnotation.DevicesAllocated}: ${(err as Error).message}` };
+    return { error: `pod ${ref.namespace}/${ref.name}: ${PodAnnotation.DevicesAllocated}: ${(err as Error).message}` };
   }
   const initCount = pod.spec?.initContainers?.length ?? 0;
   const initDone = initContainersSucceeded(pod, initCount);
-  const confirmed: Omit<PodEntry, 'attemptId'> = {
-    ns: pod.metadata.namespace,
-    name: pod.metadata.name,
-    st: 'confirmed',
-    dev: allocated,
-    init: initCount,
-    ...(initDone ? { initDone } : {}),
-    u: cardUsesOf(devices, initCount, initDone),
-    appGpu: appContainersUseCards(devices, initCount),
-    ...(rv ? { rv } : {}),
-    ...(phase ? { phase } : {}),
-    ...(pod.metadata.deletionTimestamp ? { terminating: true } : {}),
+  const facts = {
+    ...(rv ? { resourceVersion: rv } : {}),
     ...(bindPhase ? { bindPhase } : {}),
+    ...(pod.metadata.deletionTimestamp ? { terminating: true } : {}),
   };
-  const confirm: EntryChange = (entry, nowMs) => {
-    const base = entry ?? emptyNodeEntry();
-    const held = base.pods[uid];
-    if (held?.st === 'gone' || isOlder(rv, held?.rv)) return undefined;
-    const next: PodEntry = { ...confirmed, ...(held?.attemptId ? { attemptId: held.attemptId } : {}) };
-    if (held && sameJson(held, next)) return undefined;
-    const out = nextVersion(base, nowMs);
-    out.pods[uid] = next;
-    return out;
+  // Decided (or adopted) elsewhere: the annotation naming another node is not the scheduler's decision.
+  const decidedElsewhere = holders.filter((node) => node !== target);
+
+  const confirm: NodeChange = (node, _nowMs, notices) => {
+    const base = node ?? emptyLedger(target);
+    const held = base.bookings[uid];
+    if (held?.state === 'gone' || isOlder(rv, held?.resourceVersion)) return undefined;
+    let booking: Booking;
+    if (held === undefined) {
+      if (decidedElsewhere.length > 0) return undefined;
+      // A pod placed before we took over: adopted from its annotations.
+      booking = { namespace: ref.namespace, name: ref.name, state: 'confirmed', devices: allocated, initCount, initDone, uses: cardUsesOf(devices, initCount, initDone), holdsAppCards: appContainersUseCards(devices, initCount), origin: 'adopted', ...facts };
+    } else if (held.devices === allocated) {
+      const { expiresAtMs: _expiry, resourceVersion: _rv, bindPhase: _bp, terminating: _t, ...kept } = held;
+      booking = { ...kept, state: 'confirmed', initDone, uses: held.initDone === initDone ? held.uses : cardUsesOf(devices, held.initCount, initDone), ...facts };
+    } else if (held.state === 'reserved') {
+      // An event from before our patch (or an edit racing it): the reservation stands until the decided annotation is seen.
+      return undefined;
+    } else {
+      // Changed after placement: the decision keeps counting; the change is reported once per new value.
+      const { resourceVersion: _rv, bindPhase: _bp, terminating: _t, ...kept } = held;
+      booking = { ...kept, ...facts };
+      const seen = fingerprint(allocated);
+      if (held.disputed !== seen) {
+        notices.push({ kind: 'annotationsChanged', pod: ref, node: base.name, decided: held.devices ?? '', seen: allocated });
+        booking = { ...booking, disputed: seen };
+      }
+    }
+    if (held && sameJson(held, booking)) return undefined;
+    return { ...base, bookings: { ...base.bookings, [uid]: booking }, unreadable: withoutBookingPart(base, uid) };
   };
-  const moveAway: EntryChange = (entry, nowMs) => {
-    const held = entry?.pods[uid];
-    if (!entry || !held || held.st === 'gone') return undefined;
-    const out = nextVersion(entry, nowMs);
-    delete out.pods[uid];
-    return out;
+  // A booking whose node the annotation no longer names only records what changed on the pod (never moves).
+  const follow: NodeChange = (node) => {
+    const held = node?.bookings[uid];
+    if (!node || !held || held.state === 'gone' || isOlder(rv, held.resourceVersion)) return undefined;
+    const { resourceVersion: _rv, bindPhase: _bp, terminating: _t, ...kept } = held;
+    const booking = { ...kept, ...facts };
+    return sameJson(held, booking) ? undefined : { ...node, bookings: { ...node.bookings, [uid]: booking } };
   };
-  const changes: [string, EntryChange][] = [[target, confirm]];
-  for (const node of holders) if (node !== target) changes.push([node, moveAway]);
-  return { changes, releaseLocksOn };
+  if (decidedElsewhere.length > 0) {
+    deps.logger.warn('PodNodeAnnotationIgnored', { pod: `${ref.namespace}/${ref.name}`, annotated: target, booked: decidedElsewhere.join(',') });
+  }
+  const changes: [string, NodeChange][] = [[target, confirm], ...decidedElsewhere.map((node): [string, NodeChange] => [node, follow])];
+  return { changes, nodes: [...new Set([target, ...holders])], releasesLock };
+}
+
+/** A short, stable stand-in for an annotation value (values may be long; only their change matters). */
+function fingerprint(text: string): string {
+  return createHash('sha256').update(text).digest('base64url').slice(0, 16);
+}
+
+function withoutBookingPart(node: NodeLedger, uid: string): NodeLedger['unreadable'] {
+  const remaining = node.unreadable?.filter((p) => p.part !== `booking ${uid}`);
+  return remaining && remaining.length > 0 ? remaining : undefined;
+}
+
+function reportNotice(deps: ControlDeps, notice: Notice): Effect[] {
+  deps.logger.warn('SchedulerAnnotationsChanged', {
+    pod: `${notice.pod.namespace}/${notice.pod.name}`,
+    node: notice.node,
+    annotation: PodAnnotation.DevicesAllocated,
+    decided: notice.decided,
+    seen: notice.seen.slice(0, 512),
+  });
+  return [
+    podEvent(
+      notice.pod,
+      'Warning',
+      'SchedulerAnnotationsChanged',
+      `${PodAnnotation.DevicesAllocated} was changed after the scheduler placed this pod; the scheduler keeps counting the devices it decided (${notice.decided}). Only the scheduler and the device plugin may change scheduler-owned annotations.`,
+    ),
+  ];
 }
 
 function initContainersSucceeded(pod: PodObject, initCount: number): boolean {
@@ -301,38 +443,41 @@ function initContainersSucceeded(pod: PodObject, initCount: number): boolean {
   return initCount > 0 && statuses.length === initCount && statuses.every((s) => s.state?.terminated?.exitCode === 0);
 }
 
-async function writeQuota(deps: ControlDeps, type: WatchEvent['type'], quota: z.infer<typeof quotaObject>): Promise<void> {
+/** Writes one ResourceQuota's limits; true when the namespace's quotas changed. */
+async function writeQuota(deps: ControlDeps, type: WatchEvent['type'], quota: z.infer<typeof quotaObject>): Promise<boolean> {
   const ns = quota.metadata.namespace;
   const hard = quota.spec?.hard ?? {};
   const mem = quantityAsInt64(hard[`limits.${deps.config.engine.resourceMemoryName}`]);
   const cores = quantityAsInt64(hard[`limits.${deps.config.engine.resourceCoreName}`]);
   const rv = quota.metadata.resourceVersion;
-  const deleted = type === 'DELETED';
   for (let round = 0; round < MAX_WRITE_ROUNDS; round++) {
-    const current = await deps.state.readQuota(ns);
+    const current = await deps.ledger.readQuota(ns);
     const existing = current?.quotas[quota.metadata.name];
-    if (existing && isOlder(rv, existing.rv)) return;
-    const entry = deleted
-      ? { deleted: true, ...(rv ? { rv } : {}) }
-      : { ...(mem !== undefined ? { mem } : {}), ...(cores !== undefined ? { cores } : {}), ...(rv ? { rv } : {}) };
-    if (existing && sameJson(existing, entry)) return;
-    const next: QuotaItem = { ver: (current?.ver ?? 0) + 1, quotas: { ...(current?.quotas ?? {}), [quota.metadata.name]: entry } };
-    if ((await deps.state.putQuota(ns, next, current ? current.ver : null)) === 'ok') return;
+    if (existing && isOlder(rv, existing.resourceVersion)) return false;
+    const limits =
+      type === 'DELETED'
+        ? { deleted: true, ...(rv ? { resourceVersion: rv } : {}) }
+        : { ...(mem !== undefined ? { mem } : {}), ...(cores !== undefined ? { cores } : {}), ...(rv ? { resourceVersion: rv } : {}) };
+    if (existing && sameJson(existing, limits)) return false;
+    const next: QuotaLedger = { version: (current?.version ?? 0) + 1, quotas: { ...(current?.quotas ?? {}), [quota.metadata.name]: limits } };
+    if (await deps.ledger.putQuota(ns, next, current ? current.version : null)) return true;
     await deps.runtime.sleep(backoffMs(deps.runtime.random(), round));
   }
   throw new ContentionError(`could not apply quota ${ns}/${quota.metadata.name}`);
 }
 
-/** Equality of stored and fresh facts; key order may differ after a round trip through DynamoDB. */
+/** Equality of stored and fresh facts; key order may differ after a round trip through the store. */
 function sameJson(a: unknown, b: unknown): boolean {
   return stableJson(a) === stableJson(b);
 }
 
 function stableJson(value: unknown): string {
-  return JSON.stringify(value, (_key, v: unknown) =>
-    v !== null && typeof v === 'object' && !Array.isArray(v)
-      ? Object.fromEntries(Object.entries(v as Record<string, unknown>).sort(([a], [b]) => (a < b ? -1 : a > b ? 1 : 0)))
-      : v,
+  return (
+    JSON.stringify(value, (_key, v: unknown) =>
+      v !== null && typeof v === 'object' && !Array.isArray(v)
+        ? Object.fromEntries(Object.entries(v as Record<string, unknown>).sort(([a], [b]) => (a < b ? -1 : a > b ? 1 : 0)))
+        : v,
+    ) ?? 'undefined'
   );
 }
 

@@ -23,8 +23,8 @@ export type Effect =
       readonly message: string;
     };
 
-/** HAMi's event reasons (hami-spec 5.5). */
-export type EventReason = 'FilteringSucceed' | 'FilteringFailed' | 'BindingSucceed' | 'BindingFailed';
+/** HAMi's event reasons (docs/hami-parity.md, "Events"), and ours: a scheduler-owned annotation changed after placement. */
+export type EventReason = 'FilteringSucceed' | 'FilteringFailed' | 'BindingSucceed' | 'BindingFailed' | 'SchedulerAnnotationsChanged';
 
 export function podEvent(pod: PodRef, type: 'Normal' | 'Warning', reason: EventReason, message: string): Effect {
   return { kind: 'RecordEvent', namespace: pod.namespace, name: pod.name, uid: pod.uid, type, reason, message };

@@ -1,21 +1,33 @@
 /**
- * `/filter` (CONTRACT 2): decide where a GPU pod goes and reserve its cards so no concurrent decision
- * can take the same memory. The reservation is one conditional write on the chosen node's entry; a lost
- * race re-reads that node only and decides again.
+ * `/filter` (docs/api.md): decide where a GPU pod goes and book its cards so that no concurrent decision can
+ * take the same memory. The decision is made on the warm view (./view.ts); the booking is one conditional
+ * write guarded by the engine's claims, sent together with the decision record and the view's refresh, so a
+ * filter in steady state waits on one store round trip. A refused guard re-reads that node and decides again.
  */
 import { decide } from '../engine/decide';
 import { encodePodDevices, PodAnnotation } from '../engine/podAnnotations';
 import { hasManagedResources } from '../engine/requests';
 import { parseNodeRegistration } from '../engine/registration';
-import type { Decision, DeviceInfo, NodeLike, NodeState, PodLike } from '../engine/types';
+import type { Decision, NodeLike, NodeState, PodLike } from '../engine/types';
 import { logDecision, logRealtime, recordDecisionMetrics } from '../diagnostics/decisionLogs';
 import type { AttemptRecord, FilterRecord, PodRef } from '../diagnostics/record';
 import { ContentionError } from '../errors';
-import { cardUsesOf, decodeRegistration, type CardUse, type NodeEntry, type PodEntry } from '../store/model';
-import type { CardClaim, ClusterSnapshot, WriteOutcome } from '../store/stateStore';
-import { appContainersUseCards, backoffMs, countersAreExact, nextVersion, nodesHoldingPod, podCounts, seal, toNodeState, toQuotaView } from './ledger';
+import {
+  appContainersUseCards,
+  backoffMs,
+  bookingCounts,
+  cardUsesOf,
+  countersAreExact,
+  nextLedger,
+  storedClaims,
+  toQuotaView,
+  type Booking,
+  type NodeLedger,
+} from './ledger';
 import { patchPod, podEvent, type Effect } from './effects';
 import type { ControlDeps } from './deps';
+import type { NodeWrite } from './ports';
+import type { ViewFreshness } from './view';
 
 export interface FilterRequest {
   readonly pod: PodLike;
@@ -24,6 +36,8 @@ export interface FilterRequest {
   readonly nodeNames: readonly string[] | null;
   /** nodeCacheCapable: false, or cluster-autoscaler simulation. */
   readonly nodes: readonly NodeLike[] | null;
+  /** The journal entry the relay's last forwarded cluster events produced: the view must include it. */
+  readonly minViewSeq?: number;
 }
 
 /** ExtenderFilterResult with Go's null-for-unset encoding. */
@@ -44,33 +58,22 @@ export interface FilterAnswer {
 const MAX_RESERVE_ATTEMPTS = 24;
 
 export async function filterPod(deps: ControlDeps, req: FilterRequest): Promise<FilterAnswer> {
-  const { config } = deps;
-  if (!hasManagedResources(req.pod, config.engine)) {
+  if (!hasManagedResources(req.pod, deps.config.engine)) {
     return { result: result({ Nodes: req.nodes ? { items: req.nodes } : null, NodeNames: req.nodeNames }), effects: [] };
   }
   if (req.nodes) return simulate(deps, req, req.nodes);
   return decideAndReserve(deps, req, req.nodeNames ?? []);
 }
 
-/** `Nodes` given: devices from the objects, usage zero, nothing written (hami-spec 7.5). */
+/** `Nodes` given: devices from the objects, usage zero, nothing written (HAMi's simulation path). */
 async function simulate(deps: ControlDeps, req: FilterRequest, nodes: readonly NodeLike[]): Promise<FilterAnswer> {
   const nowMs = deps.runtime.clock.now();
   const states = new Map<string, NodeState>();
-  for (const node of nodes) {
-    const registration = parseNodeRegistration(node, deps.config.engine);
-    states.set(node.metadata.name, { name: node.metadata.name, registration, usage: {} });
-  }
+  for (const node of nodes) states.set(node.metadata.name, { name: node.metadata.name, registration: parseNodeRegistration(node, deps.config.engine), usage: {} });
   // Quota still follows the live ledger, as HAMi's simulation consults its live quota cache.
-  const cluster = await deps.state.readCluster(req.podRef.namespace);
-  const quota = toQuotaView(req.podRef.namespace, cluster.quota, cluster.nodes, nowMs, req.podRef.uid);
-  const decision = decide({
-    pod: req.pod,
-    candidates: nodes.map((n) => n.metadata.name),
-    nodes: states,
-    ...(quota ? { quota } : {}),
-    config: deps.config.engine,
-    nowMs,
-  });
+  await deps.view.prepare(req.minViewSeq);
+  const quota = toQuotaView(req.podRef.namespace, await deps.view.quota(req.podRef.namespace), deps.view.all(), nowMs, req.podRef.uid);
+  const decision = decide({ pod: req.pod, candidates: nodes.map((n) => n.metadata.name), nodes: states, ...(quota ? { quota } : {}), config: deps.config.engine, nowMs });
   switch (decision.kind) {
     case 'error':
       return { result: result({ Error: decision.message }), effects: [] };
@@ -78,54 +81,62 @@ async function simulate(deps: ControlDeps, req: FilterRequest, nodes: readonly N
       return { result: result({ FailedNodes: decision.failedNodes }), effects: [] };
     case 'fit': {
       const best = nodes.find((n) => n.metadata.name === decision.node);
-      return {
-        result: result({ Nodes: { items: best ? [structuredClone(best)] : [] }, FailedNodes: decision.failedNodes }),
-        effects: [],
-      };
+      return { result: result({ Nodes: { items: best ? [structuredClone(best)] : [] }, FailedNodes: decision.failedNodes }), effects: [] };
     }
   }
 }
 
 async function decideAndReserve(deps: ControlDeps, req: FilterRequest, candidates: readonly string[]): Promise<FilterAnswer> {
-  const { runtime, state } = deps;
+  const { runtime, view } = deps;
   const attemptId = runtime.newId();
   const pod = req.podRef;
-  const podKey = `${pod.namespace}/${pod.name}`;
   const started = runtime.clock.now();
-  let cluster: ClusterSnapshot = await state.readCluster(pod.namespace);
+  await view.prepare(req.minViewSeq);
+  await view.learn(candidates);
+  const quotaLimits = await view.quota(pod.namespace);
 
   for (let round = 0; round < MAX_RESERVE_ATTEMPTS; round++) {
     const nowMs = runtime.clock.now();
-    const decision = decideOn(deps, req, candidates, cluster, nowMs);
-    if (decision.kind !== 'fit') {
-      return finishWithoutFit(deps, req, decision, attemptId, started);
-    }
-    const entry = cluster.nodes.get(decision.node);
-    if (!entry) throw new Error(`engine chose node ${decision.node}, which has no entry`);
-    if ((await reserve(deps, req, decision, entry, attemptId, nowMs)) === 'conflict') {
-      // The node changed under us (or its cards filled up): refresh it alone and decide again.
-      const fresh = await state.readNode(decision.node);
-      cluster = withNode(cluster, decision.node, fresh.entry);
-      await runtime.sleep(backoffMs(runtime.random(), round));
-      continue;
-    }
-    await releaseEarlierBookings(deps, pod.uid, decision.node, cluster, nowMs);
-    const record = attemptRecord(pod, attemptId, nowMs, {
+    const freshness = view.freshness(nowMs);
+    const quota = toQuotaView(pod.namespace, quotaLimits, view.all(), nowMs, pod.uid);
+    const decision = decide({ pod: req.pod, candidates, nodes: view.engineNodes(nowMs, pod.uid), ...(quota ? { quota } : {}), config: deps.config.engine, nowMs });
+    if (decision.kind !== 'fit') return finishWithoutFit(deps, req, decision, attemptId, started, freshness);
+
+    const node = view.get(decision.node);
+    if (!node) throw new Error(`engine chose node ${decision.node}, which the view does not hold`);
+    const record = attemptRecord(pod, attemptId, started, freshness, {
       status: 'passed',
       summary: decision.message,
       node: decision.node,
       score: decision.score,
-      nodes: decision.evidence,
+      nodes: [],
+      packed: decision.packEvidence(),
       devices: decision.devices,
     });
-    try {
-      await deps.records.putAttempt(record, nowMs);
-    } catch (err) {
-      // Without a record the decision is not explainable: undo the reservation (it expires anyway).
-      await releaseBooking(deps, decision.node, pod.uid).catch(() => undefined);
-      throw err;
+    // The booking, its record and the view's refresh travel together: one round trip on the critical path.
+    const [booked, recorded, refreshed] = await Promise.allSettled([
+      book(deps, req, decision, node, attemptId, nowMs),
+      deps.records.putAttempt(record, started),
+      view.refresh(),
+    ]);
+    if (refreshed.status === 'rejected') deps.logger.warn('ViewRefreshFailed', { error: errorText(refreshed.reason) });
+    if (booked.status === 'rejected') throw booked.reason;
+    const write = booked.value;
+    if (!write.ok) {
+      // The node changed under us (or its cards filled up): refresh it alone and decide again.
+      const current = write.current ?? (await deps.ledger.readNodes([decision.node], { consistent: true })).get(decision.node);
+      if (current) view.accept(current);
+      await runtime.sleep(backoffMs(runtime.random(), round));
+      continue;
     }
-    observe(deps, podKey, attemptId, decision, started);
+    view.accept(write.node);
+    if (recorded.status === 'rejected') {
+      // Without a record the decision is not explainable: undo the booking (it would expire anyway).
+      await releaseBooking(deps, decision.node, pod.uid).catch(() => undefined);
+      throw recorded.reason;
+    }
+    await releaseEarlierBookings(deps, pod.uid, decision.node, nowMs);
+    observe(deps, `${pod.namespace}/${pod.name}`, attemptId, decision, started);
     const encoded = encodePodDevices(decision.devices);
     return {
       attemptId,
@@ -145,120 +156,71 @@ async function decideAndReserve(deps: ControlDeps, req: FilterRequest, candidate
       ],
     };
   }
-  throw new ContentionError(`could not reserve devices for ${podKey} after ${MAX_RESERVE_ATTEMPTS} attempts`);
-}
-
-function decideOn(deps: ControlDeps, req: FilterRequest, candidates: readonly string[], cluster: ClusterSnapshot, nowMs: number): Decision {
-  const states = new Map<string, NodeState>();
-  for (const name of candidates) {
-    const entry = cluster.nodes.get(name);
-    if (entry?.reg && entry.deleted !== true) states.set(name, toNodeState(name, entry, nowMs, req.podRef.uid));
-  }
-  const quota = toQuotaView(req.podRef.namespace, cluster.quota, cluster.nodes, nowMs, req.podRef.uid);
-  return decide({ pod: req.pod, candidates, nodes: states, ...(quota ? { quota } : {}), config: deps.config.engine, nowMs });
+  const message = `could not reserve devices for ${pod.namespace}/${pod.name} after ${MAX_RESERVE_ATTEMPTS} attempts: other decisions kept taking the same cards`;
+  await deps.records.putAttempt(attemptRecord(pod, attemptId, started, view.freshness(runtime.clock.now()), { status: 'failed', summary: message, nodes: [] }), started);
+  throw new ContentionError(message);
 }
 
 /**
- * Books the decision on the chosen node. The fast way adds to the cards' counters under capacity guards,
- * so concurrent filters that both fit do not conflict; the whole-entry rewrite (guarded by the version)
- * is used when the counters are not exact yet (expired reservations to prune, a re-filtered pod, old entries).
+ * Books the decision on the chosen node. The fast way adds to the cards' counters under the engine's claims,
+ * so concurrent filters that both fit do not conflict; the whole-node write (guarded by the version) is used
+ * when the counters are not exact yet (an expired reservation still counted, a re-filter of an expired one).
  */
-async function reserve(
-  deps: ControlDeps,
-  req: FilterRequest,
-  decision: Extract<Decision, { kind: 'fit' }>,
-  entry: NodeEntry,
-  attemptId: string,
-  nowMs: number,
-): Promise<WriteOutcome> {
+function book(deps: ControlDeps, req: FilterRequest, decision: Extract<Decision, { kind: 'fit' }>, node: NodeLedger, attemptId: string, nowMs: number): Promise<NodeWrite> {
   const uid = req.podRef.uid;
   const initCount = req.pod.spec?.initContainers?.length ?? 0;
-  const uses = cardUsesOf(decision.devices, initCount, false);
-  const booking: PodEntry = {
-    ns: req.podRef.namespace,
+  const booking: Booking = {
+    namespace: req.podRef.namespace,
     name: req.podRef.name,
-    st: 'reserved',
-    dev: encodePodDevices(decision.devices),
-    init: initCount,
-    u: uses,
-    appGpu: appContainersUseCards(decision.devices, initCount),
-    exp: nowMs + deps.config.reservationTtlSeconds * 1000,
+    state: 'reserved',
+    devices: encodePodDevices(decision.devices),
+    initCount,
+    initDone: false,
+    uses: cardUsesOf(decision.devices, initCount, false),
+    holdsAppCards: appContainersUseCards(decision.devices, initCount),
+    origin: 'decided',
+    expiresAtMs: nowMs + deps.config.reservationTtlSeconds * 1000,
+    placedAtMs: nowMs,
     attemptId,
   };
-  const registration = entry.reg !== undefined ? decodeRegistration(entry.reg) : undefined;
-  const previous = entry.pods[uid];
-  const replaceable = previous === undefined || podCounts(previous, nowMs);
-  if (registration?.registered && entry.regv !== undefined && replaceable && countersAreExact(entry, nowMs)) {
-    const claims = cardClaims(req, decision, uses, previous?.u ?? [], registration.devices, deps.config.engine.gpuSchedulerPolicy);
-    if (claims) return deps.state.reserve(decision.node, uid, booking, entry.regv, claims, previous);
-  }
-  const next = nextVersion(entry, nowMs);
-  next.pods[uid] = booking;
-  return deps.state.putNodeEntry(decision.node, seal(next, nowMs), entry.ver);
-}
-
-/**
- * Per card the pod takes, what it adds and the most the counters may hold before it, per HAMi's checks:
- * memory and cores must fit (a container asking no cores needs a core left, check 14), a slot must be
- * free, and a whole-card or mutex request needs the card unused.
- */
-function cardClaims(
-  req: FilterRequest,
-  decision: Extract<Decision, { kind: 'fit' }>,
-  uses: readonly CardUse[],
-  previousUses: readonly CardUse[],
-  devices: readonly DeviceInfo[],
-  configuredPolicy: string,
-): CardClaim[] | undefined {
-  const policy = req.pod.metadata.annotations?.[PodAnnotation.GpuSchedulerPolicy] ?? configuredPolicy;
-  const mutex = policy.split(',').some((p) => p.trim() === 'mutex');
-  const before = new Map(previousUses.map(([uuid, slots, mem, cores]) => [uuid, { slots: Math.max(slots, 1), mem, cores }]));
-  const after = new Map(uses.map(([uuid, slots, mem, cores]) => [uuid, { slots: Math.max(slots, 1), mem, cores }]));
-  const claims: CardClaim[] = [];
-  for (const uuid of new Set([...before.keys(), ...after.keys()])) {
-    const device = devices.find((d) => d.id === uuid);
-    if (!device) return undefined;
-    const old = before.get(uuid) ?? { slots: 0, mem: 0, cores: 0 };
-    const now = after.get(uuid) ?? { slots: 0, mem: 0, cores: 0 };
-    const taken = decision.devices.flat().filter((d) => d.uuid === uuid);
-    const wantsNoCores = taken.some((d) => d.usedcores === 0);
-    const wholeCard = device.devcore === 100 && taken.some((d) => d.usedcores >= 100);
-    claims.push({
-      uuid,
-      slots: now.slots - old.slots,
-      mem: now.mem - old.mem,
-      cores: now.cores - old.cores,
-      // Counters include the replaced booking: what may be there before = capacity - new share + old share.
-      maxSlotsBefore: device.count - now.slots + old.slots,
-      maxMemBefore: device.devmem - now.mem + old.mem,
-      maxCoresBefore: device.devcore - now.cores + old.cores - (wantsNoCores ? 1 : 0),
-      exclusive: taken.length > 0 && (mutex || wholeCard),
-      slotsHeldBefore: old.slots,
+  const previous = node.bookings[uid];
+  if (countersAreExact(node, nowMs) && (previous === undefined || bookingCounts(previous, nowMs))) {
+    return deps.ledger.reserve({
+      node: node.name,
+      uid,
+      booking,
+      ...(previous ? { replacing: previous } : {}),
+      registrationVersion: node.registrationVersion,
+      claims: storedClaims(decision.claims, previous?.uses ?? []),
     });
   }
-  return claims;
+  return deps.ledger.putNode(nextLedger(node, nowMs, { bookings: { ...node.bookings, [uid]: booking } }), node.version);
 }
 
 /** A pod filtered again drops what it held elsewhere (HAMi drops its cached allocation first). */
-async function releaseEarlierBookings(deps: ControlDeps, uid: string, chosen: string, cluster: ClusterSnapshot, nowMs: number): Promise<void> {
-  for (const node of nodesHoldingPod(cluster.nodes, uid)) {
-    if (node === chosen) continue;
-    const held = cluster.nodes.get(node)?.pods[uid];
+async function releaseEarlierBookings(deps: ControlDeps, uid: string, chosen: string, nowMs: number): Promise<void> {
+  for (const name of deps.view.holders(uid)) {
+    if (name === chosen) continue;
+    const held = deps.view.get(name)?.bookings[uid];
     // Only bookings that still count are given back; tombstones stay, so late events cannot revive the pod.
-    if (!held || !podCounts(held, nowMs)) continue;
-    await releaseBooking(deps, node, uid);
+    if (!held || !bookingCounts(held, nowMs)) continue;
+    await releaseBooking(deps, name, uid);
   }
 }
 
 /** Remove a pod's booking from one node, re-reading on conflict. */
 export async function releaseBooking(deps: ControlDeps, node: string, uid: string): Promise<void> {
   for (let round = 0; round < MAX_RESERVE_ATTEMPTS; round++) {
-    const { entry } = await deps.state.readNode(node);
-    if (!entry || entry.pods[uid] === undefined) return;
+    const current = (await deps.ledger.readNodes([node], { consistent: true })).get(node);
+    if (!current || current.bookings[uid] === undefined) return;
     const nowMs = deps.runtime.clock.now();
-    const next = nextVersion(entry, nowMs);
-    delete next.pods[uid];
-    if ((await deps.state.putNodeEntry(node, seal(next, nowMs), entry.ver)) === 'ok') return;
+    const bookings = { ...current.bookings };
+    delete bookings[uid];
+    const write = await deps.ledger.putNode(nextLedger(current, nowMs, { bookings }), current.version);
+    if (write.ok) {
+      deps.view.accept(write.node);
+      return;
+    }
     await deps.runtime.sleep(backoffMs(deps.runtime.random(), round));
   }
   throw new ContentionError(`could not release the booking of pod ${uid} on node ${node}`);
@@ -270,29 +232,24 @@ async function finishWithoutFit(
   decision: Exclude<Decision, { kind: 'fit' }>,
   attemptId: string,
   started: number,
+  freshness: ViewFreshness,
 ): Promise<FilterAnswer> {
   const pod = req.podRef;
-  const nowMs = deps.runtime.clock.now();
   const filter: FilterRecord =
     decision.kind === 'error'
       ? { status: 'failed', summary: decision.message, nodes: [] }
-      : { status: 'failed', summary: decision.message, reasonEvents: decision.reasonEvents, nodes: decision.evidence };
-  await deps.records.putAttempt(attemptRecord(pod, attemptId, nowMs, filter), nowMs);
+      : { status: 'failed', summary: decision.message, reasonEvents: decision.reasonEvents, nodes: [], packed: decision.packEvidence() };
+  const [recorded, refreshed] = await Promise.allSettled([deps.records.putAttempt(attemptRecord(pod, attemptId, started, freshness, filter), started), deps.view.refresh()]);
+  if (refreshed.status === 'rejected') deps.logger.warn('ViewRefreshFailed', { error: errorText(refreshed.reason) });
+  if (recorded.status === 'rejected') throw recorded.reason;
   observe(deps, `${pod.namespace}/${pod.name}`, attemptId, decision, started);
   if (decision.kind === 'error') {
-    return {
-      attemptId,
-      result: result({ Error: decision.message }),
-      effects: [podEvent(pod, 'Warning', 'FilteringFailed', decision.message)],
-    };
+    return { attemptId, result: result({ Error: decision.message }), effects: [podEvent(pod, 'Warning', 'FilteringFailed', decision.message)] };
   }
   return {
     attemptId,
     result: result({ FailedNodes: decision.failedNodes }),
-    effects: [
-      ...decision.reasonEvents.map((text) => podEvent(pod, 'Warning', 'FilteringFailed', text)),
-      podEvent(pod, 'Warning', 'FilteringFailed', decision.message),
-    ],
+    effects: [...decision.reasonEvents.map((text) => podEvent(pod, 'Warning', 'FilteringFailed', text)), podEvent(pod, 'Warning', 'FilteringFailed', decision.message)],
   };
 }
 
@@ -305,24 +262,22 @@ function observe(deps: ControlDeps, pod: string, attemptId: string, decision: De
   recordDecisionMetrics(deps.metrics, decision, deps.runtime.clock.now() - started);
 }
 
-function attemptRecord(pod: PodRef, attemptId: string, nowMs: number, filter: FilterRecord): AttemptRecord {
+function attemptRecord(pod: PodRef, attemptId: string, timeMs: number, view: ViewFreshness, filter: FilterRecord): AttemptRecord {
   return {
     pod,
     attemptId,
     attempt: 0,
-    time: new Date(nowMs).toISOString(),
+    time: new Date(timeMs).toISOString(),
+    view,
     filter,
     bind: filter.status === 'passed' ? { status: 'pending', summary: '' } : { status: 'pending', summary: 'not attempted: no node passed the filter' },
   };
 }
 
-function withNode(cluster: ClusterSnapshot, node: string, entry: NodeEntry | undefined): ClusterSnapshot {
-  const nodes = new Map(cluster.nodes);
-  if (entry) nodes.set(node, entry);
-  else nodes.delete(node);
-  return { ...cluster, nodes };
-}
-
 function result(fields: Partial<FilterResult>): FilterResult {
   return { Nodes: null, NodeNames: null, FailedNodes: null, FailedAndUnresolvableNodes: null, Error: '', ...fields };
+}
+
+function errorText(err: unknown): string {
+  return err instanceof Error ? err.message : String(err);
 }

@@ -1,55 +1,309 @@
 /**
- * The usage ledger's rules, as pure functions over stored node entries (lib/store/model.ts).
- * HAMi's accounting (hami-spec 7.1-7.4): a pod's cards count from the filter decision until the pod is
- * deleted or reaches Succeeded/Failed; a terminating pod still counts. Our additions: a filter's
- * reservation expires if the pod is never seen with its annotations (the relay failed to patch it), and
- * deleted pods leave a tombstone so a late, older event cannot bring them back.
+ * The usage ledger: what the control plane holds per node, in readable domain types, and its rules as pure
+ * functions. Storage attribute names live in one codec (lib/store/codec.ts); nothing here knows them.
+ *
+ * HAMi's accounting (docs/hami-parity.md, "Accounting"): a pod's cards count from the filter decision until the pod is
+ * deleted or reaches Succeeded/Failed; a terminating pod still counts. Our additions: a filter's reservation
+ * expires if the pod is never seen with its annotations (the relay failed to patch it); deleted pods leave a
+ * tombstone so a late, older event cannot bring them back; what a pod holds is what the scheduler decided
+ * (docs/state.md, "Bookings belong to the scheduler").
  */
-import { addPodUsage } from '../engine/usage';
-import type { DeviceUsage, NodeState, PodDevices, QuotaView } from '../engine/types';
-import { decodeRegistration, type CardUse, type NodeEntry, type PodEntry, type QuotaItem, type SealedNodeEntry } from '../store/model';
+import type { StoredClaim } from '../engine/claims';
+import { collapsePodUsage } from '../engine/usage';
+import { NodeFailure, type AlignedUsage, type CardClaim, type DeviceUsage, type NodeRegistration, type NodeState, type PodDevices, type QuotaView, type RealtimeReport } from '../engine/types';
+
+/** One card's share of a booking after HAMi's init-container collapse. */
+export interface CardUse {
+  readonly uuid: string;
+  readonly slots: number;
+  readonly mem: number;
+  readonly cores: number;
+}
+
+export type BookingState = 'reserved' | 'confirmed' | 'gone';
+
+/** What one pod holds on one node. */
+export interface Booking {
+  readonly namespace: string;
+  readonly name: string;
+  /** reserved: chosen by a filter, not yet seen with its annotations; confirmed: seen; gone: tombstone. */
+  readonly state: BookingState;
+  /** The devices as decided, in `hami.io/vgpu-devices-allocated` form (aligned, init containers first); absent on tombstones. */
+  readonly devices?: string;
+  readonly initCount: number;
+  /** Every init container exited 0: only app containers count (HAMi's shrink). */
+  readonly initDone: boolean;
+  /** Collapsed per-card usage, derived from `devices` (never stored). */
+  readonly uses: readonly CardUse[];
+  /** Some regular (non-init) container holds a card: `/bind` takes the node lock for it. */
+  readonly holdsAppCards: boolean;
+  /** `decided` by our filter, or `adopted` from the annotations of a pod placed before we took over. */
+  readonly origin: 'decided' | 'adopted';
+  /** Pod resourceVersion last applied (order tolerance). */
+  readonly resourceVersion?: string;
+  /** Reservations and tombstones: epoch ms after which they no longer count. */
+  readonly expiresAtMs?: number;
+  /** Epoch ms of the filter decision that placed the pod. */
+  readonly placedAtMs?: number;
+  readonly bindPhase?: string;
+  readonly terminating?: boolean;
+  /** The filter attempt that made the booking. */
+  readonly attemptId?: string;
+  /** Fingerprint of the scheduler-owned annotation value last reported as changed after placement (reported once per value). */
+  readonly disputed?: string;
+}
+
+/** Booked usage of one card as the store's guards see it: the sum over counting bookings. */
+export interface CardCounter {
+  readonly slots: number;
+  readonly mem: number;
+  readonly cores: number;
+}
+
+/** HAMi's node lock (`hami.io/mutex.lock`), held from `/bind` until the device plugin's allocation ends. */
+export interface NodeLock {
+  /** `namespace/name` of the holder pod. */
+  readonly holder: string;
+  readonly holderUid: string;
+  readonly sinceMs: number;
+  readonly expiresAtMs: number;
+}
+
+/** A stored part that could not be decoded, kept as stored so that nothing is lost, and reported to operators. */
+export interface UnreadablePart {
+  /** `registration`, `counters`, `lock`, `realtime` or `booking <uid>`. */
+  readonly part: string;
+  readonly problem: string;
+  /** The stored value (the codec writes it back unchanged until an event replaces it). */
+  readonly raw: unknown;
+  /** Whether the node must not be scheduled onto meanwhile (bookings, registration, counters); a lost lock or real-time report does not block. */
+  readonly blocking: boolean;
+}
+
+/** Everything the control plane holds about one node. */
+export interface NodeLedger {
+  readonly name: string;
+  /** Bumped by every write of the node's bookings or registration. */
+  readonly version: number;
+  /** Node resourceVersion last applied. */
+  readonly resourceVersion?: string;
+  readonly deleted: boolean;
+  /** As last forwarded; undefined until the Node itself has been seen (its pods may come first). */
+  readonly registration?: NodeRegistration;
+  /** Bumped whenever the registration (cards, capacities) changes: reservations are guarded by it. */
+  readonly registrationVersion: number;
+  readonly registeredAtMs?: number;
+  readonly allocatableGpu?: string;
+  readonly handshake?: string;
+  readonly realtime?: RealtimeReport;
+  /** By pod uid. */
+  readonly bookings: Readonly<Record<string, Booking>>;
+  /** Per card UUID, kept exact by every write; reservations add to them under the engine's guards. */
+  readonly counters: Readonly<Record<string, CardCounter>>;
+  readonly lock?: NodeLock;
+  /** Parts of the stored node that could not be decoded: the node is not scheduled until an event repairs them. */
+  readonly unreadable?: readonly UnreadablePart[];
+}
 
 /** How long a deleted pod's tombstone guards against late events. */
 export const TOMBSTONE_TTL_MS = 60 * 60 * 1000;
+/**
+ * The bound on one node's item (docs/state.md, "Size"): counting bookings and cards. A node beyond it is
+ * refused clearly instead of growing its item toward DynamoDB's 400 KB limit.
+ */
+export const MAX_BOOKINGS_PER_NODE = 640;
+export const MAX_CARDS_PER_NODE = 64;
+/** Tombstones kept per node (the oldest go first); they only guard against late events. */
+export const MAX_TOMBSTONES_PER_NODE = 256;
 
-/** Whether a booked pod counts against its node's cards at `nowMs`. */
-export function podCounts(pod: PodEntry, nowMs: number): boolean {
-  if (pod.st === 'confirmed') return true;
-  if (pod.st === 'reserved') return pod.exp === undefined || pod.exp > nowMs;
+export function emptyLedger(name: string): NodeLedger {
+  return { name, version: 0, deleted: false, registrationVersion: 0, bookings: {}, counters: {} };
+}
+
+/** Whether a booking counts against its node's cards at `nowMs`. */
+export function bookingCounts(booking: Booking, nowMs: number): boolean {
+  if (booking.state === 'confirmed') return true;
+  if (booking.state === 'reserved') return booking.expiresAtMs === undefined || booking.expiresAtMs > nowMs;
   return false;
 }
 
-/** The engine's view of a node: registration plus usage of every counting pod except `excludeUid`. */
-export function toNodeState(name: string, entry: NodeEntry, nowMs: number, excludeUid?: string): NodeState {
-  const usage: Record<string, DeviceUsage> = {};
-  for (const [uid, pod] of Object.entries(entry.pods)) {
-    if (uid === excludeUid || !podCounts(pod, nowMs) || !pod.u) continue;
-    addPodUsage(usage, pod.u.map(cardUseToDevice));
-  }
-  const registration =
-    entry.deleted === true
-      ? { registered: false as const, reason: 'node deleted' }
-      : entry.reg !== undefined
-        ? decodeRegistration(entry.reg)
-        : { registered: false as const, reason: 'node not reported by the relay yet' };
-  return { name, registration, usage, ...(entry.realtime ? { realtime: entry.realtime } : {}) };
+/** Collapsed per-card usage of a pod's devices (init containers first): what its booking holds. */
+export function cardUsesOf(devices: PodDevices, initCount: number, initDone: boolean): CardUse[] {
+  return collapsePodUsage(devices, initCount, initDone).map((d) => ({ uuid: d.uuid, slots: Math.max(d.slots, 1), mem: d.usedmem, cores: d.usedcores }));
 }
 
-function cardUseToDevice([uuid, slots, usedmem, usedcores]: CardUse) {
-  return { idx: 0, uuid, type: 'NVIDIA', usedmem, usedcores, slots };
-}
-
-
-/** Some regular container holds a card: `/bind` must take the node lock (hami-spec 6.1 step 3). */
+/** Some regular container holds a card: `/bind` must take the node lock (HAMi's bind, step 3). */
 export function appContainersUseCards(devices: PodDevices, initCount: number): boolean {
   return devices.slice(initCount).some((container) => container.length > 0);
 }
 
-/** Namespace quota as the engine checks it: the tightest limit of any live ResourceQuota, usage of counting pods. */
+/** Usage per card of every counting booking except `excludeUid` (the pod being filtered again). */
+export function usageOf(ledger: NodeLedger, nowMs: number, excludeUid?: string): Record<string, DeviceUsage> {
+  const usage: Record<string, DeviceUsage> = {};
+  for (const [uid, booking] of Object.entries(ledger.bookings)) {
+    if (uid === excludeUid || !bookingCounts(booking, nowMs)) continue;
+    for (const use of booking.uses) {
+      const card = usage[use.uuid] ?? (usage[use.uuid] = { used: 0, usedmem: 0, usedcores: 0 });
+      card.used += use.slots;
+      card.usedmem += use.mem;
+      card.usedcores += use.cores;
+    }
+  }
+  return usage;
+}
+
+/** The registration as the views show it: deleted and not-yet-reported nodes are unregistered, with the reason. */
+export function effectiveRegistration(ledger: NodeLedger): NodeRegistration {
+  if (ledger.deleted) return { registered: false, reason: 'node deleted' };
+  return ledger.registration ?? { registered: false, reason: 'node not reported by the relay yet' };
+}
+
+/**
+ * The engine's view of a node: registration plus usage of every counting booking except `excludeUid`. A node
+ * whose stored state is partly unreadable, or that holds as many bookings as its item may, fails as a whole
+ * with that reason (never guessed around: a booking we cannot read may be holding memory).
+ */
+export function toNodeState(ledger: NodeLedger, nowMs: number, excludeUid?: string): NodeState {
+  const unschedulable =
+    ledger.unreadable?.some((part) => part.blocking) === true
+      ? NodeFailure.StateUnreadable
+      : countingBookings(ledger, nowMs) >= MAX_BOOKINGS_PER_NODE && !(excludeUid !== undefined && ledger.bookings[excludeUid] !== undefined)
+        ? NodeFailure.BookingLimit
+        : undefined;
+  const registration = effectiveRegistration(ledger);
+  const usage = usageOf(ledger, nowMs, excludeUid);
+  return {
+    name: ledger.name,
+    registration,
+    usage,
+    ...(registration.registered ? { usageByPosition: aligned(registration.devices, usage) } : {}),
+    ...(ledger.realtime ? { realtime: ledger.realtime } : {}),
+    ...(unschedulable ? { unschedulable } : {}),
+  };
+}
+
+function aligned(devices: readonly { readonly id: string }[], usage: Readonly<Record<string, DeviceUsage>>): AlignedUsage {
+  const out = { used: new Int32Array(devices.length), mem: new Int32Array(devices.length), cores: new Int32Array(devices.length) };
+  devices.forEach((device, p) => {
+    const card = usage[device.id];
+    if (!card) return;
+    out.used[p] = card.used;
+    out.mem[p] = card.usedmem;
+    out.cores[p] = card.usedcores;
+  });
+  return out;
+}
+
+/** Counting bookings, the quantity the per-node bound is about. */
+export function countingBookings(ledger: NodeLedger, nowMs: number): number {
+  let count = 0;
+  for (const booking of Object.values(ledger.bookings)) if (bookingCounts(booking, nowMs)) count++;
+  return count;
+}
+
+/**
+ * The ledger made ready to be written whole: expired reservations and old tombstones pruned, the version one
+ * on, counters recomputed from the bookings that count (a zero counter for every registered card, so
+ * reservations can add to it).
+ */
+export function nextLedger(ledger: NodeLedger, nowMs: number, changes: Partial<Omit<NodeLedger, 'name' | 'version' | 'counters'>> = {}): NodeLedger {
+  const merged = { ...ledger, ...changes };
+  const bookings: Record<string, Booking> = {};
+  const tombstones: [string, Booking][] = [];
+  for (const [uid, booking] of Object.entries(merged.bookings)) {
+    if (booking.state !== 'confirmed' && booking.expiresAtMs !== undefined && booking.expiresAtMs <= nowMs) continue;
+    if (booking.state === 'gone') tombstones.push([uid, booking]);
+    else bookings[uid] = booking;
+  }
+  tombstones.sort((a, b) => (b[1].expiresAtMs ?? 0) - (a[1].expiresAtMs ?? 0));
+  for (const [uid, booking] of tombstones.slice(0, MAX_TOMBSTONES_PER_NODE)) bookings[uid] = booking;
+  return { ...merged, version: ledger.version + 1, bookings, counters: exactCounters(merged.registration, bookings, nowMs) };
+}
+
+function exactCounters(registration: NodeRegistration | undefined, bookings: Readonly<Record<string, Booking>>, nowMs: number): Record<string, CardCounter> {
+  const counters: Record<string, { slots: number; mem: number; cores: number }> = {};
+  if (registration?.registered) for (const device of registration.devices) counters[device.id] = { slots: 0, mem: 0, cores: 0 };
+  for (const booking of Object.values(bookings)) {
+    if (!bookingCounts(booking, nowMs)) continue;
+    for (const use of booking.uses) {
+      const counter = counters[use.uuid] ?? (counters[use.uuid] = { slots: 0, mem: 0, cores: 0 });
+      counter.slots += use.slots;
+      counter.mem += use.mem;
+      counter.cores += use.cores;
+    }
+  }
+  return counters;
+}
+
+/** Whether the stored counters are exact (no expired reservation still counted), so a reservation may add to them. */
+export function countersAreExact(ledger: NodeLedger, nowMs: number): boolean {
+  return Object.values(ledger.bookings).every((b) => b.state !== 'reserved' || b.expiresAtMs === undefined || b.expiresAtMs > nowMs);
+}
+
+/**
+ * The engine's claims restated against the stored counters. The engine decided on usage without the pod's
+ * own earlier booking on this node (a re-filter), while the counters still hold it: bounds rise by what it
+ * held, the counters change by the difference, and a card it gives up is released.
+ */
+export function storedClaims(claims: readonly CardClaim[], replaced: readonly CardUse[]): StoredClaim[] {
+  const held = new Map(replaced.map((use) => [use.uuid, use]));
+  const stored: StoredClaim[] = claims.map((claim) => {
+    const old = held.get(claim.uuid) ?? { slots: 0, mem: 0, cores: 0 };
+    held.delete(claim.uuid);
+    return {
+      ...claim,
+      slots: claim.slots - old.slots,
+      mem: claim.mem - old.mem,
+      cores: claim.cores - old.cores,
+      maxSlotsBefore: claim.maxSlotsBefore + old.slots,
+      maxMemBefore: claim.maxMemBefore + old.mem,
+      maxCoresBefore: claim.maxCoresBefore + old.cores,
+      slotsHeldBefore: old.slots,
+    };
+  });
+  // Cards the earlier booking held and the new one does not: given back, with no bound.
+  for (const old of held.values()) {
+    stored.push({
+      uuid: old.uuid,
+      slots: -old.slots,
+      mem: -old.mem,
+      cores: -old.cores,
+      maxSlotsBefore: Number.MAX_SAFE_INTEGER,
+      maxMemBefore: Number.MAX_SAFE_INTEGER,
+      maxCoresBefore: Number.MAX_SAFE_INTEGER,
+      exclusive: false,
+      slotsHeldBefore: old.slots,
+    });
+  }
+  return stored;
+}
+
+/**
+ * Kubernetes resourceVersions are opaque, but etcd's are increasing integers; where both are integers
+ * an older one is recognised, otherwise the newcomer wins (as a fresh list would).
+ */
+export function isOlder(incoming: string | undefined, stored: string | undefined): boolean {
+  if (incoming === undefined || stored === undefined) return false;
+  if (!/^\d+$/.test(incoming) || !/^\d+$/.test(stored)) return false;
+  return BigInt(incoming) < BigInt(stored);
+}
+
+/** Full-jitter exponential backoff after a lost race: 0..min(2^round, 32) ms, so racers spread out. */
+export function backoffMs(random: number, round: number): number {
+  return Math.floor(random * Math.min(2 ** round, 32));
+}
+
+/** Namespace quota items as stored: per ResourceQuota object, its limits in MiB / percent cores. */
+export interface QuotaLedger {
+  readonly version: number;
+  readonly quotas: Readonly<Record<string, { readonly mem?: number; readonly cores?: number; readonly resourceVersion?: string; readonly deleted?: boolean }>>;
+}
+
+/** Namespace quota as the engine checks it: the tightest limit of any live ResourceQuota, usage of counting bookings. */
 export function toQuotaView(
   namespace: string,
-  quota: QuotaItem | undefined,
-  nodes: ReadonlyMap<string, NodeEntry>,
+  quota: QuotaLedger | undefined,
+  nodes: Iterable<NodeLedger>,
   nowMs: number,
   excludeUid?: string,
 ): QuotaView | undefined {
@@ -64,77 +318,14 @@ export function toQuotaView(
   if (memLimit === undefined && coreLimit === undefined) return undefined;
   let usedMem = 0;
   let usedCores = 0;
-  for (const entry of nodes.values()) {
-    for (const [uid, pod] of Object.entries(entry.pods)) {
-      if (uid === excludeUid || pod.ns !== namespace || !podCounts(pod, nowMs)) continue;
-      for (const [, , mem, cores] of pod.u ?? []) {
-        usedMem += mem;
-        usedCores += cores;
+  for (const ledger of nodes) {
+    for (const [uid, booking] of Object.entries(ledger.bookings)) {
+      if (uid === excludeUid || booking.namespace !== namespace || !bookingCounts(booking, nowMs)) continue;
+      for (const use of booking.uses) {
+        usedMem += use.mem;
+        usedCores += use.cores;
       }
     }
   }
-  return {
-    ...(memLimit !== undefined ? { memLimit } : {}),
-    ...(coreLimit !== undefined ? { coreLimit } : {}),
-    usedMem,
-    usedCores,
-  };
-}
-
-/**
- * The entry made ready to be written whole: counters recomputed from the bookings that count, with a zero
- * counter for every registered card (fast reservations add to existing counters only).
- */
-export function seal(entry: NodeEntry, nowMs: number): SealedNodeEntry {
-  const cu: Record<string, { s: number; m: number; c: number }> = {};
-  const registration = entry.reg !== undefined ? decodeRegistration(entry.reg) : undefined;
-  if (registration?.registered) for (const device of registration.devices) cu[device.id] = { s: 0, m: 0, c: 0 };
-  for (const pod of Object.values(entry.pods)) {
-    if (!podCounts(pod, nowMs)) continue;
-    for (const [uuid, slots, mem, cores] of pod.u ?? []) {
-      const counter = cu[uuid] ?? (cu[uuid] = { s: 0, m: 0, c: 0 });
-      counter.s += Math.max(slots, 1);
-      counter.m += mem;
-      counter.c += cores;
-    }
-  }
-  return { ...entry, cu } as SealedNodeEntry;
-}
-
-/** Whether the entry's counters are exact, so a guarded fast reservation may add to them. */
-export function countersAreExact(entry: NodeEntry, nowMs: number): boolean {
-  if (entry.cu === undefined || entry.regv === undefined) return false;
-  return Object.values(entry.pods).every((pod) => pod.st !== 'reserved' || pod.exp === undefined || pod.exp > nowMs);
-}
-
-/** A copy of the entry without expired reservations and tombstones, one version on. */
-export function nextVersion(entry: NodeEntry, nowMs: number): NodeEntry {
-  const pods: Record<string, PodEntry> = {};
-  for (const [uid, pod] of Object.entries(entry.pods)) {
-    if (pod.st !== 'confirmed' && pod.exp !== undefined && pod.exp <= nowMs) continue;
-    pods[uid] = pod;
-  }
-  return { ...entry, ver: entry.ver + 1, pods };
-}
-
-/**
- * Kubernetes resourceVersions are opaque, but etcd's are increasing integers; where both are integers
- * an older one is recognised, otherwise the newcomer wins (as a fresh list would).
- */
-export function isOlder(incoming: string | undefined, stored: string | undefined): boolean {
-  if (incoming === undefined || stored === undefined) return false;
-  if (!/^\d+$/.test(incoming) || !/^\d+$/.test(stored)) return false;
-  return BigInt(incoming) < BigInt(stored);
-}
-
-/** Every node holding an entry for this pod uid. */
-export function nodesHoldingPod(nodes: ReadonlyMap<string, NodeEntry>, uid: string): string[] {
-  const found: string[] = [];
-  for (const [name, entry] of nodes) if (entry.pods[uid] !== undefined) found.push(name);
-  return found;
-}
-
-/** Full-jitter exponential backoff after a lost race: 0..min(2^round, 32) ms, so racers spread out. */
-export function backoffMs(random: number, round: number): number {
-  return Math.floor(random * Math.min(2 ** round, 32));
+  return { ...(memLimit !== undefined ? { memLimit } : {}), ...(coreLimit !== undefined ? { coreLimit } : {}), usedMem, usedCores };
 }

@@ -5,10 +5,10 @@
 import type { AttemptRecord, BindRecord } from '../diagnostics/record';
 import { renderSchedulerLog, type SchedulerLog } from '../diagnostics/schedulerLog';
 import type { NodeDevices } from '../diagnostics/nodeDevices';
+import { NodeFailure } from '../engine/types';
 import { NotFoundError } from '../errors';
-import type { NodeEntry, NodeLock } from '../store/model';
-import type { PodRecords } from '../store/recordStore';
-import { podCounts, toNodeState } from './ledger';
+import { bookingCounts, effectiveRegistration, usageOf, type NodeLedger } from './ledger';
+import type { PodRecords } from './ports';
 import type { ControlDeps } from './deps';
 
 /** How many earlier attempts `?history=true` shows. */
@@ -57,44 +57,50 @@ export interface NodeDevicesView extends NodeDevices {
   readonly realtime: { readonly time: string; readonly ageSeconds: number } | null;
   readonly devices: (NodeDevices['devices'][number] & { readonly freemem: number })[];
   readonly lock: (NonNullable<NodeDevices['lock']> & { readonly ageSeconds: number; readonly expires: string }) | null;
+  /** Parts of the node's stored state that cannot be decoded (the node is not scheduled until repaired). */
+  readonly problems?: readonly { readonly part: string; readonly problem: string }[];
 }
 
 export async function readNodeDevices(deps: ControlDeps, node: string): Promise<NodeDevicesView> {
-  const { entry, lock } = await deps.state.readNode(node, false);
-  if (!entry) throw new NotFoundError(`node ${node} has not been reported by the relay`, 'nodes', node);
-  return renderNodeDevices(node, entry, lock, deps.runtime.clock.now(), deps.config.engine.resourceCountName);
+  const found = (await deps.ledger.readNodes([node], { consistent: false })).get(node);
+  if (!found) throw new NotFoundError(`node ${node} has not been reported by the relay`, 'nodes', node);
+  return renderNodeDevices(found, deps.runtime.clock.now(), deps.config.engine.resourceCountName);
 }
 
-export function renderNodeDevices(name: string, entry: NodeEntry, lock: NodeLock | undefined, nowMs: number, countResource: string): NodeDevicesView {
-  const state = toNodeState(name, entry, nowMs);
-  const registration = state.registration;
+export function renderNodeDevices(node: NodeLedger, nowMs: number, countResource: string): NodeDevicesView {
+  const { name, lock } = node;
+  const unreadable = node.unreadable?.filter((part) => part.blocking) ?? [];
+  const registration =
+    unreadable.length > 0 ? { registered: false as const, reason: NodeFailure.StateUnreadable } : effectiveRegistration(node);
+  const usage = usageOf(node, nowMs);
   const holders = new Map<string, string[]>();
-  for (const pod of Object.values(entry.pods)) {
-    if (!podCounts(pod, nowMs)) continue;
-    for (const [uuid] of pod.u ?? []) {
-      const list = holders.get(uuid) ?? [];
-      list.push(`${pod.ns}/${pod.name}`);
-      holders.set(uuid, list);
+  for (const booking of Object.values(node.bookings)) {
+    if (!bookingCounts(booking, nowMs)) continue;
+    for (const use of booking.uses) {
+      const list = holders.get(use.uuid) ?? [];
+      list.push(`${booking.namespace}/${booking.name}`);
+      holders.set(use.uuid, list);
     }
   }
   const ageSeconds = (ms: number) => Math.max(0, Math.round((nowMs - ms) / 1000));
-  const liveLock = lock && lock.expiresAt >= nowMs ? lock : undefined;
+  const liveLock = lock && lock.expiresAtMs >= nowMs ? lock : undefined;
   return {
     name,
     registered: registration.registered,
     ...(registration.registered ? {} : { reason: registration.reason }),
-    allocatable: entry.allocatableGpu !== undefined ? { [countResource]: entry.allocatableGpu } : {},
+    ...(unreadable.length > 0 ? { problems: unreadable.map(({ part, problem }) => ({ part, problem })) } : {}),
+    allocatable: node.allocatableGpu !== undefined ? { [countResource]: node.allocatableGpu } : {},
     handshake: {
-      value: entry.handshake ?? null,
+      value: node.handshake ?? null,
       // Device plugins since HAMi v2.8 write no handshake; health follows the registration and allocatable.
-      state: entry.handshake === undefined ? 'absent (normal for HAMi >= v2.8)' : entry.handshake.split('_')[0] ?? entry.handshake,
+      state: node.handshake === undefined ? 'absent (normal for HAMi >= v2.8)' : node.handshake.split('_')[0] ?? node.handshake,
     },
-    registrationUpdated: entry.regAt !== undefined ? new Date(entry.regAt).toISOString() : null,
-    registrationAgeSeconds: entry.regAt !== undefined ? ageSeconds(entry.regAt) : null,
-    realtime: entry.realtime ? { time: new Date(entry.realtime.timeMs).toISOString(), ageSeconds: ageSeconds(entry.realtime.timeMs) } : null,
+    registrationUpdated: node.registeredAtMs !== undefined ? new Date(node.registeredAtMs).toISOString() : null,
+    registrationAgeSeconds: node.registeredAtMs !== undefined ? ageSeconds(node.registeredAtMs) : null,
+    realtime: node.realtime ? { time: new Date(node.realtime.timeMs).toISOString(), ageSeconds: ageSeconds(node.realtime.timeMs) } : null,
     devices: registration.registered
       ? registration.devices.map((d) => {
-          const used = state.usage[d.id] ?? { used: 0, usedmem: 0, usedcores: 0 };
+          const used = usage[d.id] ?? { used: 0, usedmem: 0, usedcores: 0 };
           return {
             id: d.id,
             index: d.index,
@@ -115,9 +121,9 @@ export function renderNodeDevices(name: string, entry: NodeEntry, lock: NodeLock
     lock: liveLock
       ? {
           holder: liveLock.holder,
-          since: new Date(liveLock.since).toISOString(),
-          ageSeconds: ageSeconds(liveLock.since),
-          expires: new Date(liveLock.expiresAt).toISOString(),
+          since: new Date(liveLock.sinceMs).toISOString(),
+          ageSeconds: ageSeconds(liveLock.sinceMs),
+          expires: new Date(liveLock.expiresAtMs).toISOString(),
         }
       : null,
   };

@@ -113,6 +113,16 @@ const hintTexts: Readonly<Record<ReasonKey, HintText>> = {
     cause: 'The device plugin is not running on the node or has not reported yet, hami.io/node-nvidia-register is missing or empty, allocatable nvidia.com/gpu is 0, or the relay has not forwarded the node.',
     fix: 'Check the device plugin pod on the node and the node’s hami.io/node-nvidia-register annotation; `hami-diag node <node>` shows what the scheduler holds.',
   },
+  [ExtraReasonKey.NodeStateUnreadable]: {
+    meaning: 'What the scheduler stores about the node cannot be decoded, so the node is left out until it is repaired.',
+    cause: 'A stored booking or registration of the node does not match the expected format (written by an older version, or edited by hand); the operator log line NodeStateUnreadable carries the raw value.',
+    fix: 'Usually repairs itself: the next update of the node or of the pod whose booking is unreadable rewrites it (the relay re-lists every few minutes). Other nodes keep scheduling meanwhile.',
+  },
+  [ExtraReasonKey.NodeBookingLimit]: {
+    meaning: 'The node already holds as many booked pods as one node’s stored state may hold.',
+    cause: 'Every counting booking of a node lives in one DynamoDB item; the bound keeps it far below the 400 KB item limit (docs/state.md, "Size").',
+    fix: 'Wait for pods on the node to finish, or spread pods over more nodes; raise the bound only with the item size arithmetic in docs/state.md.',
+  },
   [ExtraReasonKey.DeviceTypeNotFound]: {
     meaning: 'The node has no cards of the type the container requests.',
     cause: 'The node registered no devices of that vendor/type, or the request names a type this scheduler does not manage.',

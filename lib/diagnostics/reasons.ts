@@ -11,6 +11,8 @@ import { NodeFailure, ReasonCode, type NodeEvidence } from '../engine/types';
 export const ExtraReasonKey = {
   NodeUnregistered: NodeFailure.Unregistered,
   DeviceTypeNotFound: NodeFailure.DeviceTypeNotFound,
+  NodeStateUnreadable: NodeFailure.StateUnreadable,
+  NodeBookingLimit: NodeFailure.BookingLimit,
   NodeLockContention: 'NodeLockContention',
   InvalidDeviceScoringWeights: 'InvalidDeviceScoringWeights',
   InvalidResourceRequest: 'InvalidResourceRequest',
@@ -23,7 +25,7 @@ export type ExtraReasonKey = (typeof ExtraReasonKey)[keyof typeof ExtraReasonKey
 export type ReasonKey = ReasonCode | ExtraReasonKey;
 
 const reasonCodes: ReadonlySet<string> = new Set(Object.values(ReasonCode));
-const bareKeys: ReadonlySet<string> = new Set<string>([...reasonCodes, NodeFailure.Unregistered, NodeFailure.DeviceTypeNotFound]);
+const bareKeys: ReadonlySet<string> = new Set<string>([...reasonCodes, ...Object.values(NodeFailure)]);
 
 export function isReasonCode(text: string): text is ReasonCode {
   return reasonCodes.has(text);

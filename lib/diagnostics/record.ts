@@ -3,6 +3,7 @@
  * which the scheduler log (CONTRACT section 5) is rendered. The filter part is the engine's evidence,
  * stored as produced, never recomputed.
  */
+import type { PackedEvidence } from '../engine/evidence';
 import type { NodeEvidence, PodDevices } from '../engine/types';
 
 export interface PodRef {
@@ -20,8 +21,10 @@ export interface FilterRecord {
   readonly score?: number;
   /** Per-reason `FilteringFailed` texts when no node fit. */
   readonly reasonEvents?: readonly string[];
-  /** Engine evidence, one entry per candidate node, in candidate order. */
+  /** Engine evidence, one entry per candidate node, in candidate order (empty when written packed). */
   readonly nodes: readonly NodeEvidence[];
+  /** The same evidence packed, as the filter writes it; the record store turns it back into `nodes` on read. */
+  readonly packed?: PackedEvidence;
   /** Devices chosen per container (init first) when passed. */
   readonly devices?: PodDevices;
 }
@@ -42,6 +45,8 @@ export interface AttemptRecord {
   readonly attempt: number;
   /** RFC 3339 time of the filter call. */
   readonly time: string;
+  /** How fresh the warm view the decision was made on was (docs/state.md, "Warm view"). */
+  readonly view?: { readonly seq: number; readonly ageMs: number };
   readonly filter: FilterRecord;
   readonly bind: BindRecord;
   /** Set when per-card evidence was dropped to fit DynamoDB's item size limit. */

@@ -282,9 +282,10 @@ export function decide(input: DecideInput): Decision {
 
   for (const name of input.candidates) {
     const state = input.nodes.get(name);
-    if (state === undefined || !state.registration.registered) {
-      trace.failedNode(name, NodeFailure.Unregistered);
-      failedNodes[name] = NodeFailure.Unregistered;
+    if (state === undefined || !state.registration.registered || state.unschedulable !== undefined) {
+      const reason = state?.unschedulable ?? NodeFailure.Unregistered;
+      trace.failedNode(name, reason);
+      failedNodes[name] = reason;
       continue;
     }
     const outcome = evaluateNode(run, state, prepareNode(state.registration));
@@ -304,8 +305,12 @@ export function decide(input: DecideInput): Decision {
     return evidence;
   };
 
+  // Not enumerable: JSON, spreads and key lists of a decision show its evidence, not this.
+  const withPacking = <D extends Extract<Decision, { packEvidence: unknown }>>(decision: Omit<D, 'packEvidence'>): D =>
+    Object.defineProperty(decision, 'packEvidence', { value: () => trace.pack(), enumerable: false }) as D;
+
   if (fitNodes.length === 0) {
-    return {
+    return withPacking<Extract<Decision, { kind: 'noFit' }>>({
       kind: 'noFit',
       failedNodes,
       message: noAvailableNodeMessage(input.candidates.length),
@@ -314,14 +319,14 @@ export function decide(input: DecideInput): Decision {
         return evidenceOnFirstRead(this);
       },
       realtime: notes,
-    };
+    });
   }
   // HAMi's listing order; equal scores by node name so the choice is deterministic (CONTRACT 9).
   const spread = plan.nodePolicy === 'spread';
   fitNodes.sort((a, b) => (a.score !== b.score ? (spread ? b.score - a.score : a.score - b.score) : a.name < b.name ? -1 : a.name > b.name ? 1 : 0));
   const chosen = fitNodes[fitNodes.length - 1]!;
   const listed = fitNodes.map(({ name, score }) => ({ name, score }));
-  return {
+  return withPacking<Extract<Decision, { kind: 'fit' }>>({
     kind: 'fit',
     node: chosen.name,
     score: chosen.score,
@@ -334,7 +339,7 @@ export function decide(input: DecideInput): Decision {
       return evidenceOnFirstRead(this);
     },
     realtime: notes,
-  };
+  });
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -410,6 +415,13 @@ function evaluateNode(run: FitRun, state: NodeState, node: PreparedNode): NodeOu
 /** Booked usage per card; cards absent from the ledger are idle (hami-spec 7.2). */
 function loadBookedUsage(state: NodeState, node: PreparedNode): void {
   const { devices } = node;
+  const aligned = state.usageByPosition;
+  if (aligned !== undefined && aligned.used.length === devices.length) {
+    scratch.baseUsed.set(aligned.used);
+    scratch.baseMem.set(aligned.mem);
+    scratch.baseCores.set(aligned.cores);
+    return;
+  }
   for (let p = 0; p < devices.length; p++) {
     const usage = state.usage[devices[p]!.id];
     scratch.baseUsed[p] = usage?.used ?? 0;

@@ -88,6 +88,24 @@ function asSmallIntegerWhenIntegral(value: number): number {
   return (value | 0) === value && (value !== 0 || 1 / value > 0) ? value | 0 : value;
 }
 
+/**
+ * A decision's evidence in its packed form, for storage: column by column (runs of equal figures, which gzip
+ * folds to almost nothing), counts instead of row offsets, and of each node's cards only those the rows refer
+ * to. Built from the rows without making any evidence object.
+ */
+export interface PackedEvidence {
+  readonly v: 2;
+  readonly containers: readonly TracedContainer[];
+  readonly texts: readonly string[];
+  readonly nodes: { readonly name: readonly string[]; readonly failed: readonly number[]; readonly score: readonly number[]; readonly reason: readonly number[]; readonly containers: readonly number[] };
+  readonly containerRows: { readonly container: readonly number[]; readonly status: readonly number[]; readonly reason: readonly number[]; readonly cards: readonly number[]; readonly picks: readonly number[] };
+  /** Tried cards: the columns of `CardColumn`, in its order (null where a real-time figure is absent). */
+  readonly cards: readonly (readonly (number | null)[])[];
+  readonly picks: { readonly position: readonly number[]; readonly usedMem: readonly number[]; readonly usedCores: readonly number[] };
+  /** Per node: [position, id, index, devmem, devcore, count] of the cards its rows refer to. */
+  readonly devices: readonly (readonly [number, string, number, number, number, number])[][];
+}
+
 // Columns of each kind of row.
 const NodeColumn = { failed: 0, score: 1, reason: 2, firstContainer: 3, containerCount: 4 } as const;
 const ContainerColumn = { container: 0, status: 1, reason: 2, firstCard: 3, cardCount: 4, firstPick: 5, pickCount: 6 } as const;
@@ -293,6 +311,99 @@ export class DecisionTrace {
         exclusive: bound.exclusive,
       };
     });
+  }
+
+  /** The packed form of everything recorded (see `PackedEvidence`). */
+  pack(): PackedEvidence {
+    const column = (rows: Rows, col: number): number[] => {
+      const out = new Array<number>(rows.length);
+      for (let r = 0; r < rows.length; r++) out[r] = rows.get(r, col);
+      return out;
+    };
+    const cardColumns = Object.values(CardColumn).map((col) =>
+      column(this.cardRows, col).map((v) => (Number.isNaN(v) ? null : v)),
+    );
+    const referenced = this.nodeDevices.map(() => new Set<number>());
+    for (let node = 0; node < this.nodeRows.length; node++) {
+      const first = this.nodeRows.get(node, NodeColumn.firstContainer);
+      for (let row = first; row < first + this.nodeRows.get(node, NodeColumn.containerCount); row++) {
+        const firstCard = this.containerRows.get(row, ContainerColumn.firstCard);
+        for (let card = firstCard; card < firstCard + this.containerRows.get(row, ContainerColumn.cardCount); card++) referenced[node]!.add(this.cardRows.get(card, CardColumn.position));
+        const firstPick = this.containerRows.get(row, ContainerColumn.firstPick);
+        for (let pick = firstPick; pick < firstPick + this.containerRows.get(row, ContainerColumn.pickCount); pick++) referenced[node]!.add(this.pickRows.get(pick, PickColumn.position));
+      }
+    }
+    return {
+      v: 2,
+      containers: this.containers,
+      texts: this.texts,
+      nodes: {
+        name: this.nodeNames,
+        failed: column(this.nodeRows, NodeColumn.failed),
+        score: column(this.nodeRows, NodeColumn.score),
+        reason: column(this.nodeRows, NodeColumn.reason),
+        containers: column(this.nodeRows, NodeColumn.containerCount),
+      },
+      containerRows: {
+        container: column(this.containerRows, ContainerColumn.container),
+        status: column(this.containerRows, ContainerColumn.status),
+        reason: column(this.containerRows, ContainerColumn.reason),
+        cards: column(this.containerRows, ContainerColumn.cardCount),
+        picks: column(this.containerRows, ContainerColumn.pickCount),
+      },
+      cards: cardColumns,
+      picks: { position: column(this.pickRows, PickColumn.position), usedMem: column(this.pickRows, PickColumn.usedMem), usedCores: column(this.pickRows, PickColumn.usedCores) },
+      devices: referenced.map((positions, node) =>
+        [...positions].map((position) => {
+          const d = this.nodeDevices[node]![position]!;
+          return [position, d.id, d.index, d.devmem, d.devcore, d.count] as const;
+        }),
+      ),
+    };
+  }
+
+  /** The trace a packed evidence was made from, able to build the same evidence objects. */
+  static unpack(packed: PackedEvidence): DecisionTrace {
+    const trace = new DecisionTrace(packed.containers, packed.nodes.name.length);
+    trace.texts.push(...packed.texts);
+    let container = 0;
+    let card = 0;
+    let pick = 0;
+    packed.nodes.name.forEach((name, node) => {
+      const sparse: DeviceInfo[] = [];
+      for (const [position, id, index, devmem, devcore, count] of packed.devices[node] ?? []) {
+        sparse[position] = { id, index, devmem, devcore, count, type: '', numa: 0, mode: '', health: true };
+      }
+      trace.beginNode(name, sparse);
+      const n = trace.currentNode;
+      trace.nodeRows.set(n, NodeColumn.failed, packed.nodes.failed[node] ?? 0);
+      trace.nodeRows.set(n, NodeColumn.score, packed.nodes.score[node] ?? 0);
+      trace.nodeRows.set(n, NodeColumn.reason, packed.nodes.reason[node] ?? NO_TEXT);
+      for (let i = 0; i < (packed.nodes.containers[node] ?? 0); i++, container++) {
+        const row = trace.containerRows.append();
+        const cards = packed.containerRows.cards[container] ?? 0;
+        const picks = packed.containerRows.picks[container] ?? 0;
+        trace.containerRows.set(row, ContainerColumn.container, packed.containerRows.container[container] ?? 0);
+        trace.containerRows.set(row, ContainerColumn.status, packed.containerRows.status[container] ?? 0);
+        trace.containerRows.set(row, ContainerColumn.reason, packed.containerRows.reason[container] ?? NO_TEXT);
+        trace.containerRows.set(row, ContainerColumn.firstCard, trace.cardRows.length);
+        trace.containerRows.set(row, ContainerColumn.cardCount, cards);
+        trace.containerRows.set(row, ContainerColumn.firstPick, trace.pickRows.length);
+        trace.containerRows.set(row, ContainerColumn.pickCount, picks);
+        trace.nodeRows.set(n, NodeColumn.containerCount, i + 1);
+        for (let k = 0; k < cards; k++, card++) {
+          const r = trace.cardRows.append();
+          Object.values(CardColumn).forEach((col, c) => trace.cardRows.set(r, col, packed.cards[c]?.[card] ?? NaN));
+        }
+        for (let k = 0; k < picks; k++, pick++) {
+          const r = trace.pickRows.append();
+          trace.pickRows.set(r, PickColumn.position, packed.picks.position[pick] ?? 0);
+          trace.pickRows.set(r, PickColumn.usedMem, packed.picks.usedMem[pick] ?? 0);
+          trace.pickRows.set(r, PickColumn.usedCores, packed.picks.usedCores[pick] ?? 0);
+        }
+      }
+    });
+    return trace;
   }
 
   /** The public evidence, one entry per node recorded, in order. */

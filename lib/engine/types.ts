@@ -1,3 +1,5 @@
+import type { PackedEvidence } from './evidence';
+
 /**
  * The decision engine's vocabulary: plain data in, plain data out, no I/O.
  * Everything here mirrors HAMi v2.10 (see ../shared/reference/hami-spec.md); the section numbers in
@@ -32,6 +34,10 @@ export type ReasonCode = (typeof ReasonCode)[keyof typeof ReasonCode];
 export const NodeFailure = {
   Unregistered: 'node unregistered',
   DeviceTypeNotFound: 'Device type not found',
+  /** Ours: what the control plane stores about the node cannot be decoded (the raw value is in the operator log). */
+  StateUnreadable: 'node state unreadable',
+  /** Ours: the node holds as many bookings as one node's stored state may (docs/state.md, "Size"). */
+  BookingLimit: 'node at its limit of booked pods',
 } as const;
 
 /** The request type HAMi writes into pod annotations and compares in Fit (constant `NvidiaGPUDevice`). */
@@ -91,6 +97,19 @@ export interface NodeState {
   /** Usage per card UUID; cards absent here are idle. Unknown UUIDs are ignored. */
   readonly usage: Readonly<Record<string, DeviceUsage>>;
   readonly realtime?: RealtimeReport;
+  /** A node-level failure known before any card is tried (a `NodeFailure` text): the node fails with it. */
+  readonly unschedulable?: string;
+  /**
+   * `usage` aligned with `registration.devices` (entry p is card p), for callers that keep node states across
+   * decisions: the engine then reads arrays instead of looking every card up by UUID.
+   */
+  readonly usageByPosition?: AlignedUsage;
+}
+
+export interface AlignedUsage {
+  readonly used: Int32Array;
+  readonly mem: Int32Array;
+  readonly cores: Int32Array;
 }
 
 /** `ContainerDeviceRequest` (hami-spec 1.2). `mempercentagereq` 101 means "unset". */
@@ -195,7 +214,7 @@ export interface DecideInput {
   /** Candidate node names in kube-scheduler's order (`NodeNames`, or the names of `Nodes`). */
   readonly candidates: readonly string[];
   /** Known nodes by name; a candidate missing here is `node unregistered`. */
-  readonly nodes: ReadonlyMap<string, NodeState>;
+  readonly nodes: { get(name: string): NodeState | undefined };
   readonly quota?: QuotaView;
   readonly config: EngineConfig;
   /** Epoch milliseconds, for real-time freshness only. */
@@ -295,6 +314,8 @@ export type Decision =
       readonly message: string;
       readonly evidence: readonly NodeEvidence[];
       readonly realtime: readonly RealtimeNote[];
+      /** The evidence packed for storage (not enumerable: JSON and spreads show `evidence`). */
+      readonly packEvidence: () => PackedEvidence;
     }
   | {
       readonly kind: 'noFit';
@@ -305,6 +326,8 @@ export type Decision =
       readonly reasonEvents: readonly string[];
       readonly evidence: readonly NodeEvidence[];
       readonly realtime: readonly RealtimeNote[];
+      /** The evidence packed for storage (not enumerable: JSON and spreads show `evidence`). */
+      readonly packEvidence: () => PackedEvidence;
     }
   | {
       /** The pod itself is bad (e.g. invalid `hami.io/device-scoring-weights`): HAMi's error text. */

@@ -11,7 +11,7 @@ import type { APIGatewayProxyEventV2, APIGatewayProxyStructuredResultV2, Context
 import type { ControlDeps } from '../control/deps';
 import { logger, metrics, tracer } from '../powertools';
 import { errorResponse, isExposed } from './respond';
-import type { Route } from './routes';
+import { matchPath, type Route } from './routes';
 
 export type LambdaHandler = (event: APIGatewayProxyEventV2, context: Context) => Promise<APIGatewayProxyStructuredResultV2>;
 
@@ -28,9 +28,13 @@ export function lambdaHandler(route: Route, deps: () => ControlDeps): LambdaHand
     metrics.addMetric(`${route.name}Requests`, MetricUnit.Count, 1);
     try {
       const body = event.body === undefined ? '' : event.isBase64Encoded ? Buffer.from(event.body, 'base64').toString('utf8') : event.body;
+      // Path parameters are decoded from the raw path by the same function as in the local server.
+      const pathParameters = matchPath(route.path, event.rawPath) ?? {};
+      const headers: Record<string, string> = {};
+      for (const [key, value] of Object.entries(event.headers ?? {})) if (value !== undefined) headers[key.toLowerCase()] = value;
       const response = await route.handle(
         { ...deps(), logger: log },
-        { body, pathParameters: event.pathParameters ?? {}, query: event.queryStringParameters ?? {} },
+        { body, pathParameters, query: event.queryStringParameters ?? {}, headers },
         (keys) => log.appendKeys(keys),
       );
       log.info('Request handled', { status: response.statusCode, latencyMs: Date.now() - started });

@@ -31,6 +31,7 @@ const REASONS: Readonly<Record<number, string>> = {
   404: 'NotFound',
   405: 'MethodNotAllowed',
   413: 'RequestEntityTooLarge',
+  422: 'Invalid',
   500: 'InternalError',
   503: 'ServiceUnavailable',
 };

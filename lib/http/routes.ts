@@ -10,17 +10,24 @@ import { filterPod } from '../control/filter';
 import { readNodeDevices, readSchedulerLog } from '../control/views';
 import type { NodeLike, PodLike } from '../engine/types';
 import { BadRequestError, PayloadTooLargeError } from '../errors';
+import { kubeName, kubeNamespace, kubeUid } from '../control/names';
 import { json, type HttpResponse, type RouteKind } from './respond';
 
 export interface HttpRequest {
   readonly body: string;
+  /** Decoded path parameters (see `matchPath`). */
   readonly pathParameters: Readonly<Record<string, string | undefined>>;
   readonly query: Readonly<Record<string, string | undefined>>;
+  /** Lower-case header names. */
+  readonly headers: Readonly<Record<string, string | undefined>>;
 }
 
 export interface Route {
   readonly name: string;
   readonly kind: RouteKind;
+  readonly method: 'GET' | 'POST';
+  /** Path template, `{param}` for one path segment (as API Gateway writes route keys). */
+  readonly path: string;
   /** Keys added to every log line of the request (pod, node, attempt id). */
   handle(deps: ControlDeps, req: HttpRequest, logKeys: (keys: Record<string, string>) => void): Promise<HttpResponse>;
 }
@@ -37,9 +44,9 @@ const podSchema = z
   .object({
     metadata: z
       .object({
-        name: z.string().min(1, 'must not be empty'),
-        namespace: z.string().nullish(),
-        uid: z.string().min(1, 'must not be empty'),
+        name: kubeName,
+        namespace: kubeNamespace.nullish(),
+        uid: kubeUid,
         annotations: z.record(z.string(), z.string()).nullish(),
         labels: z.record(z.string(), z.string()).nullish(),
       })
@@ -50,7 +57,7 @@ const podSchema = z
 
 const nodeSchema = z
   .object({
-    metadata: z.object({ name: z.string().min(1), annotations: z.record(z.string(), z.string()).nullish() }).loose(),
+    metadata: z.object({ name: kubeName, annotations: z.record(z.string(), z.string()).nullish() }).loose(),
     status: z.object({ allocatable: quantities }).loose().nullish(),
   })
   .loose();
@@ -58,14 +65,14 @@ const nodeSchema = z
 const filterArgs = z.object({
   pod: podSchema,
   nodes: z.object({ items: z.array(nodeSchema).nullish() }).loose().nullish(),
-  nodenames: z.array(z.string()).nullish(),
+  nodenames: z.array(kubeName).nullish(),
 });
 
 const bindArgs = z.object({
-  podname: z.string().min(1, 'must not be empty'),
-  podnamespace: z.string().min(1, 'must not be empty'),
-  poduid: z.string().min(1, 'must not be empty'),
-  node: z.string().min(1, 'must not be empty'),
+  podname: kubeName,
+  podnamespace: kubeNamespace,
+  poduid: kubeUid,
+  node: kubeName,
 });
 
 const outcomeArgs = bindArgs.extend({ error: z.string() });
@@ -113,9 +120,23 @@ function normalisePod(pod: z.infer<typeof podSchema>): PodLike {
   };
 }
 
+/**
+ * The journal entry the relay's forwarded cluster events last produced: the filter's view must include it
+ * (docs/state.md, "Warm view"). Absent or unreadable: no requirement beyond the view's own age bound.
+ */
+export const MIN_VIEW_SEQ_HEADER = 'x-hami-min-view-seq';
+
+function minViewSeq(headers: HttpRequest['headers']): number | undefined {
+  const raw = headers[MIN_VIEW_SEQ_HEADER];
+  if (raw === undefined || !/^\d{1,15}$/.test(raw.trim())) return undefined;
+  return Number(raw.trim());
+}
+
 export const filterRoute: Route = {
   name: 'filter',
   kind: 'extender',
+  method: 'POST',
+  path: '/filter',
   async handle(deps, req, logKeys) {
     const body = parseExtenderBody(req.body);
     if (body.pod === undefined || body.pod === null) throw new BadRequestError('extender args missing pod');
@@ -124,7 +145,8 @@ export const filterRoute: Route = {
     const podRef = { namespace: pod.metadata.namespace ?? 'default', name: pod.metadata.name, uid: pod.metadata.uid ?? '' };
     logKeys({ pod: `${podRef.namespace}/${podRef.name}` });
     const nodes = args.nodes ? ((args.nodes.items ?? []) as unknown as NodeLike[]) : null;
-    const answer = await filterPod(deps, { pod, podRef, nodeNames: args.nodenames ?? null, nodes });
+    const seq = minViewSeq(req.headers);
+    const answer = await filterPod(deps, { pod, podRef, nodeNames: args.nodenames ?? null, nodes, ...(seq !== undefined ? { minViewSeq: seq } : {}) });
     if (answer.attemptId) logKeys({ attemptId: answer.attemptId });
     return json(200, { ...answer.result, Effects: answer.effects });
   },
@@ -133,6 +155,8 @@ export const filterRoute: Route = {
 export const bindRoute: Route = {
   name: 'bind',
   kind: 'extender',
+  method: 'POST',
+  path: '/bind',
   async handle(deps, req, logKeys) {
     const args = check(bindArgs, parseExtenderBody(req.body), 'ExtenderBindingArgs');
     logKeys({ pod: `${args.podnamespace}/${args.podname}`, node: args.node });
@@ -144,6 +168,8 @@ export const bindRoute: Route = {
 export const bindOutcomeRoute: Route = {
   name: 'bindOutcome',
   kind: 'api',
+  method: 'POST',
+  path: '/bind/outcome',
   async handle(deps, req, logKeys) {
     const args = check(outcomeArgs, parseExtenderBody(req.body), 'bind outcome');
     logKeys({ pod: `${args.podnamespace}/${args.podname}`, node: args.node });
@@ -159,9 +185,12 @@ export const bindOutcomeRoute: Route = {
 export const clusterEventsRoute: Route = {
   name: 'clusterEvents',
   kind: 'api',
+  method: 'POST',
+  path: '/cluster/events',
   async handle(deps, req) {
     const body = check(clusterEventsBody, parseExtenderBody(req.body), 'cluster events');
-    return json(200, await ingestClusterEvents(deps, body.events));
+    const { effects, ...answer } = await ingestClusterEvents(deps, body.events);
+    return json(200, { ...answer, Effects: effects });
   },
 };
 
@@ -173,10 +202,11 @@ const logQuery = z.object({
 export const schedulerLogRoute: Route = {
   name: 'schedulerLog',
   kind: 'api',
+  method: 'GET',
+  path: '/api/v1/namespaces/{ns}/pods/{name}/schedulerlog',
   async handle(deps, req, logKeys) {
-    const namespace = req.pathParameters.ns ?? '';
-    const name = req.pathParameters.name ?? '';
-    if (namespace === '' || name === '') throw new BadRequestError('namespace and pod name are required');
+    const namespace = check(kubeNamespace, req.pathParameters.ns ?? '', 'namespace');
+    const name = check(kubeName, req.pathParameters.name ?? '', 'pod name');
     logKeys({ pod: `${namespace}/${name}` });
     const query = check(logQuery, req.query, 'query');
     const log = await readSchedulerLog(deps, {
@@ -192,9 +222,10 @@ export const schedulerLogRoute: Route = {
 export const nodeDevicesRoute: Route = {
   name: 'nodeDevices',
   kind: 'api',
+  method: 'GET',
+  path: '/api/v1/nodes/{name}/devices',
   async handle(deps, req, logKeys) {
-    const node = req.pathParameters.name ?? '';
-    if (node === '') throw new BadRequestError('node name is required');
+    const node = check(kubeName, req.pathParameters.name ?? '', 'node name');
     logKeys({ node });
     return json(200, await readNodeDevices(deps, node));
   },
@@ -203,7 +234,33 @@ export const nodeDevicesRoute: Route = {
 export const healthzRoute: Route = {
   name: 'healthz',
   kind: 'api',
+  method: 'GET',
+  path: '/healthz',
   async handle() {
     return { statusCode: 200, headers: { 'content-type': 'text/plain' }, body: 'ok' };
   },
 };
+
+/** Every route, in one place: the local server serves them, serverless.yml deploys one function each. */
+export const routes: readonly Route[] = [filterRoute, bindRoute, bindOutcomeRoute, clusterEventsRoute, schedulerLogRoute, nodeDevicesRoute, healthzRoute];
+
+/**
+ * The decoded parameters of `rawPath` under a route's template, or undefined when it does not match.
+ * Malformed percent-encoding is the caller's error (400), in the local server and in Lambda alike.
+ */
+export function matchPath(template: string, rawPath: string): Record<string, string> | undefined {
+  const names: string[] = [];
+  const pattern = new RegExp(`^${template.replace(/\{(\w+)\}/g, (_m, name: string) => (names.push(name), '([^/]+)'))}$`);
+  const match = pattern.exec(rawPath);
+  if (!match) return undefined;
+  const params: Record<string, string> = {};
+  names.forEach((name, i) => {
+    const raw = match[i + 1] ?? '';
+    try {
+      params[name] = decodeURIComponent(raw);
+    } catch {
+      throw new BadRequestError(`path segment ${JSON.stringify(raw)} is not valid percent-encoding`);
+    }
+  });
+  return params;
+}

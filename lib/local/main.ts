@@ -9,9 +9,9 @@ process.env.POWERTOOLS_LOG_LEVEL ??= 'INFO';
 process.env.POWERTOOLS_METRICS_DISABLED ??= 'true';
 
 async function main(): Promise<void> {
-  const { runFromEnvironment } = await import('./server');
+  const { describeStore, runFromEnvironment } = await import('./server');
   const server = await runFromEnvironment();
-  process.stdout.write(`hami-explain control plane listening on ${server.url} (embedded store${process.env.HAMI_API_TOKEN ? ', bearer token required' : ''})\n`);
+  process.stdout.write(`hami-explain control plane listening on ${server.url} (${describeStore(server.store)}${process.env.HAMI_API_TOKEN ? '; bearer token required' : ''})\n`);
   const stop = () => {
     server.close().then(
       () => process.exit(0),

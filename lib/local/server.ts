@@ -9,24 +9,15 @@ import { randomUUID, timingSafeEqual } from 'node:crypto';
 import { startEmbeddedStore, type EmbeddedStoreMode } from './embeddedStore';
 import { DynamoDBClient } from '@aws-sdk/client-dynamodb';
 import type { APIGatewayProxyEventV2, Context } from 'aws-lambda';
-import { createDeps } from '../app';
+import { createDeps, dynamoStores } from '../app';
 import { loadConfig } from '../config';
 import { systemRuntime, type Runtime } from '../clock';
 import type { ControlDeps } from '../control/deps';
 import { PayloadTooLargeError, UnauthorizedError } from '../errors';
 import { lambdaHandler, type LambdaHandler } from '../http/lambda';
 import { errorResponse, json, statusBody, type HttpResponse } from '../http/respond';
-import {
-  bindOutcomeRoute,
-  bindRoute,
-  clusterEventsRoute,
-  filterRoute,
-  healthzRoute,
-  MAX_BODY_BYTES,
-  nodeDevicesRoute,
-  schedulerLogRoute,
-  type Route,
-} from '../http/routes';
+import { MAX_BODY_BYTES, routes, type Route } from '../http/routes';
+import { emptyStats, type StoreStats } from '../store/dynamo';
 import { ensureTables } from '../store/tables';
 
 export interface LocalServerOptions {
@@ -36,64 +27,49 @@ export interface LocalServerOptions {
   readonly token?: string;
   /** Extra configuration, as environment variables (defaults to process.env). */
   readonly env?: Readonly<Record<string, string | undefined>>;
-  /** Use this DynamoDB-compatible endpoint instead of an embedded dynalite. */
+  /** Use this DynamoDB-compatible endpoint instead of an embedded dynalite (default: DDB_ENDPOINT from `env`). */
   readonly ddbEndpoint?: string;
   /** Where the embedded dynalite runs (default: in this process). */
   readonly storeMode?: EmbeddedStoreMode;
+  /** The embedded store keeps its data in this directory (default: HAMI_DATA_DIR from `env`; unset: in memory). */
+  readonly dataDir?: string;
   readonly runtime?: Runtime;
+  /** Counts the server's store calls and capacity (benchmarks). */
+  readonly stats?: StoreStats;
 }
+
+/** Where the server keeps its state, in words for the start-up line. */
+export type StoreDescription = { readonly kind: 'memory' } | { readonly kind: 'directory'; readonly path: string } | { readonly kind: 'endpoint'; readonly endpoint: string };
 
 export interface LocalServer {
   readonly url: string;
   readonly deps: ControlDeps;
+  readonly store: StoreDescription;
+  readonly stats: StoreStats;
   close(): Promise<void>;
-}
-
-interface RouteEntry {
-  readonly method: 'GET' | 'POST';
-  readonly pattern: RegExp;
-  readonly params: readonly string[];
-  readonly route: Route;
-  readonly routeKey: string;
-}
-
-const ROUTES: readonly (Omit<RouteEntry, 'pattern' | 'params'> & { readonly path: string })[] = [
-  { method: 'POST', path: '/filter', route: filterRoute, routeKey: 'POST /filter' },
-  { method: 'POST', path: '/bind', route: bindRoute, routeKey: 'POST /bind' },
-  { method: 'POST', path: '/bind/outcome', route: bindOutcomeRoute, routeKey: 'POST /bind/outcome' },
-  { method: 'POST', path: '/cluster/events', route: clusterEventsRoute, routeKey: 'POST /cluster/events' },
-  {
-    method: 'GET',
-    path: '/api/v1/namespaces/{ns}/pods/{name}/schedulerlog',
-    route: schedulerLogRoute,
-    routeKey: 'GET /api/v1/namespaces/{ns}/pods/{name}/schedulerlog',
-  },
-  { method: 'GET', path: '/api/v1/nodes/{name}/devices', route: nodeDevicesRoute, routeKey: 'GET /api/v1/nodes/{name}/devices' },
-  { method: 'GET', path: '/healthz', route: healthzRoute, routeKey: 'GET /healthz' },
-];
-
-function compile(path: string): { pattern: RegExp; params: string[] } {
-  const params: string[] = [];
-  const source = path.replace(/\{(\w+)\}/g, (_m, name: string) => {
-    params.push(name);
-    return '([^/]+)';
-  });
-  return { pattern: new RegExp(`^${source}$`), params };
 }
 
 export async function startLocalServer(options: LocalServerOptions = {}): Promise<LocalServer> {
   const runtime = options.runtime ?? systemRuntime;
-  const store = options.ddbEndpoint ? undefined : await startEmbeddedStore(options.storeMode ?? 'in-process');
-  const endpoint = options.ddbEndpoint ?? store?.endpoint ?? '';
   const env = options.env ?? process.env;
+  const external = options.ddbEndpoint ?? nonEmpty(env.DDB_ENDPOINT);
+  const dataDir = options.dataDir ?? nonEmpty(env.HAMI_DATA_DIR);
+  const embedded = external ? undefined : await startEmbeddedStore(options.storeMode ?? 'in-process', dataDir);
+  const endpoint = external ?? embedded?.endpoint ?? '';
   const config = loadConfig({ ...env, DDB_ENDPOINT: endpoint, ...(options.token !== undefined ? { HAMI_API_TOKEN: options.token } : {}) });
-  const rawClient = new DynamoDBClient({ region: config.region, endpoint, credentials: { accessKeyId: 'local', secretAccessKey: 'local' } });
-  await ensureTables(rawClient, [config.stateTable, config.recordsTable], runtime.sleep);
-  rawClient.destroy();
-  const deps = createDeps(config, runtime);
-
-  const entries: RouteEntry[] = ROUTES.map((r) => ({ ...r, ...compile(r.path) }));
-  const handlers = new Map<Route, LambdaHandler>(entries.map((e) => [e.route, lambdaHandler(e.route, () => deps)]));
+  const raw = new DynamoDBClient({
+    region: config.region,
+    endpoint,
+    ...(config.localCredentials ? { credentials: { accessKeyId: 'local', secretAccessKey: 'local' } } : {}),
+  });
+  try {
+    await ensureTables(raw, [config.stateTable, config.recordsTable], runtime.sleep);
+  } finally {
+    raw.destroy();
+  }
+  const stats = options.stats ?? emptyStats();
+  const deps = createDeps(config, runtime, dynamoStores(config, runtime, { stats }));
+  const handlers = new Map<Route, LambdaHandler>(routes.map((route) => [route, lambdaHandler(route, () => deps)]));
   const token = config.apiToken;
 
   const server = createServer((req, res) => {
@@ -105,25 +81,23 @@ export async function startLocalServer(options: LocalServerOptions = {}): Promis
 
   async function serve(req: IncomingMessage, res: ServerResponse): Promise<void> {
     const url = new URL(req.url ?? '/', 'http://local');
-    const matches = entries.filter((e) => e.pattern.test(url.pathname));
-    if (matches.length === 0) return send(res, json(404, statusBody(404, 'NotFound', `no route for ${url.pathname}`)));
-    const entry = matches.find((e) => e.method === req.method);
-    if (!entry) return send(res, json(405, statusBody(405, 'MethodNotAllowed', `${req.method} is not allowed on ${url.pathname}`)));
+    const rawPath = url.pathname;
+    const matching = routes.filter((route) => matchesTemplate(route.path, rawPath));
+    if (matching.length === 0) return send(res, json(404, statusBody(404, 'NotFound', `no route for ${safePath(rawPath)}`)));
+    const route = matching.find((r) => r.method === req.method);
+    if (!route) return send(res, json(405, statusBody(405, 'MethodNotAllowed', `${req.method} is not allowed on ${safePath(rawPath)}`)));
     const reference = randomUUID();
     if (token !== undefined && !bearerMatches(req.headers.authorization, token)) {
       req.resume();
       return send(res, errorResponse(new UnauthorizedError('missing or wrong bearer token'), 'api', reference));
     }
     const body = await readBody(req);
-    if (body === undefined) return send(res, errorResponse(new PayloadTooLargeError(`request body larger than ${MAX_BODY_BYTES} bytes`), entry.route.kind, reference));
-    const match = entry.pattern.exec(url.pathname) ?? [];
-    const pathParameters: Record<string, string> = {};
-    entry.params.forEach((name, i) => (pathParameters[name] = decodeURIComponent(match[i + 1] ?? '')));
+    if (body === undefined) return send(res, errorResponse(new PayloadTooLargeError(`request body larger than ${MAX_BODY_BYTES} bytes`), route.kind, reference));
     const query: Record<string, string> = {};
     url.searchParams.forEach((value, key) => (query[key] = value));
-    const handler = handlers.get(entry.route);
-    if (!handler) throw new Error(`no handler for ${entry.routeKey}`);
-    const result = await handler(toEvent(entry.routeKey, req, url, body, pathParameters, query), toContext(reference, entry.route.name));
+    const handler = handlers.get(route);
+    if (!handler) throw new Error(`no handler for ${route.method} ${route.path}`);
+    const result = await handler(toEvent(`${route.method} ${route.path}`, req, url, body, query), toContext(reference, route.name));
     send(res, { statusCode: result.statusCode ?? 200, headers: (result.headers ?? {}) as Record<string, string>, body: result.body ?? '' });
   }
 
@@ -135,14 +109,30 @@ export async function startLocalServer(options: LocalServerOptions = {}): Promis
   return {
     url: `http://${options.host ?? '127.0.0.1'}:${address.port}`,
     deps,
+    stats,
+    store: external ? { kind: 'endpoint', endpoint: external } : dataDir ? { kind: 'directory', path: dataDir } : { kind: 'memory' },
     close: async () => {
       await new Promise<void>((resolve) => {
         server.close(() => resolve());
         server.closeAllConnections();
       });
-      await store?.stop();
+      await embedded?.stop();
     },
   };
+}
+
+function nonEmpty(value: string | undefined): string | undefined {
+  return value === undefined || value.trim() === '' ? undefined : value.trim();
+}
+
+/** Whether the raw path has the template's shape (its segments are decoded later, by the route's handler). */
+function matchesTemplate(template: string, rawPath: string): boolean {
+  return new RegExp(`^${template.replace(/\{(\w+)\}/g, '[^/]+')}$`).test(rawPath);
+}
+
+/** A path as text for a message: percent-encoded as received, cut to a sane length. */
+function safePath(rawPath: string): string {
+  return rawPath.length > 200 ? `${rawPath.slice(0, 197)}...` : rawPath;
 }
 
 function bearerMatches(header: string | undefined, token: string): boolean {
@@ -172,14 +162,7 @@ function send(res: ServerResponse, response: HttpResponse): void {
   res.end(response.body);
 }
 
-function toEvent(
-  routeKey: string,
-  req: IncomingMessage,
-  url: URL,
-  body: string,
-  pathParameters: Record<string, string>,
-  queryStringParameters: Record<string, string>,
-): APIGatewayProxyEventV2 {
+function toEvent(routeKey: string, req: IncomingMessage, url: URL, body: string, queryStringParameters: Record<string, string>): APIGatewayProxyEventV2 {
   const headers: Record<string, string> = {};
   for (const [key, value] of Object.entries(req.headers)) if (typeof value === 'string') headers[key] = value;
   delete headers.authorization;
@@ -191,7 +174,6 @@ function toEvent(
     rawQueryString: url.search.replace(/^\?/, ''),
     headers,
     queryStringParameters,
-    pathParameters,
     body,
     isBase64Encoded: false,
     requestContext: {
@@ -234,4 +216,16 @@ export async function runFromEnvironment(): Promise<LocalServer> {
   if (!Number.isInteger(port) || port < 0 || port > 65535) throw new Error(`PORT must be an integer between 0 and 65535, got "${portText}"`);
   // The store gets its own process (and core) so the handlers keep the event loop to themselves.
   return startLocalServer({ port, host: '127.0.0.1', storeMode: 'child-process' });
+}
+
+/** The start-up line's words for where state lives. */
+export function describeStore(store: StoreDescription): string {
+  switch (store.kind) {
+    case 'memory':
+      return 'embedded store in memory: state is lost when this process ends (set HAMI_DATA_DIR=<dir> to keep it)';
+    case 'directory':
+      return `embedded store kept in ${store.path}`;
+    case 'endpoint':
+      return `DynamoDB-compatible store at ${store.endpoint}`;
+  }
 }

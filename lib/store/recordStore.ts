@@ -10,9 +10,11 @@ import { constants, gunzipSync, gzipSync } from 'node:zlib';
 import { PutCommand, QueryCommand, type PutCommandInput, type QueryCommandInput } from '@aws-sdk/lib-dynamodb';
 import type { DynamoDBDocumentClient } from '@aws-sdk/lib-dynamodb';
 import { z } from 'zod';
+import { DecisionTrace } from '../engine/evidence';
 import { CorruptItemError } from '../errors';
 import type { AttemptRecord, BindRecord, PodRef } from '../diagnostics/record';
-import { send, type CallCounter } from './dynamo';
+import type { PodRecords, RecordStorePort } from '../control/ports';
+import { emptyStats, send, type StoreStats } from './dynamo';
 
 /** Items above this are stored without per-card evidence rather than rejected by DynamoDB. */
 const MAX_RECORD_BYTES = 350 * 1024;
@@ -26,23 +28,14 @@ const bindItemSchema = z.object({
   expiresAt: z.number(),
 });
 
-export interface StoredBind extends BindRecord {
-  readonly timeMs: number;
-}
+type StoredBind = NonNullable<PodRecords['bind']>;
 
-export interface PodRecords {
-  /** Newest first. */
-  readonly attempts: readonly { readonly record: AttemptRecord; readonly timeMs: number }[];
-  readonly bind?: StoredBind;
-}
-
-export class RecordStore {
-  readonly counter: CallCounter = { calls: 0, byOperation: {} };
-
+export class RecordStore implements RecordStorePort {
   constructor(
     private readonly doc: DynamoDBDocumentClient,
     readonly table: string,
     private readonly retentionSeconds: number,
+    readonly stats: StoreStats = emptyStats(),
   ) {}
 
   putAttemptParams(record: AttemptRecord, timeMs: number): PutCommandInput {
@@ -56,12 +49,13 @@ export class RecordStore {
         time: record.time,
         expiresAt: Math.floor(timeMs / 1000) + this.retentionSeconds,
       },
+      ReturnConsumedCapacity: 'TOTAL',
     };
   }
 
   async putAttempt(record: AttemptRecord, timeMs: number): Promise<void> {
     const params = this.putAttemptParams(record, timeMs);
-    await send(this.counter, 'PutItem', () => this.doc.send(new PutCommand(params)));
+    await send(this.stats, 'PutItem', () => this.doc.send(new PutCommand(params)));
   }
 
   putBindParams(pod: PodRef, bind: BindRecord, timeMs: number): PutCommandInput {
@@ -74,12 +68,13 @@ export class RecordStore {
         timeMs,
         expiresAt: Math.floor(timeMs / 1000) + this.retentionSeconds,
       },
+      ReturnConsumedCapacity: 'TOTAL',
     };
   }
 
   async putBind(pod: PodRef, bind: BindRecord, timeMs: number): Promise<void> {
     const params = this.putBindParams(pod, bind, timeMs);
-    await send(this.counter, 'PutItem', () => this.doc.send(new PutCommand(params)));
+    await send(this.stats, 'PutItem', () => this.doc.send(new PutCommand(params)));
   }
 
   queryPodParams(namespace: string, name: string, attempts: number): QueryCommandInput {
@@ -90,13 +85,14 @@ export class RecordStore {
       ScanIndexForward: false,
       // BIND sorts after every A#… key, so it comes first in descending order.
       Limit: attempts + 1,
+      ReturnConsumedCapacity: 'TOTAL',
     };
   }
 
   /** The bind item and up to `attempts` newest unexpired attempts of a pod. */
   async readPod(namespace: string, name: string, attempts: number, nowMs: number): Promise<PodRecords> {
     const params = this.queryPodParams(namespace, name, attempts);
-    const out = await send(this.counter, 'Query', () => this.doc.send(new QueryCommand(params)));
+    const out = await send(this.stats, 'Query', () => this.doc.send(new QueryCommand(params)));
     const nowS = Math.floor(nowMs / 1000);
     let bind: StoredBind | undefined;
     const found: { record: AttemptRecord; timeMs: number }[] = [];
@@ -126,22 +122,30 @@ const GZIP = { level: constants.Z_BEST_SPEED };
 export function encodeRecord(record: AttemptRecord): Uint8Array {
   const full = gzipSync(JSON.stringify(record), GZIP);
   if (full.byteLength <= MAX_RECORD_BYTES) return full;
+  const { packed, ...filter } = record.filter;
+  const nodes = packed ? DecisionTrace.unpack(packed).evidence() : record.filter.nodes;
   const trimmed: AttemptRecord = {
     ...record,
     evidenceTrimmed: true,
-    filter: {
-      ...record.filter,
-      nodes: record.filter.nodes.map((n) => ({ ...n, containers: n.containers.map((c) => ({ ...c, cards: [] })) })),
-    },
-  } as AttemptRecord;
+    filter: { ...filter, nodes: nodes.map((n) => ({ ...n, containers: n.containers.map((c) => ({ ...c, cards: [] })) })) },
+  };
   return gzipSync(JSON.stringify(trimmed), GZIP);
 }
 
+/** A stored attempt, its evidence unpacked into the objects the scheduler log renders. */
 export function decodeRecord(raw: unknown): AttemptRecord {
   if (!(raw instanceof Uint8Array)) throw new CorruptItemError('stored attempt has no record body');
+  let record: AttemptRecord;
   try {
-    return JSON.parse(gunzipSync(raw).toString('utf8')) as AttemptRecord;
+    record = JSON.parse(gunzipSync(raw).toString('utf8')) as AttemptRecord;
   } catch (err) {
     throw new CorruptItemError('stored attempt record cannot be decoded', { cause: err });
+  }
+  const { packed, ...filter } = record.filter;
+  if (!packed) return record;
+  try {
+    return { ...record, filter: { ...filter, nodes: DecisionTrace.unpack(packed).evidence() } };
+  } catch (err) {
+    throw new CorruptItemError('stored attempt evidence cannot be unpacked', { cause: err });
   }
 }

@@ -3,7 +3,7 @@
  * caller gets an Error kube-scheduler can retry, and nothing is left booked or locked past its expiry.
  */
 import { DynamoDBClient } from '@aws-sdk/client-dynamodb';
-import { createDeps } from '../../../lib/app';
+import { createDeps, dynamoStores } from '../../../lib/app';
 import type { Runtime } from '../../../lib/clock';
 import { loadConfig } from '../../../lib/config';
 import { bindPodToNode } from '../../../lib/control/bind';
@@ -11,14 +11,15 @@ import { ingestClusterEvents } from '../../../lib/control/clusterEvents';
 import type { ControlDeps } from '../../../lib/control/deps';
 import { filterPod } from '../../../lib/control/filter';
 import { readNodeDevices } from '../../../lib/control/views';
-import { StoreUnavailableError } from '../../../lib/errors';
+import { StoreFaultError, StoreRejectedError, StoreUnavailableError } from '../../../lib/errors';
 import { errorResponse } from '../../../lib/http/respond';
 import { createDocumentClient } from '../../../lib/store/dynamo';
 import { ensureTables } from '../../../lib/store/tables';
 import { card, gpuNode, gpuPod } from '../../support/cluster';
 import { startDynalite, type DynamoBackend } from '../../support/dynamo';
 
-type Fault = (command: string, input: Record<string, unknown>) => boolean;
+/** true: a transient outage; an error name and message: that error from the store. */
+type Fault = (command: string, input: Record<string, unknown>) => boolean | { name: string; message: string };
 
 describe('store failure mid-decision', () => {
   let backend: DynamoBackend;
@@ -45,19 +46,20 @@ describe('store failure mid-decision', () => {
     now = 1_800_000_000_000;
     fault = () => false;
     const suffix = Math.random().toString(36).slice(2);
-    const config = loadConfig({ DDB_ENDPOINT: backend.endpoint, STATE_TABLE: `state-${suffix}`, RECORDS_TABLE: `records-${suffix}`, HAMI_STORE_SHARDS: '2' });
+    const config = loadConfig({ DDB_ENDPOINT: backend.endpoint, STATE_TABLE: `state-${suffix}`, RECORDS_TABLE: `records-${suffix}` });
     const raw = new DynamoDBClient({ endpoint: backend.endpoint, region: 'local', credentials: { accessKeyId: 'x', secretAccessKey: 'x' } });
     await ensureTables(raw, [config.stateTable, config.recordsTable], async () => undefined);
     raw.destroy();
-    const doc = createDocumentClient({ region: 'local', endpoint: backend.endpoint });
+    const doc = createDocumentClient({ region: 'local', endpoint: backend.endpoint, localCredentials: true });
     doc.middlewareStack.add(
       (next, context) => async (args) => {
-        if (fault(String(context.commandName), args.input as Record<string, unknown>)) throw Object.assign(new Error('injected outage'), { name: 'InternalServerError' });
+        const injected = fault(String(context.commandName), args.input as Record<string, unknown>);
+        if (injected) throw Object.assign(new Error(injected === true ? 'injected outage' : injected.message), { name: injected === true ? 'InternalServerError' : injected.name });
         return next(args);
       },
       { step: 'initialize', name: 'faultInjection' },
     );
-    deps = createDeps(config, runtime, doc);
+    deps = createDeps(config, runtime, dynamoStores(config, runtime, { doc }));
     await ingestClusterEvents(deps, [{ type: 'ADDED', object: gpuNode('node1', [card('GPU-a', { devmem: 8000 })]) }]);
   });
 
@@ -99,6 +101,28 @@ describe('store failure mid-decision', () => {
     await expect(filterPod(deps, request())).rejects.toBeInstanceOf(StoreUnavailableError);
     fault = () => false;
     expect(await usedMem()).toBe(0);
+  });
+
+  it('answers a permanent refusal by the store as such, never as "retry", and books nothing', async () => {
+    fault = (command, input) =>
+      command === 'PutItemCommand' && String(input.TableName).startsWith('records-') && { name: 'ValidationException', message: 'Item size has exceeded the maximum allowed size' };
+    const error = await filterPod(deps, request()).catch((err: unknown) => err);
+    expect(error).toBeInstanceOf(StoreRejectedError);
+    const answer = JSON.parse(errorResponse(error, 'extender', 'ref-2').body) as { Error: string };
+    expect(answer.Error).toBe("the store refused to save it: the item would exceed DynamoDB's 400 KB item size limit");
+    expect(answer.Error).not.toMatch(/retry/);
+    fault = () => false;
+    expect(await usedMem()).toBe(0);
+  });
+
+  it('reports a missing table as an internal fault, not as something to retry', async () => {
+    fault = (command) => command === 'BatchGetItemCommand' && { name: 'ResourceNotFoundException', message: 'Requested resource not found' };
+    const error = await filterPod(deps, request()).catch((err: unknown) => err);
+    expect(error).toBeInstanceOf(StoreFaultError);
+    const response = errorResponse(error, 'api', 'ref-3');
+    expect(response.statusCode).toBe(500);
+    expect(response.body).toContain('internal error in the scheduler control plane (ref ref-3)');
+    expect(response.body).not.toContain('Requested resource');
   });
 
   it('lets a lock left by a bind whose outcome never came expire', async () => {

@@ -95,7 +95,7 @@ describe('real-time GPU check through the local server', () => {
       cards.map((id) => card(id, { devmem: CARD_MIB, type: 'NVIDIA-A100-SXM4-80GB' })),
       realtime === undefined ? {} : { annotations: { 'hami.io/node-nvidia-realtime': realtime } },
     );
-    expect((await api.events([{ type: 'ADDED', object: node }])).json).toEqual({ accepted: 1, rejected: [] });
+    expect((await api.events([{ type: 'ADDED', object: node }])).json).toMatchObject({ accepted: 1, rejected: [] });
     return api;
   }
 

@@ -1,131 +1,227 @@
 /**
- * The store adapters against real DynamoDB-compatible servers: dynalite, and DynamoDB Local where Java is
- * installed. Conditional writes are what keep concurrent Lambdas from over-allocating, so each condition is
- * exercised for both outcomes.
+ * The storage ports' contract, run against every implementation: the in-memory store the rule tables use, and
+ * the DynamoDB adapter on dynalite and (where Java is installed) DynamoDB Local. Conditional writes are what
+ * keep concurrent deciders from over-allocating, so each condition is exercised for both outcomes; the
+ * in-memory store is only trustworthy because it passes the same cases.
  */
 import { DynamoDBClient } from '@aws-sdk/client-dynamodb';
-import { createDocumentClient } from '../../../lib/store/dynamo';
-import { emptyNodeEntry, encodeRegistration, type NodeEntry, type NodeLock } from '../../../lib/store/model';
-import { RecordStore } from '../../../lib/store/recordStore';
-import { seal } from '../../../lib/control/ledger';
-import { StateStore } from '../../../lib/store/stateStore';
-import { ensureTables } from '../../../lib/store/tables';
+import { emptyLedger, nextLedger, type Booking, type NodeLedger, type NodeLock } from '../../../lib/control/ledger';
+import type { LedgerStore, RecordStorePort } from '../../../lib/control/ports';
+import type { StoredClaim } from '../../../lib/engine/claims';
 import type { AttemptRecord } from '../../../lib/diagnostics/record';
+import { createDocumentClient, emptyStats } from '../../../lib/store/dynamo';
+import { DynamoLedgerStore } from '../../../lib/store/ledgerStore';
+import { MemoryLedgerStore, MemoryRecordStore } from '../../../lib/store/memory';
+import { RecordStore } from '../../../lib/store/recordStore';
+import { ensureTables } from '../../../lib/store/tables';
 import { backends, type DynamoBackend } from '../../support/dynamo';
 
 const noSleep = async () => undefined;
+const RETENTION_S = 3600;
 
-function bookedEntry(ver: number, uid: string, appGpu: boolean): NodeEntry {
-  return { ...emptyNodeEntry(), ver, pods: { [uid]: { ns: 'default', name: uid, st: 'confirmed', u: [['GPU-0', 1, 1000, 10]], appGpu } } };
+interface Stores {
+  readonly ledger: LedgerStore;
+  readonly records: RecordStorePort;
+  /** A second, independent adapter on the same data (another Lambda environment). */
+  readonly other: LedgerStore;
+}
+
+type Factory = { start(): Promise<void>; stop(): Promise<void>; fresh(): Promise<Stores> };
+
+function memoryFactory(): Factory {
+  return {
+    start: async () => undefined,
+    stop: async () => undefined,
+    fresh: async () => {
+      const ledger = new MemoryLedgerStore(() => 0);
+      return { ledger, other: ledger, records: new MemoryRecordStore(RETENTION_S * 1000) };
+    },
+  };
+}
+
+function dynamoFactory(startBackend: () => Promise<DynamoBackend>): Factory {
+  let backend: DynamoBackend;
+  let table = 0;
+  return {
+    start: async () => {
+      backend = await startBackend();
+    },
+    stop: () => backend.stop(),
+    fresh: async () => {
+      table += 1;
+      const raw = new DynamoDBClient({ endpoint: backend.endpoint, region: 'local', credentials: { accessKeyId: 'local', secretAccessKey: 'local' } });
+      await ensureTables(raw, [`state-${table}`, `records-${table}`], noSleep);
+      raw.destroy();
+      const doc = () => createDocumentClient({ region: 'local', endpoint: backend.endpoint, localCredentials: true });
+      return {
+        ledger: new DynamoLedgerStore(doc(), `state-${table}`, emptyStats(), noSleep, () => 0),
+        other: new DynamoLedgerStore(doc(), `state-${table}`, emptyStats(), noSleep, () => 0),
+        records: new RecordStore(doc(), `records-${table}`, RETENTION_S),
+      };
+    },
+  };
+}
+
+const implementations: [string, Factory][] = [['memory', memoryFactory()], ...backends.map(([name, start]): [string, Factory] => [name, dynamoFactory(start)])];
+
+function booking(name: string, mem: number, overrides: Partial<Booking> = {}): Booking {
+  return {
+    namespace: 'default',
+    name,
+    state: 'confirmed',
+    devices: `GPU-0,NVIDIA,${mem},10:;`,
+    initCount: 0,
+    initDone: false,
+    uses: [{ uuid: 'GPU-0', slots: 1, mem, cores: 10 }],
+    holdsAppCards: true,
+    origin: 'decided',
+    ...overrides,
+  };
+}
+
+const registration = {
+  registered: true as const,
+  devices: [{ id: 'GPU-0', index: 0, count: 10, devmem: 10000, devcore: 100, type: 'NVIDIA-A100', numa: 0, mode: 'hami-core', health: true }],
+  cordoned: [],
+  pairScores: {},
+};
+
+function node(name: string, bookings: Record<string, Booking> = {}): NodeLedger {
+  return nextLedger({ ...emptyLedger(name), registration, registrationVersion: 1, bookings }, 0);
 }
 
 function lockFor(uid: string, since: number, ttlMs = 300_000): NodeLock {
-  return { holder: `default/${uid}`, holderUid: uid, since, expiresAt: since + ttlMs };
+  return { holder: `default/${uid}`, holderUid: uid, sinceMs: since, expiresAtMs: since + ttlMs };
 }
 
-describe.each(backends)('store on %s', (_name, start) => {
-  let backend: DynamoBackend;
-  let state: StateStore;
-  let records: RecordStore;
-  let table = 0;
+function claim(mem: number, overrides: Partial<StoredClaim> = {}): StoredClaim {
+  return { uuid: 'GPU-0', slots: 1, mem, cores: 10, maxSlotsBefore: 9, maxMemBefore: 10000 - mem, maxCoresBefore: 90, exclusive: false, slotsHeldBefore: 0, ...overrides };
+}
 
-  beforeAll(async () => {
-    backend = await start();
-  }, 90_000);
+describe.each(implementations)('storage ports on %s', (_name, factory) => {
+  let stores: Stores;
 
-  afterAll(async () => {
-    await backend.stop();
-  });
-
+  beforeAll(() => factory.start(), 90_000);
+  afterAll(() => factory.stop());
   beforeEach(async () => {
-    table += 1;
-    const raw = new DynamoDBClient({ endpoint: backend.endpoint, region: 'local', credentials: { accessKeyId: 'local', secretAccessKey: 'local' } });
-    await ensureTables(raw, [`state-${table}`, `records-${table}`], noSleep);
-    raw.destroy();
-    const doc = createDocumentClient({ region: 'local', endpoint: backend.endpoint });
-    state = new StateStore(doc, `state-${table}`, 4, noSleep);
-    records = new RecordStore(doc, `records-${table}`, 3600);
+    stores = await factory.fresh();
   });
 
-  it('creates a node entry once, then replaces it only at the expected version', async () => {
-    expect(await state.putNodeEntry('gpu-a', seal(emptyNodeEntry(), 0), null)).toBe('ok');
-    expect(await state.putNodeEntry('gpu-a', seal(emptyNodeEntry(), 0), null)).toBe('conflict');
-    expect(await state.putNodeEntry('gpu-a', seal({ ...emptyNodeEntry(), ver: 1 }, 0), 0)).toBe('ok');
-    expect(await state.putNodeEntry('gpu-a', seal({ ...emptyNodeEntry(), ver: 2 }, 0), 0)).toBe('conflict');
-    expect((await state.readNode('gpu-a')).entry?.ver).toBe(1);
+  const read = async (name: string) => (await stores.ledger.readNodes([name], { consistent: true })).get(name);
+
+  it('creates a node once, then replaces it only at the expected version, returning it as stored', async () => {
+    const first = await stores.ledger.putNode(node('gpu-a'), null);
+    expect(first.ok && first.node.version).toBe(1);
+    expect((await stores.ledger.putNode(node('gpu-a'), null)).ok).toBe(false);
+    const next = nextLedger(node('gpu-a'), 0);
+    expect((await stores.ledger.putNode(next, 1)).ok).toBe(true);
+    expect((await stores.ledger.putNode(nextLedger(next, 0), 1)).ok).toBe(false);
+    expect((await read('gpu-a'))?.version).toBe(2);
+    expect((await stores.ledger.readNodes(['gpu-a', 'nowhere'], { consistent: false })).size).toBe(1);
   });
 
-  it('reads every node of every shard, and the namespace quota, in one call', async () => {
-    const names = Array.from({ length: 20 }, (_, i) => `node-${i}`);
-    for (const name of names) await state.putNodeEntry(name, seal(bookedEntry(0, `pod-${name}`, true), 0), null);
-    await state.putQuota('team-a', { ver: 1, quotas: { gpu: { mem: 1000 } } }, null);
-    const before = state.counter.calls;
-    const cluster = await state.readCluster('team-a');
-    expect(state.counter.calls - before).toBe(1);
-    expect([...cluster.nodes.keys()].sort()).toEqual([...names].sort());
-    expect(cluster.quota?.quotas.gpu?.mem).toBe(1000);
+  it('books concurrent reservations that fit, refuses the one that would over-allocate, and keeps counters exact', async () => {
+    await stores.ledger.putNode(node('gpu-a'), null);
+    const reservation = (uid: string, mem: number) => ({ node: 'gpu-a', uid, booking: booking(uid, mem, { state: 'reserved' }), registrationVersion: 1, claims: [claim(mem)] });
+    // Three deciders working from the same stale view (an idle card) race: 4000 + 4000 fit, the third does not.
+    const outcomes = await Promise.all(['a', 'b', 'c'].map((uid) => (uid === 'b' ? stores.other : stores.ledger).reserve(reservation(uid, 4000))));
+    expect(outcomes.filter((o) => o.ok)).toHaveLength(2);
+    const stored = await read('gpu-a');
+    expect(stored?.counters['GPU-0']).toEqual({ slots: 2, mem: 8000, cores: 20 });
+    expect(Object.keys(stored?.bookings ?? {})).toHaveLength(2);
+    expect(stored?.version).toBe(3);
+    const refused = outcomes.find((o) => !o.ok);
+    // Where the store returns the item on a refused write (not dynalite), it is the node as stored.
+    const returned = refused && !refused.ok ? refused.current : undefined;
+    expect(returned === undefined || returned.counters['GPU-0']?.mem === 8000).toBe(true);
   });
 
-  it('keeps entries of different nodes in one shard independent', async () => {
-    // With one shard every node shares an item: a write to one must not disturb another's version.
-    const single = new StateStore(createDocumentClient({ region: 'local', endpoint: backend.endpoint }), state.table, 1, noSleep);
-    await single.putNodeEntry('x', seal(emptyNodeEntry(), 0), null);
-    await single.putNodeEntry('y', seal(emptyNodeEntry(), 0), null);
-    expect(await single.putNodeEntry('x', seal({ ...emptyNodeEntry(), ver: 1 }, 0), 0)).toBe('ok');
-    expect(await single.putNodeEntry('y', seal({ ...emptyNodeEntry(), ver: 1 }, 0), 0)).toBe('ok');
+  it('refuses a reservation for a pod already booked, on a changed registration, or exclusive on a used card', async () => {
+    await stores.ledger.putNode(node('gpu-a', { held: booking('held', 1000) }), null);
+    const r = (uid: string, overrides: Partial<Parameters<LedgerStore['reserve']>[0]> = {}) => ({ node: 'gpu-a', uid, booking: booking(uid, 100, { state: 'reserved' }), registrationVersion: 1, claims: [claim(100)], ...overrides });
+    expect((await stores.ledger.reserve(r('held'))).ok).toBe(false);
+    expect((await stores.ledger.reserve(r('d', { registrationVersion: 2 }))).ok).toBe(false);
+    expect((await stores.ledger.reserve(r('d', { claims: [claim(100, { exclusive: true })] }))).ok).toBe(false);
+    expect((await stores.ledger.reserve(r('d', { node: 'nowhere' }))).ok).toBe(false);
+    const ok = await stores.ledger.reserve(r('d'));
+    expect(ok.ok && ok.node.counters['GPU-0']).toEqual({ slots: 2, mem: 1100, cores: 20 });
+    expect((await read('nowhere'))).toBeUndefined();
   });
 
-  it('takes a lock only for a booked pod with cards in regular containers', async () => {
-    await state.putNodeEntry('gpu-a', seal({ ...bookedEntry(0, 'holder', true), pods: { ...bookedEntry(0, 'holder', true).pods, ...bookedEntry(0, 'init-only', false).pods } }, 0), null);
-    expect(await state.acquireLock('gpu-a', lockFor('stranger', 1000), 1000, 'stranger')).toBe('conflict');
-    expect(await state.acquireLock('gpu-a', lockFor('init-only', 1000), 1000, 'init-only')).toBe('conflict');
-    expect(await state.acquireLock('gpu-a', lockFor('holder', 1000), 1000, 'holder')).toBe('ok');
+  it('lets a pod filtered again replace its own booking only while it is exactly the one read', async () => {
+    const held = booking('p', 3000, { state: 'reserved' });
+    await stores.ledger.putNode(node('gpu-a', { p: held }), null);
+    const replacing = { node: 'gpu-a', uid: 'p', booking: booking('p', 1000, { state: 'reserved' }), registrationVersion: 1, claims: [claim(-2000, { slots: 0, cores: 0, maxMemBefore: 9000 + 3000, slotsHeldBefore: 1 })] };
+    expect((await stores.ledger.reserve({ ...replacing, replacing: booking('p', 9999) })).ok).toBe(false);
+    const ok = await stores.ledger.reserve({ ...replacing, replacing: held });
+    expect(ok.ok && ok.node.counters['GPU-0']).toEqual({ slots: 1, mem: 1000, cores: 10 });
   });
 
-  it('is re-entrant for the holder, exclusive for others until expiry, and released only by the holder', async () => {
-    const entry = bookedEntry(0, 'a', true);
-    entry.pods.b = { ns: 'default', name: 'b', st: 'confirmed', u: [], appGpu: true };
-    await state.putNodeEntry('gpu-a', seal(entry, 0), null);
-    expect(await state.acquireLock('gpu-a', lockFor('a', 1000), 1000, 'a')).toBe('ok');
-    expect(await state.acquireLock('gpu-a', lockFor('a', 2000), 2000, 'a')).toBe('ok');
-    expect(await state.acquireLock('gpu-a', lockFor('b', 3000), 3000, 'b')).toBe('conflict');
-    expect(await state.releaseLock('gpu-a', 'b')).toBe('conflict');
+  it('replaces a booking with the same usage only if it is still the expected one', async () => {
+    const held = booking('p', 3000, { state: 'reserved' });
+    await stores.ledger.putNode(node('gpu-a', { p: held }), null);
+    const confirmed = booking('p', 3000, { resourceVersion: '5' });
+    expect((await stores.ledger.replaceBooking('gpu-a', 'p', confirmed, booking('p', 3000))).ok).toBe(false);
+    const ok = await stores.ledger.replaceBooking('gpu-a', 'p', confirmed, held);
+    expect(ok.ok && ok.node.bookings.p).toEqual(confirmed);
+  });
+
+  it('takes a lock only for a booked pod whose regular containers hold cards', async () => {
+    await stores.ledger.putNode(node('gpu-a', { holder: booking('holder', 1000), initonly: booking('initonly', 1000, { holdsAppCards: false }) }), null);
+    expect((await stores.ledger.acquireLock('gpu-a', lockFor('stranger', 1000), 1000)).ok).toBe(false);
+    expect((await stores.ledger.acquireLock('gpu-a', lockFor('initonly', 1000), 1000)).ok).toBe(false);
+    const taken = await stores.ledger.acquireLock('gpu-a', lockFor('holder', 1000), 1000);
+    expect(taken.ok && taken.node.lock?.holder).toBe('default/holder');
+  });
+
+  it('is re-entrant for the holder, exclusive for others until expiry, released only by the holder, and untouched by whole writes', async () => {
+    await stores.ledger.putNode(node('gpu-a', { a: booking('a', 1000), b: booking('b', 1000) }), null);
+    expect((await stores.ledger.acquireLock('gpu-a', lockFor('a', 1000), 1000)).ok).toBe(true);
+    expect((await stores.ledger.acquireLock('gpu-a', lockFor('a', 2000), 2000)).ok).toBe(true);
+    expect((await stores.ledger.acquireLock('gpu-a', lockFor('b', 3000), 3000)).ok).toBe(false);
+    expect((await stores.ledger.releaseLock('gpu-a', 'b')).ok).toBe(false);
+    // A whole write of the node (cluster events) keeps the lock a bind holds.
+    const current = (await read('gpu-a'))!;
+    expect((await stores.ledger.putNode(nextLedger(current, 0), current.version)).ok).toBe(true);
+    expect((await read('gpu-a'))?.lock?.holderUid).toBe('a');
     // Expired locks are free.
-    expect(await state.acquireLock('gpu-a', lockFor('b', 400_000), 400_000, 'b')).toBe('ok');
-    expect((await state.readNode('gpu-a')).lock?.holderUid).toBe('b');
-    expect(await state.releaseLock('gpu-a', 'b')).toBe('ok');
-    expect((await state.readNode('gpu-a')).lock).toBeUndefined();
+    expect((await stores.ledger.acquireLock('gpu-a', lockFor('b', 400_000), 400_000)).ok).toBe(true);
+    expect((await read('gpu-a'))?.lock?.holderUid).toBe('b');
+    expect((await stores.ledger.releaseLock('gpu-a', 'b')).ok).toBe(true);
+    expect((await read('gpu-a'))?.lock).toBeUndefined();
   });
 
   it('takes over a stale lock only if it is still the one judged stale', async () => {
-    const entry = bookedEntry(0, 'a', true);
-    entry.pods.b = { ns: 'default', name: 'b', st: 'confirmed', u: [], appGpu: true };
-    await state.putNodeEntry('gpu-a', seal(entry, 0), null);
+    await stores.ledger.putNode(node('gpu-a', { a: booking('a', 1000), b: booking('b', 1000) }), null);
     const stale = lockFor('a', 1000);
-    await state.acquireLock('gpu-a', stale, 1000, 'a');
-    expect(await state.replaceLock('gpu-a', lockFor('b', 2000), { ...stale, since: 999 })).toBe('conflict');
-    expect(await state.replaceLock('gpu-a', lockFor('b', 2000), stale)).toBe('ok');
-    expect((await state.readNode('gpu-a')).lock?.holder).toBe('default/b');
+    await stores.ledger.acquireLock('gpu-a', stale, 1000);
+    expect((await stores.ledger.replaceLock('gpu-a', lockFor('b', 2000), { ...stale, sinceMs: 999 })).ok).toBe(false);
+    expect((await stores.ledger.replaceLock('gpu-a', lockFor('b', 2000), stale)).ok).toBe(true);
+    expect((await read('gpu-a'))?.lock?.holder).toBe('default/b');
   });
 
-  it('books concurrent fast reservations that fit, and refuses the one that would over-allocate', async () => {
-    const registration = { registered: true as const, devices: [{ id: 'GPU-0', index: 0, count: 10, devmem: 10000, devcore: 100, type: 'A100', numa: 0, mode: '', health: true }], cordoned: [], pairScores: {} };
-    await state.putNodeEntry('gpu-a', seal({ ...emptyNodeEntry(), reg: encodeRegistration(registration), regv: 1 }, 0), null);
-    const claim = (mem: number) => ({ uuid: 'GPU-0', slots: 1, mem, cores: 10, maxSlotsBefore: 9, maxMemBefore: 10000 - mem, maxCoresBefore: 90, exclusive: false, slotsHeldBefore: 0 });
-    const booking = (uid: string, mem: number) => ({ ns: 'default', name: uid, st: 'reserved' as const, u: [['GPU-0', 1, mem, 10] as [string, number, number, number]] });
-    // Three filters decided on the same stale view (an idle card) race: 4000 + 4000 fit, the third does not.
-    const outcomes = await Promise.all(['a', 'b', 'c'].map((uid) => state.reserve('gpu-a', uid, booking(uid, 4000), 1, [claim(4000)])));
-    expect(outcomes.filter((o) => o === 'ok')).toHaveLength(2);
-    const { entry } = await state.readNode('gpu-a');
-    expect(entry?.cu?.['GPU-0']).toEqual({ s: 2, m: 8000, c: 20 });
-    expect(entry?.ver).toBe(2);
-    expect(Object.keys(entry?.pods ?? {})).toHaveLength(2);
-    // A pod already booked here, a changed registration, or an exclusive claim on a used card are refused.
-    const booked = Object.keys(entry?.pods ?? {})[0] ?? '';
-    expect(await state.reserve('gpu-a', booked, booking(booked, 100), 1, [claim(100)])).toBe('conflict');
-    expect(await state.reserve('gpu-a', 'd', booking('d', 100), 2, [claim(100)])).toBe('conflict');
-    expect(await state.reserve('gpu-a', 'd', booking('d', 100), 1, [{ ...claim(100), exclusive: true }])).toBe('conflict');
-    expect(await state.reserve('gpu-a', 'd', booking('d', 100), 1, [claim(100)])).toBe('ok');
+  it('numbers journal entries without gaps, even with two writers, and reads them after a position', async () => {
+    const appended = await Promise.all(Array.from({ length: 6 }, (_, i) => (i % 2 === 0 ? stores.ledger : stores.other).appendJournal({ atMs: i, nodes: { [`n${i}`]: i }, namespaces: [] })));
+    expect([...appended].sort((a, b) => a - b)).toEqual([1, 2, 3, 4, 5, 6]);
+    expect(await stores.other.journalHead()).toBe(6);
+    const after = await stores.ledger.readJournal(3, { consistent: true });
+    expect(after.map((e) => e.seq)).toEqual([4, 5, 6]);
+    expect(Object.keys(after[0]!.nodes)).toHaveLength(1);
+  });
+
+  it('keeps the node directory as names are added and removed', async () => {
+    await stores.ledger.addToDirectory(['b', 'a', 'c']);
+    await stores.other.addToDirectory(['a', 'd']);
+    await stores.ledger.removeFromDirectory(['c']);
+    expect(await stores.ledger.readDirectory()).toEqual(['a', 'b', 'd']);
+  });
+
+  it('writes namespace quotas under their version', async () => {
+    expect(await stores.ledger.putQuota('team-a', { version: 1, quotas: { gpu: { mem: 1000 } } }, null)).toBe(true);
+    expect(await stores.ledger.putQuota('team-a', { version: 1, quotas: {} }, null)).toBe(false);
+    expect(await stores.ledger.putQuota('team-a', { version: 2, quotas: { gpu: { mem: 2000, cores: 50, resourceVersion: '4' } } }, 1)).toBe(true);
+    expect(await stores.ledger.readQuota('team-a')).toEqual({ version: 2, quotas: { gpu: { mem: 2000, cores: 50, resourceVersion: '4' } } });
+    expect(await stores.ledger.readQuota('team-b')).toBeUndefined();
   });
 
   it('stores attempts and the bind outcome, newest first, and treats expired records as absent', async () => {
@@ -135,17 +231,24 @@ describe.each(backends)('store on %s', (_name, start) => {
       attemptId: id,
       attempt: 0,
       time: '2026-11-20T00:00:00.000Z',
+      view: { seq: 3, ageMs: 12 },
       filter: { status: 'failed', summary: `no available node, 1 nodes do not meet (${id})`, nodes: [] },
       bind: { status: 'pending', summary: '' },
     });
     const t0 = 1_800_000_000_000;
-    await records.putAttempt(attempt('first'), t0);
-    await records.putAttempt(attempt('second'), t0 + 1000);
-    await records.putBind(pod, { status: 'failed', summary: 'lock' }, t0 + 2000);
-    const read = await records.readPod('default', 'p', 5, t0 + 3000);
-    expect(read.attempts.map((a) => a.record.attemptId)).toEqual(['second', 'first']);
-    expect(read.bind).toMatchObject({ status: 'failed', summary: 'lock', timeMs: t0 + 2000 });
-    const later = await records.readPod('default', 'p', 5, t0 + 3600_000 + 5000);
+    await stores.records.putAttempt(attempt('first'), t0);
+    await stores.records.putAttempt(attempt('second'), t0 + 1000);
+    // The same attempt written again (decided anew after a lost race) replaces itself.
+    await stores.records.putAttempt({ ...attempt('second'), filter: { status: 'passed', summary: 'again', nodes: [] } }, t0 + 1000);
+    await stores.records.putBind(pod, { status: 'failed', summary: 'lock' }, t0 + 2000);
+    const found = await stores.records.readPod('default', 'p', 5, t0 + 3000);
+    expect(found.attempts.map((a) => [a.record.attemptId, a.record.filter.summary])).toEqual([
+      ['second', 'again'],
+      ['first', 'no available node, 1 nodes do not meet (first)'],
+    ]);
+    expect(found.attempts[0]?.record.view).toEqual({ seq: 3, ageMs: 12 });
+    expect(found.bind).toMatchObject({ status: 'failed', summary: 'lock', timeMs: t0 + 2000 });
+    const later = await stores.records.readPod('default', 'p', 5, t0 + RETENTION_S * 1000 + 5000);
     expect(later.attempts).toEqual([]);
     expect(later.bind).toBeUndefined();
   });
@@ -165,7 +268,7 @@ describe.each(backends)('store on %s', (_name, start) => {
           status: 'failed' as const,
           reason: '8/8 CardInsufficientMemory',
           cards: Array.from({ length: 8 }, (_, j) => ({
-            uuid: `GPU-${i}-${j}-${Math.random().toString(36).slice(2)}`,
+            uuid: `GPU-${i}-${j}-${(i * 31 + j * 7).toString(36)}`,
             index: j,
             outcome: 'CardInsufficientMemory' as const,
             totalMem: 81920,
@@ -189,9 +292,9 @@ describe.each(backends)('store on %s', (_name, start) => {
       filter: { status: 'failed', summary: 'no available node, 1000 nodes do not meet', nodes },
       bind: { status: 'pending', summary: '' },
     };
-    await records.putAttempt(record, 1_800_000_000_000);
-    const read = await records.readPod('default', 'big', 1, 1_800_000_000_000);
-    expect(read.attempts[0]?.record.filter.nodes).toHaveLength(1000);
-    expect(read.attempts[0]?.record.filter.nodes[999]?.reason).toBe('8/8 CardInsufficientMemory');
+    await stores.records.putAttempt(record, 1_800_000_000_000);
+    const found = await stores.records.readPod('default', 'big', 1, 1_800_000_000_000);
+    expect(found.attempts[0]?.record.filter.nodes).toHaveLength(1000);
+    expect(found.attempts[0]?.record.filter.nodes[999]?.reason).toBe('8/8 CardInsufficientMemory');
   });
 });

@@ -172,6 +172,10 @@ describe('decision metrics (EMF)', () => {
       .filter((doc) => name in doc && (dimension === undefined || doc[dimension[0]] === dimension[1]))
       .map((doc) => doc[name]);
 
+  const notPacked = (): never => {
+    throw new Error('metrics never pack evidence');
+  };
+
   it('records latency, node counts and one Reason metric per code', () => {
     const nofit = record('nofit');
     const decision: Decision = {
@@ -181,6 +185,7 @@ describe('decision metrics (EMF)', () => {
       reasonEvents: [],
       evidence: nofit.filter.nodes,
       realtime: notes,
+      packEvidence: notPacked,
     };
     const documents = emit((metrics) => recordDecisionMetrics(metrics, decision, 12.5));
     expect(valueOf(documents, 'DecisionLatency')).toEqual([12.5]);
@@ -214,6 +219,7 @@ describe('decision metrics (EMF)', () => {
       score: 2.35,
       devices: [],
       claims: [],
+      packEvidence: notPacked,
       fitNodes: [{ name: 'node3', score: 2.35 }],
       failedNodes: {},
       message: success.filter.summary,

@@ -6,6 +6,7 @@
  */
 import fc from 'fast-check';
 import { decide } from '../../../lib/engine/decide';
+import { DecisionTrace } from '../../../lib/engine/evidence';
 import type { CardEvidence, ContainerEvidence, Decision, DeviceInfo, DeviceUsage, NodeEvidence, NodeState, ReasonCode } from '../../../lib/engine/types';
 import { card, cards, config, gpu, input, node, pod } from './fixtures';
 
@@ -125,6 +126,13 @@ describe('evidence as plain data', () => {
     const d = decided(decide(mixedInput()));
     expect(d.kind).toBe('fit');
     expectSerialisedAs(d, mixedEvidence);
+  });
+
+  it('packed for storage and unpacked, gives back the same evidence (unregistered and failed nodes included)', () => {
+    const d = decide(mixedInput());
+    if (d.kind === 'error') throw new Error(d.message);
+    const stored = JSON.parse(JSON.stringify(d.packEvidence()));
+    expect(JSON.stringify(DecisionTrace.unpack(stored).evidence())).toBe(JSON.stringify(d.evidence));
   });
 
   it('keeps container keys in the order they always had', () => {
@@ -311,8 +319,12 @@ describe('evidence property: random clusters', () => {
           });
           return node(`n${n}`, devices, { usage });
         });
-        const d = decided(decide(input(pod(app, { annotations: { 'hami.io/gpu-scheduler-policy': policy } }), nodes)));
+        const decision = decide(input(pod(app, { annotations: { 'hami.io/gpu-scheduler-policy': policy } }), nodes));
+        const packed = decision.kind === 'error' ? undefined : JSON.parse(JSON.stringify(decision.packEvidence()));
+        const d = decided(decision);
         expect(JSON.parse(JSON.stringify(d.evidence))).toEqual(d.evidence);
+        // Stored packed and read back, the evidence is the same, key order included.
+        expect(JSON.stringify(DecisionTrace.unpack(packed).evidence())).toBe(JSON.stringify(d.evidence));
         d.evidence.forEach((evidence, n) => {
           const state = nodes[n]!;
           if (!state.registration.registered) throw new Error('fixture nodes are registered');

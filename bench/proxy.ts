@@ -1,0 +1,113 @@
+/**
+ * A delaying HTTP proxy that the benchmark puts in front of the store and in front of the control plane, so
+ * a round trip costs what it would on AWS while the product cannot tell. It also observes each request:
+ * when it ran, how many bytes went each way, which DynamoDB operation it was and the capacity it consumed.
+ */
+import { createServer, request as httpRequest, Agent, type IncomingMessage, type Server } from 'node:http';
+import type { AddressInfo } from 'node:net';
+
+export interface ObservedCall {
+  readonly startMs: number;
+  readonly endMs: number;
+  /** `DynamoDB_20120810.UpdateItem` → `UpdateItem`; the path for the control plane. */
+  readonly operation: string;
+  readonly requestBytes: number;
+  readonly responseBytes: number;
+  readonly status: number;
+  readonly readUnits: number;
+  readonly writeUnits: number;
+}
+
+export interface DelayingProxy {
+  readonly url: string;
+  readonly calls: ObservedCall[];
+  close(): Promise<void>;
+}
+
+const READS = new Set(['GetItem', 'BatchGetItem', 'Query', 'Scan']);
+
+/** `rttMs` is added to every round trip: half on the way in, half on the way out. */
+export async function startDelayingProxy(target: string, rttMs: number, now: () => number): Promise<DelayingProxy> {
+  const upstream = new URL(target);
+  const agent = new Agent({ keepAlive: true, maxSockets: 256 });
+  const calls: ObservedCall[] = [];
+  /** Item sizes seen in answers, by key: a refused conditional write is billed by the stored item's size. */
+  const itemBytes = new Map<string, number>();
+  const wait = (ms: number) => (ms > 0 ? new Promise<void>((resolve) => setTimeout(resolve, ms)) : Promise.resolve());
+  const server: Server = createServer((req, res) => {
+    void (async () => {
+      const startMs = now();
+      const body = await readAll(req);
+      await wait(Math.ceil(rttMs / 2));
+      const answer = await new Promise<{ status: number; headers: IncomingMessage['headers']; body: Buffer }>((resolve, reject) => {
+        const out = httpRequest(
+          { host: upstream.hostname, port: upstream.port, method: req.method, path: req.url, headers: req.headers, agent },
+          (response) => {
+            readAll(response).then((data) => resolve({ status: response.statusCode ?? 502, headers: response.headers, body: data }), reject);
+          },
+        );
+        out.on('error', reject);
+        out.end(body);
+      });
+      await wait(Math.floor(rttMs / 2));
+      res.writeHead(answer.status, answer.headers);
+      res.end(answer.body);
+      const target = String(req.headers['x-amz-target'] ?? '');
+      const operation = target.includes('.') ? target.split('.')[1]! : (req.url ?? '').split('?')[0]!;
+      const text = target ? answer.body.toString('utf8') : '';
+      const key = target ? /"pk":\{"S":"([^"]+)"\}/.exec(body.toString('utf8'))?.[1] : undefined;
+      let units = 0;
+      for (const match of text.matchAll(/"CapacityUnits":([0-9.]+)/g)) units += Number(match[1]);
+      if (key && answer.status === 200 && /"Attributes"|"Item"/.test(text)) itemBytes.set(key, answer.body.length);
+      if (answer.status === 400 && text.includes('ConditionalCheckFailed')) units = Math.max(1, Math.ceil((key ? (itemBytes.get(key) ?? 0) : 0) / 1024));
+      calls.push({
+        startMs,
+        endMs: now(),
+        operation,
+        requestBytes: body.length,
+        responseBytes: answer.body.length,
+        status: answer.status,
+        readUnits: READS.has(operation) ? units : 0,
+        writeUnits: READS.has(operation) ? 0 : units,
+      });
+    })().catch(() => {
+      if (!res.headersSent) res.writeHead(502);
+      res.end();
+    });
+  });
+  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', () => resolve()));
+  return {
+    url: `http://127.0.0.1:${(server.address() as AddressInfo).port}`,
+    calls,
+    close: async () => {
+      server.closeAllConnections();
+      await new Promise<void>((resolve) => server.close(() => resolve()));
+      agent.destroy();
+    },
+  };
+}
+
+async function readAll(stream: NodeJS.ReadableStream): Promise<Buffer> {
+  const chunks: Buffer[] = [];
+  for await (const chunk of stream) chunks.push(chunk as Buffer);
+  return Buffer.concat(chunks);
+}
+
+/**
+ * Serial round trips among calls made within a window: overlapping calls (sent together) count once, so the
+ * figure is what the caller waited for in sequence.
+ */
+export function serialRoundTrips(calls: readonly ObservedCall[], fromMs: number, toMs: number): number {
+  const inside = calls.filter((c) => c.startMs >= fromMs && c.endMs <= toMs).sort((a, b) => a.startMs - b.startMs);
+  let waves = 0;
+  let end = Number.NEGATIVE_INFINITY;
+  for (const call of inside) {
+    if (call.startMs >= end) waves += 1;
+    end = Math.max(end, call.endMs);
+  }
+  return waves;
+}
+
+export function isRead(call: ObservedCall): boolean {
+  return READS.has(call.operation);
+}

@@ -1,0 +1,64 @@
+/** The benchmarks' cluster and pods: nodes of 8 A100-80GB cards, mostly one-container pods of 6-9 GB. */
+
+export const CARDS = 8;
+export const CARD_MEM = 81920;
+
+export function nodeObject(name: string, rv: number) {
+  const register = Array.from({ length: CARDS }, (_, i) => ({
+    id: `GPU-${name}-${i}`,
+    index: i,
+    count: 10,
+    devmem: CARD_MEM,
+    devcore: 100,
+    type: 'NVIDIA-A100-SXM4-80GB',
+    numa: i < 4 ? 0 : 1,
+    mode: 'hami-core',
+    health: true,
+  }));
+  return {
+    kind: 'Node',
+    apiVersion: 'v1',
+    metadata: { name, resourceVersion: String(rv), annotations: { 'hami.io/node-nvidia-register': JSON.stringify(register) } },
+    status: { allocatable: { 'nvidia.com/gpu': String(CARDS * 10) } },
+  };
+}
+
+export interface BenchPod {
+  readonly metadata: { readonly name: string; readonly namespace: string; readonly uid: string; readonly resourceVersion: string; readonly annotations: Record<string, string> };
+  readonly spec: { readonly containers: { name: string; resources: { limits: Record<string, string> } }[] };
+  readonly status: { readonly phase: string };
+}
+
+const container = (name: string, mem: number, cores: number) => ({
+  name,
+  resources: { limits: { 'nvidia.com/gpu': '1', 'nvidia.com/gpumem': String(mem), 'nvidia.com/gpucores': String(cores) } },
+});
+
+/** Mostly one-container pods, every fifth a two-container pod. */
+export function workloadPod(i: number): BenchPod {
+  const containers = i % 5 === 0 ? [container('a', 4000, 10), container('b', 2000, 10)] : [container('main', 6000 + (i % 4) * 1000, 15)];
+  return {
+    metadata: { name: `bench-${i}`, namespace: 'bench', uid: `uid-bench-${i}`, resourceVersion: '1', annotations: {} },
+    spec: { containers },
+    status: { phase: 'Pending' },
+  };
+}
+
+/** A pod placed before we took over (8 GB, 10 cores on one card), as the relay's first list reports it. */
+export function runningPod(node: string, card: number, k: number) {
+  const uuid = `GPU-${node}-${card}`;
+  const allocated = `${uuid},NVIDIA,8000,10:;`;
+  return {
+    kind: 'Pod',
+    apiVersion: 'v1',
+    metadata: {
+      name: `running-${node}-${card}-${k}`,
+      namespace: 'prod',
+      uid: `uid-running-${node}-${card}-${k}`,
+      resourceVersion: '1',
+      annotations: { 'hami.io/vgpu-node': node, 'hami.io/vgpu-devices-allocated': allocated, 'hami.io/vgpu-devices-to-allocate': ';', 'hami.io/bind-phase': 'success' },
+    },
+    spec: { nodeName: node, containers: [container('main', 8000, 10)] },
+    status: { phase: 'Running' },
+  };
+}

@@ -1,0 +1,24 @@
+/**
+ * Kubernetes object names as every boundary checks them (extender bodies, cluster events, API paths): a name
+ * longer than Kubernetes allows, or with a character no Kubernetes name has, is bad input, refused before it
+ * reaches a key in the store (where it would fail as a DynamoDB key size error, or collide with our separators).
+ */
+import { z } from 'zod';
+
+/** DNS subdomain names (pods, nodes, quotas): at most 253 characters. */
+export const MAX_NAME_LENGTH = 253;
+/** Namespaces are DNS labels: at most 63 characters. */
+export const MAX_NAMESPACE_LENGTH = 63;
+
+// No separators of our keys ('/', '#'), no whitespace or control characters.
+const SAFE = /^[^\s/#\p{Cc}]+$/u;
+const safeMessage = 'must be a Kubernetes name (no "/", "#", spaces or control characters)';
+
+export const kubeName = z.string().min(1, 'must not be empty').max(MAX_NAME_LENGTH, `must be at most ${MAX_NAME_LENGTH} characters`).regex(SAFE, safeMessage);
+export const kubeNamespace = z
+  .string()
+  .min(1, 'must not be empty')
+  .max(MAX_NAMESPACE_LENGTH, `must be at most ${MAX_NAMESPACE_LENGTH} characters`)
+  .regex(SAFE, safeMessage);
+/** Pod uids are UUIDs; anything of a sane length is accepted, since they only key bookings. */
+export const kubeUid = z.string().min(1, 'must not be empty').max(128, 'must be at most 128 characters').regex(SAFE, safeMessage);

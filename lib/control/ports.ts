@@ -1,0 +1,84 @@
+/**
+ * What the control plane needs from storage, in domain terms. Two implementations honour the same
+ * conditional semantics: the DynamoDB adapter (lib/store/ledgerStore.ts, recordStore.ts) and the in-memory
+ * one (lib/store/memory.ts) that the rule tables run against. Every node write is conditional: guarded writes
+ * are the only thing that keeps concurrent deciders from over-allocating (docs/state.md).
+ */
+import type { StoredClaim } from '../engine/claims';
+import type { AttemptRecord, BindRecord, PodRef } from '../diagnostics/record';
+import type { Booking, NodeLedger, NodeLock, QuotaLedger } from './ledger';
+
+/** A node write's result: the node as stored after it, or, when the condition failed, the node as stored if the store said. */
+export type NodeWrite = { readonly ok: true; readonly node: NodeLedger } | { readonly ok: false; readonly current?: NodeLedger };
+
+/** One entry of the change journal: which nodes (at which version) and namespace quotas a write of cluster events changed. */
+export interface JournalEntry {
+  readonly seq: number;
+  readonly atMs: number;
+  readonly nodes: Readonly<Record<string, number>>;
+  readonly namespaces: readonly string[];
+}
+
+/** A filter's booking: added to the cards' counters under the engine's guards, not under the node's version. */
+export interface Reservation {
+  readonly node: string;
+  readonly uid: string;
+  readonly booking: Booking;
+  /** The pod's own earlier booking on this node, exactly as read, which this one replaces; undefined: none may exist. */
+  readonly replacing?: Booking;
+  /** The registration the decision was made on. */
+  readonly registrationVersion: number;
+  readonly claims: readonly StoredClaim[];
+}
+
+export interface ReadOptions {
+  /** Strongly consistent (after a lost race, or when the relay says the view must include a write). */
+  readonly consistent: boolean;
+}
+
+export interface LedgerStore {
+  /** The nodes found among `names` (absent names are left out). */
+  readNodes(names: readonly string[], options: ReadOptions): Promise<ReadonlyMap<string, NodeLedger>>;
+  /** Every node name ever registered and not deleted. */
+  readDirectory(): Promise<string[]>;
+  addToDirectory(names: readonly string[]): Promise<void>;
+  removeFromDirectory(names: readonly string[]): Promise<void>;
+
+  /** Whole write of a node whose counters are exact (`nextLedger`), if it is still at `expectedVersion` (null: only if absent). */
+  putNode(node: NodeLedger, expectedVersion: number | null): Promise<NodeWrite>;
+  /** A filter's booking (see `Reservation`). */
+  reserve(reservation: Reservation): Promise<NodeWrite>;
+  /** Replace one booking whose usage is unchanged, if it is still exactly `expected` (does not race reservations). */
+  replaceBooking(node: string, uid: string, booking: Booking, expected: Booking): Promise<NodeWrite>;
+
+  /** Take the lock when absent, expired or already this pod's, and only while the pod holds app cards here. */
+  acquireLock(node: string, lock: NodeLock, nowMs: number): Promise<NodeWrite>;
+  /** Take over a lock judged stale, only if it is still exactly that lock. */
+  replaceLock(node: string, lock: NodeLock, stale: NodeLock): Promise<NodeWrite>;
+  /** Release only if `holderUid` holds the lock (HAMi's owner-checked release). */
+  releaseLock(node: string, holderUid: string): Promise<NodeWrite>;
+
+  /** Entries after `afterSeq`, oldest first. */
+  readJournal(afterSeq: number, options: ReadOptions): Promise<JournalEntry[]>;
+  /** The newest entry's sequence number (0 when none). */
+  journalHead(): Promise<number>;
+  /** Appends an entry at the next sequence number and returns it (gapless: a number is taken only by writing it). */
+  appendJournal(entry: Omit<JournalEntry, 'seq'>): Promise<number>;
+
+  readQuota(namespace: string): Promise<QuotaLedger | undefined>;
+  putQuota(namespace: string, quota: QuotaLedger, expectedVersion: number | null): Promise<boolean>;
+}
+
+/** The scheduler log's records (records table). */
+export interface PodRecords {
+  /** Newest first. */
+  readonly attempts: readonly { readonly record: AttemptRecord; readonly timeMs: number }[];
+  readonly bind?: BindRecord & { readonly timeMs: number };
+}
+
+export interface RecordStorePort {
+  putAttempt(record: AttemptRecord, timeMs: number): Promise<void>;
+  putBind(pod: PodRef, bind: BindRecord, timeMs: number): Promise<void>;
+  /** The bind item and up to `attempts` newest unexpired attempts of a pod. */
+  readPod(namespace: string, name: string, attempts: number, nowMs: number): Promise<PodRecords>;
+}

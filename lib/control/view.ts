@@ -1,0 +1,271 @@
+/**
+ * The warm view: each execution environment keeps the decoded cluster and, per decision, fetches only what
+ * changed since it last looked (docs/state.md, "Warm view").
+ *
+ * What changed is told by the change journal: every write of cluster events appends one entry naming the nodes
+ * (and their new versions) and namespace quotas it changed. A view that knows entry N reads the entries after
+ * N and the nodes they name. Its own writes (reservations, locks) return the node as stored, which the view
+ * takes as is. Writes made by other deciders reach it through their effects on the cluster (the relay forwards
+ * the pods they placed) or through a refused guard, which re-reads that node: correctness never rests on
+ * freshness, since every booking is admitted by the store's guards against the stored counters.
+ *
+ * Staleness bound: a decision is made on a view that has seen every journal entry written before its last
+ * sync; the filter syncs in parallel with each booking, so the next decision's view is at most one filter
+ * (or `maxAgeMs`, whichever is shorter) old, and never older than the journal entry the relay names
+ * (`X-Hami-Min-View-Seq`: the last entry its forwarded events produced).
+ */
+import type { Clock } from '../clock';
+import type { NodeState } from '../engine/types';
+import type { AppLogger } from '../powertools';
+import { bookingCounts, toNodeState, type NodeLedger, type QuotaLedger } from './ledger';
+import type { LedgerStore } from './ports';
+
+export interface ViewOptions {
+  /** A view not synced for this long syncs before deciding, whatever the relay says. */
+  readonly maxAgeMs: number;
+}
+
+/** How fresh the view a decision was made on was, for the scheduler log. */
+export interface ViewFreshness {
+  /** The last journal entry the view had seen. */
+  readonly seq: number;
+  /** Milliseconds since the view's last sync started. */
+  readonly ageMs: number;
+}
+
+/** Journal entries beyond this many at once: reload the whole cluster instead of reading node by node. */
+const RELOAD_AFTER_ENTRIES = 2_000;
+/** Names remembered as absent (kube-scheduler may send names that were never registered). */
+const ABSENT_MAX = 10_000;
+
+export class ClusterView {
+  private readonly nodes = new Map<string, NodeLedger>();
+  /** Node names read and not found, until the journal names them. */
+  private readonly absent = new Set<string>();
+  private readonly quotas = new Map<string, QuotaLedger | null>();
+  /** The engine's state per node, for the ledger it was computed from, valid until the first reservation in it expires. */
+  private readonly states = new Map<string, { readonly ledger: NodeLedger; readonly state: NodeState; readonly validUntilMs: number }>();
+  /** Pod uid -> nodes holding a booking for it (any state). */
+  private readonly byUid = new Map<string, Set<string>>();
+  private loaded = false;
+  private seqSeen = 0;
+  private syncedAt = 0;
+  private inFlight: Promise<void> | undefined;
+
+  constructor(
+    private readonly store: LedgerStore,
+    private readonly clock: Clock,
+    private readonly logger: Pick<AppLogger, 'warn' | 'info'>,
+    private readonly options: ViewOptions,
+  ) {}
+
+  get seq(): number {
+    return this.seqSeen;
+  }
+
+  freshness(nowMs: number): ViewFreshness {
+    return { seq: this.seqSeen, ageMs: Math.max(0, nowMs - this.syncedAt) };
+  }
+
+  /**
+   * Makes the view fit to decide on: loaded, caught up with the journal entry `minSeq` the relay names, and
+   * not older than `maxAgeMs`. Store round trips happen only when one of those does not hold.
+   */
+  async prepare(minSeq?: number): Promise<void> {
+    for (;;) {
+      // A sync already running may be enough; look again once it is done.
+      if (this.inFlight) {
+        await this.inFlight.catch(() => undefined);
+        continue;
+      }
+      const behind = minSeq !== undefined && minSeq > this.seqSeen;
+      if (this.loaded && !behind && this.clock.now() - this.syncedAt <= this.options.maxAgeMs) return;
+      await this.run(() => (this.loaded ? this.catchUp(true) : this.load()));
+      return;
+    }
+  }
+
+  /** Reads the candidates the view has never seen (nodes registered since its last sync): they are not called unregistered unread. */
+  async learn(names: readonly string[]): Promise<void> {
+    const unknown = names.filter((name) => !this.nodes.has(name) && !this.absent.has(name));
+    if (unknown.length === 0) return;
+    const found = await this.store.readNodes(unknown, { consistent: true });
+    for (const name of unknown) {
+      const node = found.get(name);
+      if (node) this.accept(node);
+      else {
+        if (this.absent.size >= ABSENT_MAX) this.absent.clear();
+        this.absent.add(name);
+      }
+    }
+  }
+
+  /** Brings the view up to the journal's head; a caller arriving while a sync runs shares it. */
+  refresh(): Promise<void> {
+    return this.inFlight ?? this.run(() => (this.loaded ? this.catchUp(false) : this.load()));
+  }
+
+  /** A node as a write of ours left it (or as a refused guard found it): taken unless the view has a newer one. */
+  accept(node: NodeLedger): void {
+    const known = this.nodes.get(node.name);
+    if (known && known.version > node.version) return;
+    if (node.unreadable && node.unreadable.length > 0 && known?.unreadable === undefined) {
+      this.logger.warn('NodeStateUnreadable', {
+        node: node.name,
+        parts: node.unreadable.map((p) => ({ part: p.part, problem: p.problem, raw: clip(p.raw) })),
+      });
+    }
+    this.index(known, node);
+    this.nodes.set(node.name, node);
+    this.absent.delete(node.name);
+  }
+
+  private index(before: NodeLedger | undefined, after: NodeLedger | undefined): void {
+    const name = (after ?? before)?.name;
+    if (name === undefined) return;
+    for (const uid of Object.keys(before?.bookings ?? {})) {
+      if (after?.bookings[uid] !== undefined) continue;
+      const holders = this.byUid.get(uid);
+      holders?.delete(name);
+      if (holders?.size === 0) this.byUid.delete(uid);
+    }
+    for (const uid of Object.keys(after?.bookings ?? {})) {
+      if (before?.bookings[uid] !== undefined) continue;
+      let holders = this.byUid.get(uid);
+      if (!holders) this.byUid.set(uid, (holders = new Set()));
+      holders.add(name);
+    }
+  }
+
+  private forget(name: string): void {
+    this.index(this.nodes.get(name), undefined);
+    this.nodes.delete(name);
+    this.states.delete(name);
+  }
+
+  get(name: string): NodeLedger | undefined {
+    return this.nodes.get(name);
+  }
+
+  all(): IterableIterator<NodeLedger> {
+    return this.nodes.values();
+  }
+
+  /** Nodes holding a booking (of any state) for the pod. */
+  holders(uid: string): string[] {
+    return [...(this.byUid.get(uid) ?? [])];
+  }
+
+  /** Nodes holding a live booking for the pod's namespace/name (a pod reported deleted without its uid). */
+  uidsByName(namespace: string, name: string): string[] {
+    const found = new Set<string>();
+    for (const node of this.nodes.values()) {
+      for (const [uid, booking] of Object.entries(node.bookings)) {
+        if (booking.state !== 'gone' && booking.namespace === namespace && booking.name === name) found.add(uid);
+      }
+    }
+    return [...found];
+  }
+
+  /** The engine's view of every node, the pod being filtered (`excludeUid`) left out of usage. */
+  engineNodes(nowMs: number, excludeUid?: string): { get(name: string): NodeState | undefined } {
+    const holding = excludeUid !== undefined ? this.byUid.get(excludeUid) : undefined;
+    return {
+      get: (name) => {
+        const ledger = this.nodes.get(name);
+        if (!ledger) return undefined;
+        return holding?.has(name) ? toNodeState(ledger, nowMs, excludeUid) : this.nodeState(ledger, nowMs);
+      },
+    };
+  }
+
+  private nodeState(ledger: NodeLedger, nowMs: number): NodeState {
+    const cached = this.states.get(ledger.name);
+    if (cached && cached.ledger === ledger && nowMs < cached.validUntilMs) return cached.state;
+    const state = toNodeState(ledger, nowMs);
+    this.states.set(ledger.name, { ledger, state, validUntilMs: validUntil(ledger, nowMs) });
+    return state;
+  }
+
+  /** A namespace's quotas changed (a write of this process): read again on next use. */
+  forgetQuota(namespace: string): void {
+    this.quotas.delete(namespace);
+  }
+
+  /** A namespace's quotas (read once, then kept current by the journal). */
+  async quota(namespace: string): Promise<QuotaLedger | undefined> {
+    if (!this.quotas.has(namespace)) this.quotas.set(namespace, (await this.store.readQuota(namespace)) ?? null);
+    return this.quotas.get(namespace) ?? undefined;
+  }
+
+  /** One sync at a time: the journal position moves forward only. */
+  private run(work: () => Promise<void>): Promise<void> {
+    const running = work().finally(() => {
+      if (this.inFlight === running) this.inFlight = undefined;
+    });
+    this.inFlight = running;
+    return running;
+  }
+
+  /** The whole cluster: the journal's head first, so that everything written after the nodes are read is in entries after it. */
+  private async load(): Promise<void> {
+    const startedAt = this.clock.now();
+    const head = await this.store.journalHead();
+    const names = await this.store.readDirectory();
+    const nodes = await this.store.readNodes(names, { consistent: true });
+    this.nodes.clear();
+    this.states.clear();
+    this.byUid.clear();
+    this.absent.clear();
+    this.quotas.clear();
+    for (const node of nodes.values()) this.accept(node);
+    this.seqSeen = head;
+    this.syncedAt = startedAt;
+    this.loaded = true;
+    this.logger.info('ViewLoaded', { nodes: nodes.size, seq: head });
+  }
+
+  private async catchUp(consistent: boolean): Promise<void> {
+    const startedAt = this.clock.now();
+    const entries = await this.store.readJournal(this.seqSeen, { consistent });
+    const first = entries[0];
+    // A gap (entries expired) or too much to read node by node: start again from the whole cluster.
+    if ((first && first.seq !== this.seqSeen + 1) || entries.length > RELOAD_AFTER_ENTRIES || entries.some((e) => '*' in e.nodes)) {
+      await this.load();
+      return;
+    }
+    const wanted = new Map<string, number>();
+    for (const entry of entries) {
+      for (const [name, version] of Object.entries(entry.nodes)) wanted.set(name, Math.max(version, wanted.get(name) ?? 0));
+      for (const namespace of entry.namespaces) this.quotas.delete(namespace);
+    }
+    const stale = [...wanted].filter(([name, version]) => (this.nodes.get(name)?.version ?? -1) < version).map(([name]) => name);
+    if (stale.length > 0) {
+      const fresh = await this.store.readNodes(stale, { consistent: true });
+      for (const name of stale) {
+        const node = fresh.get(name);
+        if (node) this.accept(node);
+        else this.forget(name);
+      }
+    }
+    const last = entries[entries.length - 1];
+    if (last) this.seqSeen = Math.max(this.seqSeen, last.seq);
+    this.syncedAt = startedAt;
+  }
+}
+
+/** Until when a node's computed usage holds: the first counting reservation or tombstone to expire. */
+function validUntil(ledger: NodeLedger, nowMs: number): number {
+  let until = Number.POSITIVE_INFINITY;
+  for (const booking of Object.values(ledger.bookings)) {
+    if (booking.expiresAtMs !== undefined && booking.expiresAtMs > nowMs && (bookingCounts(booking, nowMs) || booking.state === 'gone')) {
+      until = Math.min(until, booking.expiresAtMs);
+    }
+  }
+  return until;
+}
+
+function clip(value: unknown): string {
+  const text = typeof value === 'string' ? value : JSON.stringify(value) ?? String(value);
+  return text.length > 512 ? `${text.slice(0, 509)}...` : text;
+}

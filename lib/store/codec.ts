@@ -1,0 +1,499 @@
+/**
+ * The one codec between the ledger's domain types (lib/control/ledger.ts) and what the state table stores.
+ * Layout and size arithmetic: docs/state.md.
+ *
+ *   pk `NODE#<name>`  sk `N`   one item per node: registration, bookings, counters, lock (bounded by one node)
+ *   pk `DIR#<nn>`     sk `D`   node directory shard: a string set of node names (16 shards)
+ *   pk `JOURNAL`      sk `<seq, 15 digits>`   change journal entry: nodes and namespaces a cluster-events write changed
+ *   pk `QUOTA#<ns>`   sk `Q`   a namespace's ResourceQuota limits
+ *
+ * Node item attributes (short names: every byte is paid on every read and write):
+ *   v version · rv resourceVersion · del deleted · reg registration text · rgv registration version ·
+ *   rga registered at (ms) · alc allocatable count · hs handshake · rt real-time report text ·
+ *   b bookings (uid -> compact text) · ag uids whose app containers hold cards (the lock's guard reads it) ·
+ *   cu counters (uuid -> {s, m, c}) · lk lock {h, u, s, e} · ttl expiry of a deleted node's item (epoch s)
+ *
+ * Decoding never throws: a part that cannot be read is kept as stored, listed in `unreadable`, and written
+ * back unchanged until an event replaces it, so one bad value stays contained to its node.
+ */
+import { z } from 'zod';
+import { decodePodDevices } from '../engine/podAnnotations';
+import type { DeviceInfo, NodeRegistration, RealtimeReport } from '../engine/types';
+import {
+  appContainersUseCards,
+  cardUsesOf,
+  type Booking,
+  type BookingState,
+  type CardCounter,
+  type NodeLedger,
+  type NodeLock,
+  type QuotaLedger,
+  type UnreadablePart,
+} from '../control/ledger';
+import type { JournalEntry } from '../control/ports';
+
+export type Item = Record<string, unknown>;
+export type Key = { readonly pk: string; readonly sk: string };
+
+export const DIRECTORY_SHARDS = 16;
+const JOURNAL_PK = 'JOURNAL';
+/** A deleted node's item without bookings goes after this long (DynamoDB TTL; expired items read as absent). */
+const DELETED_NODE_TTL_SECONDS = 7 * 24 * 3600;
+/** Refuse to write a node item above this: DynamoDB's limit is 400 KB (docs/state.md, "Size"). */
+export const NODE_ITEM_MAX_BYTES = 350 * 1024;
+
+export const NodeAttr = {
+  version: 'v',
+  resourceVersion: 'rv',
+  deleted: 'del',
+  registration: 'reg',
+  registrationVersion: 'rgv',
+  registeredAt: 'rga',
+  allocatable: 'alc',
+  handshake: 'hs',
+  realtime: 'rt',
+  bookings: 'b',
+  appCards: 'ag',
+  counters: 'cu',
+  lock: 'lk',
+  ttl: 'ttl',
+} as const;
+
+export const CounterAttr = { slots: 's', mem: 'm', cores: 'c' } as const;
+export const LockAttr = { holder: 'h', holderUid: 'u', since: 's', expiresAt: 'e' } as const;
+
+export function nodeKey(name: string): Key {
+  return { pk: `NODE#${name}`, sk: 'N' };
+}
+
+export function nodeNameOf(item: Item): string | undefined {
+  return typeof item.pk === 'string' && item.pk.startsWith('NODE#') ? item.pk.slice('NODE#'.length) : undefined;
+}
+
+/** Stable directory shard of a node name: FNV-1a. */
+export function directoryShard(name: string): number {
+  let h = 0x811c9dc5;
+  for (let i = 0; i < name.length; i++) {
+    h ^= name.charCodeAt(i);
+    h = Math.imul(h, 0x01000193) >>> 0;
+  }
+  return h % DIRECTORY_SHARDS;
+}
+
+export function directoryKey(shard: number): Key {
+  return { pk: `DIR#${String(shard).padStart(2, '0')}`, sk: 'D' };
+}
+
+export function journalKey(seq: number): Key {
+  return { pk: JOURNAL_PK, sk: journalSortKey(seq) };
+}
+
+export function journalSortKey(seq: number): string {
+  return String(seq).padStart(15, '0');
+}
+
+export const JOURNAL_PARTITION = JOURNAL_PK;
+
+export function quotaKey(namespace: string): Key {
+  return { pk: `QUOTA#${namespace}`, sk: 'Q' };
+}
+
+// ---- bookings: compact positional JSON ----------------------------------------------------------------
+//   [namespace, name, state(0 reserved | 1 confirmed | 2 gone), devices, initCount, flags, resourceVersion,
+//    expiresAtMs, placedAtMs, bindPhase, attemptId, disputed]     flags: 1 initDone, 2 holdsAppCards, 4 terminating, 8 adopted
+// Trailing absent fields are dropped; absent fields in the middle are null.
+
+const STATES: readonly BookingState[] = ['reserved', 'confirmed', 'gone'];
+const Flag = { initDone: 1, appCards: 2, terminating: 4, adopted: 8 } as const;
+
+const nat = z.number().int().nonnegative();
+const optionalText = z.string().nullish();
+const bookingTuple = z
+  .tuple([z.string().min(1), z.string().min(1), z.number().int().min(0).max(2)])
+  .rest(z.union([z.string(), z.number(), z.null()]));
+const bookingTail = z.tuple([optionalText, nat.nullish(), nat.nullish(), optionalText, nat.nullish(), nat.nullish(), optionalText, optionalText, optionalText]);
+
+function encodeBookingText(booking: Booking): string {
+  const flags =
+    (booking.initDone ? Flag.initDone : 0) |
+    (booking.holdsAppCards ? Flag.appCards : 0) |
+    (booking.terminating ? Flag.terminating : 0) |
+    (booking.origin === 'adopted' ? Flag.adopted : 0);
+  const fields: (string | number | null)[] = [
+    booking.namespace,
+    booking.name,
+    STATES.indexOf(booking.state),
+    booking.devices ?? null,
+    booking.initCount,
+    flags,
+    booking.resourceVersion ?? null,
+    booking.expiresAtMs ?? null,
+    booking.placedAtMs ?? null,
+    booking.bindPhase ?? null,
+    booking.attemptId ?? null,
+    booking.disputed ?? null,
+  ];
+  while (fields.length > 3 && fields[fields.length - 1] === null) fields.pop();
+  return JSON.stringify(fields);
+}
+
+/** Decodes one stored booking; throws with the reason when it cannot be read. */
+function decodeBookingText(text: string): Booking {
+  const head = bookingTuple.parse(JSON.parse(text));
+  const [namespace, name, stateCode, ...rest] = head;
+  const [devices, initCount, flags, resourceVersion, expiresAtMs, placedAtMs, bindPhase, attemptId, disputed] = bookingTail.parse([
+    ...rest,
+    ...Array.from({ length: Math.max(0, 9 - rest.length) }, () => null),
+  ]);
+  const state = STATES[stateCode]!;
+  const init = initCount ?? 0;
+  const flagBits = flags ?? 0;
+  const initDone = (flagBits & Flag.initDone) !== 0;
+  const podDevices = devices ? decodePodDevices(devices) : [];
+  return {
+    namespace,
+    name,
+    state,
+    ...(devices ? { devices } : {}),
+    initCount: init,
+    initDone,
+    uses: state === 'gone' ? [] : cardUsesOf(podDevices, init, initDone),
+    holdsAppCards: state !== 'gone' && ((flagBits & Flag.appCards) !== 0 || appContainersUseCards(podDevices, init)),
+    origin: (flagBits & Flag.adopted) !== 0 ? 'adopted' : 'decided',
+    ...(resourceVersion ? { resourceVersion } : {}),
+    ...(expiresAtMs !== null && expiresAtMs !== undefined ? { expiresAtMs } : {}),
+    ...(placedAtMs !== null && placedAtMs !== undefined ? { placedAtMs } : {}),
+    ...(bindPhase ? { bindPhase } : {}),
+    ...((flagBits & Flag.terminating) !== 0 ? { terminating: true } : {}),
+    ...(attemptId ? { attemptId } : {}),
+    ...(disputed ? { disputed } : {}),
+  };
+}
+
+// ---- registration: compact positional JSON -------------------------------------------------------------
+//   registered:   {"d":[[id,index,count,devmem,devcore,type,numa,mode,health(0|1)],…],"c":[cordoned…],"p":{pair scores}}
+//   unregistered: {"r":"reason"}
+
+export function encodeRegistration(registration: NodeRegistration): string {
+  if (!registration.registered) return JSON.stringify({ r: registration.reason });
+  return JSON.stringify({
+    d: registration.devices.map((d) => [d.id, d.index, d.count, d.devmem, d.devcore, d.type, d.numa, d.mode, d.health ? 1 : 0]),
+    ...(registration.cordoned.length > 0 ? { c: registration.cordoned } : {}),
+    ...(Object.keys(registration.pairScores).length > 0 ? { p: registration.pairScores } : {}),
+  });
+}
+
+const int = z.number().int();
+const compactRegistration = z.union([
+  z.object({ r: z.string() }),
+  z.object({
+    d: z.array(z.tuple([z.string().min(1), nat, nat, nat, nat, z.string(), int, z.string(), z.union([z.literal(0), z.literal(1)])])),
+    c: z.array(z.string()).optional(),
+    p: z.record(z.string(), z.record(z.string(), int)).optional(),
+  }),
+]);
+
+function decodeRegistrationText(text: string): NodeRegistration {
+  const compact = compactRegistration.parse(JSON.parse(text));
+  if ('r' in compact) return { registered: false, reason: compact.r };
+  const devices: DeviceInfo[] = compact.d.map(([id, index, count, devmem, devcore, type, numa, mode, health]) => ({ id, index, count, devmem, devcore, type, numa, mode, health: health === 1 }));
+  return { registered: true, devices, cordoned: compact.c ?? [], pairScores: compact.p ?? {} };
+}
+
+// ---- real-time report: {"t": epoch ms, "d": {uuid: [usedMemMB, totalMemMB, utilization?, processCount?]}} ----
+
+const compactRealtime = z.object({
+  t: z.number(),
+  d: z.record(z.string(), z.array(z.number().nonnegative()).min(2).max(4)),
+});
+
+function encodeRealtime(report: RealtimeReport): string {
+  const d: Record<string, number[]> = {};
+  for (const [id, use] of Object.entries(report.devices)) {
+    const row = [use.usedMemMB, use.totalMemMB];
+    if (use.utilization !== undefined || use.processCount !== undefined) row.push(use.utilization ?? 0);
+    if (use.processCount !== undefined) row.push(use.processCount);
+    d[id] = row;
+  }
+  return JSON.stringify({ t: report.timeMs, d });
+}
+
+function decodeRealtime(text: string): RealtimeReport {
+  const compact = compactRealtime.parse(JSON.parse(text));
+  const devices: Record<string, RealtimeReport['devices'][string]> = {};
+  for (const [id, [usedMemMB = 0, totalMemMB = 0, utilization, processCount]] of Object.entries(compact.d)) {
+    devices[id] = { usedMemMB, totalMemMB, ...(utilization !== undefined ? { utilization } : {}), ...(processCount !== undefined ? { processCount } : {}) };
+  }
+  return { timeMs: compact.t, devices };
+}
+
+const counterSchema = z.record(z.string(), z.object({ s: int, m: int, c: int }));
+const lockSchema = z.object({ h: z.string(), u: z.string(), s: z.number(), e: z.number() });
+
+/**
+ * Node items to and from the ledger. Decoded bookings and registrations are cached per stored text (a warm
+ * process decodes each distinct text once); one codec lives per store adapter.
+ */
+export class NodeCodec {
+  private readonly bookings = new Map<string, Booking>();
+  private readonly registrations = new Map<string, NodeRegistration>();
+  private static readonly CACHE_MAX = 200_000;
+
+  /** The ledger of a stored node item; undecodable parts are contained in `unreadable`. */
+  decode(name: string, item: Item): NodeLedger {
+    const unreadable: UnreadablePart[] = [];
+    const problem = (part: string, raw: unknown, err: unknown, blocking: boolean): void => {
+      unreadable.push({ part, raw, blocking, problem: describeProblem(err) });
+    };
+    const text = (attr: string): string | undefined => (typeof item[attr] === 'string' ? (item[attr] as string) : undefined);
+    const num = (attr: string): number | undefined => (typeof item[attr] === 'number' ? (item[attr] as number) : undefined);
+
+    let registration: NodeRegistration | undefined;
+    const regText = text(NodeAttr.registration);
+    if (regText !== undefined) {
+      try {
+        registration = this.decodeRegistration(regText);
+      } catch (err) {
+        problem('registration', regText, err, true);
+      }
+    }
+
+    const bookings: Record<string, Booking> = {};
+    const storedBookings = item[NodeAttr.bookings];
+    if (storedBookings !== undefined && (storedBookings === null || typeof storedBookings !== 'object' || Array.isArray(storedBookings))) {
+      problem('bookings', storedBookings, new Error('bookings are not a map'), true);
+    } else {
+      for (const [uid, raw] of Object.entries((storedBookings ?? {}) as Record<string, unknown>)) {
+        try {
+          if (typeof raw !== 'string') throw new Error('booking is not text');
+          bookings[uid] = this.decodeBooking(raw);
+        } catch (err) {
+          problem(`booking ${uid}`, raw, err, true);
+        }
+      }
+    }
+
+    let counters: Record<string, CardCounter> = {};
+    const storedCounters = item[NodeAttr.counters];
+    if (storedCounters !== undefined) {
+      const parsed = counterSchema.safeParse(storedCounters);
+      if (parsed.success) for (const [uuid, c] of Object.entries(parsed.data)) counters[uuid] = { slots: c.s, mem: c.m, cores: c.c };
+      else {
+        problem('counters', storedCounters, parsed.error, true);
+        counters = {};
+      }
+    }
+
+    let lock: NodeLock | undefined;
+    if (item[NodeAttr.lock] !== undefined) {
+      const parsed = lockSchema.safeParse(item[NodeAttr.lock]);
+      if (parsed.success) lock = { holder: parsed.data.h, holderUid: parsed.data.u, sinceMs: parsed.data.s, expiresAtMs: parsed.data.e };
+      else problem('lock', item[NodeAttr.lock], parsed.error, false);
+    }
+
+    let realtime: RealtimeReport | undefined;
+    const rtText = text(NodeAttr.realtime);
+    if (rtText !== undefined) {
+      try {
+        realtime = decodeRealtime(rtText);
+      } catch (err) {
+        problem('realtime', rtText, err, false);
+      }
+    }
+
+    const version = num(NodeAttr.version);
+    if (version === undefined || !Number.isInteger(version)) problem('version', item[NodeAttr.version], new Error('version is not an integer'), true);
+    const resourceVersion = text(NodeAttr.resourceVersion);
+    const registeredAtMs = num(NodeAttr.registeredAt);
+    const allocatableGpu = text(NodeAttr.allocatable);
+    const handshake = text(NodeAttr.handshake);
+    return {
+      name,
+      version: version ?? 0,
+      ...(resourceVersion !== undefined ? { resourceVersion } : {}),
+      deleted: item[NodeAttr.deleted] === true,
+      ...(registration ? { registration } : {}),
+      registrationVersion: num(NodeAttr.registrationVersion) ?? 0,
+      ...(registeredAtMs !== undefined ? { registeredAtMs } : {}),
+      ...(allocatableGpu !== undefined ? { allocatableGpu } : {}),
+      ...(handshake !== undefined ? { handshake } : {}),
+      ...(realtime ? { realtime } : {}),
+      bookings,
+      counters,
+      ...(lock ? { lock } : {}),
+      ...(unreadable.length > 0 ? { unreadable } : {}),
+    };
+  }
+
+  /** The stored item of a ledger (key included); throws `NodeItemTooLargeError` beyond the item bound. */
+  encode(ledger: NodeLedger, nowMs: number): Item {
+    const bookings: Record<string, string> = {};
+    const appCards: Record<string, boolean> = {};
+    for (const [uid, booking] of Object.entries(ledger.bookings)) {
+      bookings[uid] = this.bookingText(booking);
+      if (holdsAppCards(booking)) appCards[uid] = true;
+    }
+    // Unreadable bookings are written back as they were until an event for that pod replaces them.
+    for (const part of ledger.unreadable ?? []) {
+      const uid = part.part.startsWith('booking ') ? part.part.slice('booking '.length) : undefined;
+      if (uid !== undefined && ledger.bookings[uid] === undefined && typeof part.raw === 'string') bookings[uid] = part.raw;
+    }
+    const counters: Record<string, Record<string, number>> = {};
+    for (const [uuid, c] of Object.entries(ledger.counters)) counters[uuid] = { [CounterAttr.slots]: c.slots, [CounterAttr.mem]: c.mem, [CounterAttr.cores]: c.cores };
+    const keepsNothing = ledger.deleted && Object.keys(bookings).length === 0;
+    const item: Item = {
+      ...nodeKey(ledger.name),
+      [NodeAttr.version]: ledger.version,
+      ...(ledger.resourceVersion !== undefined ? { [NodeAttr.resourceVersion]: ledger.resourceVersion } : {}),
+      ...(ledger.deleted ? { [NodeAttr.deleted]: true } : {}),
+      ...(ledger.registration ? { [NodeAttr.registration]: encodeRegistration(ledger.registration) } : this.unreadableRaw(ledger, 'registration', NodeAttr.registration)),
+      [NodeAttr.registrationVersion]: ledger.registrationVersion,
+      ...(ledger.registeredAtMs !== undefined ? { [NodeAttr.registeredAt]: ledger.registeredAtMs } : {}),
+      ...(ledger.allocatableGpu !== undefined ? { [NodeAttr.allocatable]: ledger.allocatableGpu } : {}),
+      ...(ledger.handshake !== undefined ? { [NodeAttr.handshake]: ledger.handshake } : {}),
+      ...(ledger.realtime ? { [NodeAttr.realtime]: encodeRealtime(ledger.realtime) } : {}),
+      [NodeAttr.bookings]: bookings,
+      [NodeAttr.appCards]: appCards,
+      [NodeAttr.counters]: counters,
+      ...(ledger.lock ? { [NodeAttr.lock]: encodeLock(ledger.lock) } : {}),
+      ...(keepsNothing ? { [NodeAttr.ttl]: Math.floor(nowMs / 1000) + DELETED_NODE_TTL_SECONDS } : {}),
+    };
+    const bytes = approximateItemBytes(item);
+    if (bytes > NODE_ITEM_MAX_BYTES) throw new NodeItemTooLargeError(ledger.name, bytes);
+    return item;
+  }
+
+  /** The exact stored text of a booking (conditions compare it). */
+  bookingText(booking: Booking): string {
+    return this.texts.get(booking) ?? encodeBookingText(booking);
+  }
+
+  /** Stored texts of decoded bookings: a booking read and written back compares equal to what is stored. */
+  private readonly texts = new WeakMap<Booking, string>();
+
+  private decodeBooking(text: string): Booking {
+    const hit = this.bookings.get(text);
+    if (hit !== undefined) return hit;
+    const booking = decodeBookingText(text);
+    if (this.bookings.size >= NodeCodec.CACHE_MAX) this.bookings.clear();
+    this.bookings.set(text, booking);
+    this.texts.set(booking, text);
+    return booking;
+  }
+
+  private decodeRegistration(text: string): NodeRegistration {
+    const hit = this.registrations.get(text);
+    if (hit !== undefined) return hit;
+    const registration = decodeRegistrationText(text);
+    if (this.registrations.size >= NodeCodec.CACHE_MAX) this.registrations.clear();
+    this.registrations.set(text, registration);
+    return registration;
+  }
+
+  private unreadableRaw(ledger: NodeLedger, part: string, attr: string): Item {
+    const raw = ledger.unreadable?.find((p) => p.part === part)?.raw;
+    return typeof raw === 'string' ? { [attr]: raw } : {};
+  }
+}
+
+/** Whether the lock's guard should let this booking take the lock. */
+export function holdsAppCards(booking: Booking): boolean {
+  return booking.holdsAppCards && booking.state !== 'gone';
+}
+
+export function encodeLock(lock: NodeLock): Item {
+  return { [LockAttr.holder]: lock.holder, [LockAttr.holderUid]: lock.holderUid, [LockAttr.since]: lock.sinceMs, [LockAttr.expiresAt]: lock.expiresAtMs };
+}
+
+/** A node whose stored state would exceed the item bound: refused with the figures, never sent to the store. */
+export class NodeItemTooLargeError extends Error {
+  constructor(
+    readonly node: string,
+    readonly bytes: number,
+  ) {
+    super(`the stored state of node ${node} would be ${Math.ceil(bytes / 1024)} KB, above the ${NODE_ITEM_MAX_BYTES / 1024} KB bound of one node's item`);
+    this.name = 'NodeItemTooLargeError';
+  }
+}
+
+/** DynamoDB's item size: UTF-8 bytes of attribute names and values, with small per-element overheads. */
+export function approximateItemBytes(value: unknown): number {
+  if (typeof value === 'string') return Buffer.byteLength(value);
+  if (typeof value === 'number') return 8;
+  if (typeof value === 'boolean' || value === null || value === undefined) return 1;
+  if (value instanceof Uint8Array) return value.byteLength;
+  if (Array.isArray(value)) return 3 + value.reduce((sum: number, v) => sum + 1 + approximateItemBytes(v), 0);
+  if (value instanceof Set) return [...value].reduce((sum: number, v) => sum + approximateItemBytes(v), 0);
+  let sum = 3;
+  for (const [k, v] of Object.entries(value as Record<string, unknown>)) sum += Buffer.byteLength(k) + 1 + approximateItemBytes(v);
+  return sum;
+}
+
+function describeProblem(err: unknown): string {
+  if (err instanceof z.ZodError) return err.issues.slice(0, 3).map((i) => `${i.path.join('.') || 'value'}: ${i.message}`).join('; ');
+  return err instanceof Error ? err.message : String(err);
+}
+
+// ---- journal, directory, quotas ------------------------------------------------------------------------
+
+const journalItem = z.object({
+  sk: z.string().regex(/^\d{15}$/),
+  t: z.number(),
+  n: z.record(z.string(), z.number()).optional(),
+  q: z.array(z.string()).optional(),
+});
+
+/** Journal entries are kept this long: a view further behind reloads the whole cluster. */
+export const JOURNAL_RETENTION_SECONDS = 24 * 3600;
+
+export function encodeJournalEntry(entry: JournalEntry): Item {
+  return {
+    ...journalKey(entry.seq),
+    t: entry.atMs,
+    ...(Object.keys(entry.nodes).length > 0 ? { n: entry.nodes } : {}),
+    ...(entry.namespaces.length > 0 ? { q: [...entry.namespaces] } : {}),
+    ttl: Math.floor(entry.atMs / 1000) + JOURNAL_RETENTION_SECONDS,
+  };
+}
+
+/** A journal entry, or undefined when the item is not one (an unreadable entry is treated as "everything changed"). */
+export function decodeJournalEntry(item: Item): JournalEntry | { readonly seq: number; readonly unreadable: true } {
+  const parsed = journalItem.safeParse(item);
+  const seq = typeof item.sk === 'string' ? Number(item.sk) : NaN;
+  if (!parsed.success) return { seq: Number.isFinite(seq) ? seq : 0, unreadable: true };
+  return { seq, atMs: parsed.data.t, nodes: parsed.data.n ?? {}, namespaces: parsed.data.q ?? [] };
+}
+
+const quotaItem = z.object({
+  v: z.number().int(),
+  q: z.record(z.string(), z.object({ m: z.number().optional(), c: z.number().optional(), rv: z.string().optional(), del: z.boolean().optional() })),
+});
+
+export function encodeQuota(namespace: string, quota: QuotaLedger): Item {
+  const q: Record<string, Item> = {};
+  for (const [name, limits] of Object.entries(quota.quotas)) {
+    q[name] = {
+      ...(limits.mem !== undefined ? { m: limits.mem } : {}),
+      ...(limits.cores !== undefined ? { c: limits.cores } : {}),
+      ...(limits.resourceVersion !== undefined ? { rv: limits.resourceVersion } : {}),
+      ...(limits.deleted ? { del: true } : {}),
+    };
+  }
+  return { ...quotaKey(namespace), v: quota.version, q };
+}
+
+/** A namespace's quotas; an unreadable item reads as no limits (the next ResourceQuota event rewrites it). */
+export function decodeQuota(item: Item): QuotaLedger | { readonly unreadable: string } {
+  const parsed = quotaItem.safeParse(item);
+  if (!parsed.success) return { unreadable: describeProblem(parsed.error) };
+  const quotas: Record<string, QuotaLedger['quotas'][string]> = {};
+  for (const [name, q] of Object.entries(parsed.data.q)) {
+    quotas[name] = {
+      ...(q.m !== undefined ? { mem: q.m } : {}),
+      ...(q.c !== undefined ? { cores: q.c } : {}),
+      ...(q.rv !== undefined ? { resourceVersion: q.rv } : {}),
+      ...(q.del ? { deleted: true } : {}),
+    };
+  }
+  return { version: parsed.data.v, quotas };
+}

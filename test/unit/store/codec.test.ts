@@ -1,0 +1,156 @@
+import type { DynamoDBDocumentClient } from '@aws-sdk/lib-dynamodb';
+import { emptyLedger, nextLedger, type Booking, type NodeLedger } from '../../../lib/control/ledger';
+import type { NodeRegistration } from '../../../lib/engine/types';
+import { NODE_ITEM_MAX_BYTES, NodeCodec, NodeItemTooLargeError, encodeRegistration, nodeKey, type Item } from '../../../lib/store/codec';
+import { emptyStats } from '../../../lib/store/dynamo';
+import { DynamoLedgerStore } from '../../../lib/store/ledgerStore';
+
+const registration: NodeRegistration = {
+  registered: true,
+  devices: [
+    { id: 'GPU-a', index: 0, count: 10, devmem: 81920, devcore: 100, type: 'NVIDIA-A100', numa: 0, mode: 'hami-core', health: true },
+    { id: 'GPU-b', index: 1, count: 10, devmem: 81920, devcore: 100, type: 'NVIDIA-A100', numa: 1, mode: '', health: false },
+  ],
+  cordoned: ['GPU-b'],
+  pairScores: { 'GPU-a': { 'GPU-b': 60 } },
+};
+
+function booking(overrides: Partial<Booking> = {}): Booking {
+  return {
+    namespace: 'default',
+    name: 'p',
+    state: 'confirmed',
+    devices: 'GPU-a,NVIDIA,1000,10:;',
+    initCount: 0,
+    initDone: false,
+    uses: [{ uuid: 'GPU-a', slots: 1, mem: 1000, cores: 10 }],
+    holdsAppCards: true,
+    origin: 'decided',
+    ...overrides,
+  };
+}
+
+function ledger(bookings: Record<string, Booking> = { 'uid-1': booking() }): NodeLedger {
+  return nextLedger({ ...emptyLedger('node-1'), registration, registrationVersion: 2, bookings }, 0);
+}
+
+describe('node items', () => {
+  const codec = new NodeCodec();
+
+  it('round-trip every part of the ledger (the lock included)', () => {
+    const node: NodeLedger = {
+      ...ledger({
+        'uid-1': booking({ resourceVersion: '17', bindPhase: 'success', attemptId: 'a-1', placedAtMs: 5 }),
+        'uid-2': booking({ name: 'q', state: 'gone', devices: undefined, uses: [], holdsAppCards: false, expiresAtMs: 99 }),
+      }),
+      resourceVersion: '42',
+      allocatableGpu: '20',
+      handshake: 'Reported 2025',
+      realtime: { timeMs: 1000, devices: { 'GPU-a': { usedMemMB: 100, totalMemMB: 81920, utilization: 5, processCount: 1 } } },
+      lock: { holder: 'default/p', holderUid: 'uid-1', sinceMs: 10, expiresAtMs: 300_010 },
+    };
+    expect(codec.decode('node-1', codec.encode(node, 0))).toEqual(node);
+  });
+
+  it('keep a decoded booking’s exact stored text, so conditions on it compare equal', () => {
+    const stored = '["default","p",1,"GPU-a,NVIDIA,1000,10:;",0,2]';
+    const item: Item = { ...nodeKey('node-1'), v: 1, b: { 'uid-1': stored } };
+    const decoded = codec.decode('node-1', item).bookings['uid-1']!;
+    expect(decoded).toMatchObject({ namespace: 'default', state: 'confirmed', uses: [{ uuid: 'GPU-a', slots: 1, mem: 1000, cores: 10 }], holdsAppCards: true });
+    expect(codec.bookingText(decoded)).toBe(stored);
+  });
+
+  it('store the registration compactly: well under the size of the engine objects', () => {
+    expect(encodeRegistration(registration).length).toBeLessThan(JSON.stringify(registration).length * 0.6);
+  });
+
+  it('contain what cannot be decoded to its part, and write it back unchanged until an event replaces it', () => {
+    const negativeCores = '["default","old",1,"GPU-a,NVIDIA,1000,-100:;",0,2]';
+    const item: Item = {
+      ...nodeKey('node-1'),
+      v: 3,
+      reg: '{"d":[["GPU-a"]]}',
+      b: { 'uid-ok': '["default","p",1,"GPU-a,NVIDIA,1000,10:;",0,2]', 'uid-bad': negativeCores, 'uid-junk': 'not json' },
+      cu: { 'GPU-a': { s: 'x' } },
+      lk: { h: 1 },
+    };
+    const node = codec.decode('node-1', item);
+    expect(Object.keys(node.bookings)).toEqual(['uid-ok']);
+    expect(node.unreadable?.map((p) => [p.part, p.blocking])).toEqual([
+      ['registration', true],
+      ['booking uid-bad', true],
+      ['booking uid-junk', true],
+      ['counters', true],
+      ['lock', false],
+    ]);
+    expect(node.unreadable?.find((p) => p.part === 'booking uid-bad')?.problem).toContain('negative value -100');
+    const written = codec.encode(node, 0);
+    expect(written.reg).toBe('{"d":[["GPU-a"]]}');
+    expect(written.b).toMatchObject({ 'uid-bad': negativeCores, 'uid-junk': 'not json' });
+    // The pod's own event replaces its booking: the raw value is gone with it.
+    const repaired = codec.encode({ ...node, bookings: { ...node.bookings, 'uid-bad': booking({ name: 'old', state: 'gone', devices: undefined, uses: [], holdsAppCards: false }) } }, 0);
+    expect((repaired.b as Record<string, string>)['uid-bad']).not.toBe(negativeCores);
+  });
+
+  it('refuse a node beyond the item bound with the figures, instead of letting DynamoDB refuse it', () => {
+    const many: Record<string, Booking> = {};
+    for (let i = 0; i < 3000; i++) many[`uid-${i}-${'x'.repeat(60)}`] = booking({ name: `pod-${i}-${'y'.repeat(60)}` });
+    expect(() => codec.encode({ ...emptyLedger('big'), bookings: many }, 0)).toThrow(NodeItemTooLargeError);
+    expect(() => codec.encode({ ...emptyLedger('big'), bookings: many }, 0)).toThrow(`above the ${NODE_ITEM_MAX_BYTES / 1024} KB bound`);
+  });
+
+  it('give a deleted node without bookings an expiry, so its item goes', () => {
+    expect(codec.encode({ ...emptyLedger('gone'), deleted: true }, 10_000).ttl).toBe(10 + 7 * 24 * 3600);
+    expect(codec.encode(ledger(), 10_000).ttl).toBeUndefined();
+  });
+});
+
+describe('state table requests', () => {
+  const store = new DynamoLedgerStore({} as DynamoDBDocumentClient, 'state', emptyStats(), async () => undefined, () => 0);
+
+  it('guard a reservation by the claims, the registration version and the booking it replaces', () => {
+    const params = store.reserveParams({
+      node: 'node-1',
+      uid: 'uid-1',
+      booking: booking({ state: 'reserved' }),
+      registrationVersion: 3,
+      claims: [{ uuid: 'GPU-a', slots: 1, mem: 4000, cores: 100, maxSlotsBefore: 9, maxMemBefore: 77920, maxCoresBefore: 0, exclusive: true, slotsHeldBefore: 0 }],
+    });
+    expect(params.Key).toEqual({ pk: 'NODE#node-1', sk: 'N' });
+    expect(params.ConditionExpression).toBe(
+      'attribute_exists(#v) AND attribute_not_exists(#b.#uid) AND #rgv = :rgv AND #cu.#g0.#s <= :ms0 AND #cu.#g0.#m <= :mm0 AND #cu.#g0.#c <= :mc0 AND #cu.#g0.#s = :ex0',
+    );
+    expect(params.UpdateExpression).toContain('#cu.#g0.#m = #cu.#g0.#m + :dm0');
+    expect(params.UpdateExpression).toContain('#ag.#uid = :true');
+    expect(params.ExpressionAttributeNames).toMatchObject({ '#g0': 'GPU-a', '#uid': 'uid-1', '#cu': 'cu' });
+    expect(params.ExpressionAttributeValues).toMatchObject({ ':mm0': 77920, ':dm0': 4000, ':ex0': 0, ':rgv': 3 });
+    expect(params.ReturnValues).toBe('ALL_NEW');
+    expect(params.ReturnValuesOnConditionCheckFailure).toBe('ALL_OLD');
+  });
+
+  it('rewrite a whole node under its version without touching the lock a bind may hold', () => {
+    const params = store.putNodeParams(ledger(), 4);
+    expect(params.ConditionExpression).toBe('#v = :expected');
+    expect(params.ExpressionAttributeValues?.[':expected']).toBe(4);
+    expect(Object.values(params.ExpressionAttributeNames ?? {})).not.toContain('lk');
+    expect(store.putNodeParams(ledger(), null).ConditionExpression).toBe('attribute_not_exists(#v)');
+  });
+
+  it('take the lock only for a pod whose regular containers hold cards', () => {
+    const params = store.acquireLockParams('node-1', { holder: 'default/p', holderUid: 'uid-1', sinceMs: 1, expiresAtMs: 300_001 }, 5);
+    expect(params.ConditionExpression).toBe('(attribute_not_exists(#lk) OR #lk.#e < :now OR #lk.#u = :uid) AND #ag.#pod = :true');
+    expect(params.ExpressionAttributeNames).toMatchObject({ '#lk': 'lk', '#ag': 'ag', '#pod': 'uid-1' });
+  });
+
+  it('read the journal after a position, and append at a number only if nobody took it', () => {
+    expect(store.readJournalParams(41, true)).toMatchObject({
+      KeyConditionExpression: 'pk = :pk AND sk > :after',
+      ExpressionAttributeValues: { ':pk': 'JOURNAL', ':after': '000000000000041' },
+      ConsistentRead: true,
+    });
+    expect(store.appendJournalParams({ seq: 42, atMs: 5000, nodes: { 'node-1': 7 }, namespaces: [] })).toMatchObject({
+      Item: { pk: 'JOURNAL', sk: '000000000000042', t: 5000, n: { 'node-1': 7 } },
+      ConditionExpression: 'attribute_not_exists(pk)',
+    });
+  });
+});
