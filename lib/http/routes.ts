@@ -11,6 +11,7 @@ import { readNodeDevices, readSchedulerLog } from '../control/views';
 import type { NodeLike, PodLike } from '../engine/types';
 import { BadRequestError, PayloadTooLargeError } from '../errors';
 import { kubeName, kubeNamespace, kubeUid } from '../control/names';
+import { MIN_VIEW_SEQ_HEADER } from '../wire';
 import { json, type HttpResponse, type RouteKind } from './respond';
 
 export interface HttpRequest {
@@ -120,12 +121,7 @@ function normalisePod(pod: z.infer<typeof podSchema>): PodLike {
   };
 }
 
-/**
- * The journal entry the relay's forwarded cluster events last produced: the filter's view must include it
- * (docs/state.md, "Warm view"). Absent or unreadable: no requirement beyond the view's own age bound.
- */
-export const MIN_VIEW_SEQ_HEADER = 'x-hami-min-view-seq';
-
+/** The journal entry the view must include; absent or unreadable: no requirement beyond the view's own age bound. */
 function minViewSeq(headers: HttpRequest['headers']): number | undefined {
   const raw = headers[MIN_VIEW_SEQ_HEADER];
   if (raw === undefined || !/^\d{1,15}$/.test(raw.trim())) return undefined;

@@ -100,6 +100,8 @@ export interface CallOptions {
   readonly timeoutMs: number;
   /** Extra query parameters (appended as given). */
   readonly query?: Readonly<Record<string, string>>;
+  /** Extra request headers (signed with the rest). */
+  readonly headers?: Readonly<Record<string, string>>;
 }
 
 export interface ControlPlaneClient {
@@ -112,7 +114,7 @@ export function createControlPlaneClient(baseUrl: string, sign: RequestSigner): 
     const url = new URL(baseUrl.replace(/\/+$/, '') + path);
     for (const [k, val] of Object.entries(opts.query ?? {})) url.searchParams.set(k, val);
     const payload = body === undefined ? undefined : JSON.stringify(body);
-    const headers: Record<string, string> = { accept: 'application/json' };
+    const headers: Record<string, string> = { accept: 'application/json', ...(opts.headers ?? {}) };
     if (payload !== undefined) headers['content-type'] = 'application/json';
     const signal = AbortSignal.timeout(opts.timeoutMs);
     let res: Response;

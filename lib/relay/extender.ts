@@ -4,6 +4,7 @@
  * within the deadline; failures are `Error` strings kube-scheduler retries with backoff.
  */
 import type { AppLogger } from '../powertools';
+import { MIN_VIEW_SEQ_HEADER } from '../wire';
 import type { ControlPlaneClient } from './controlPlane';
 import { applyEffects, splitEffects, type ClusterWriter } from './effects';
 
@@ -14,6 +15,8 @@ export interface ExtenderDeps {
   /** Total budget for one answer, below kube-scheduler's httpTimeout. */
   readonly deadlineMs: number;
   readonly now?: () => number;
+  /** The change-journal entry the relay's forwarded cluster events last produced (sent with every /filter). */
+  readonly viewSeq?: () => number;
 }
 
 export type ExtenderAnswer = Record<string, unknown>;
@@ -60,9 +63,10 @@ async function callControlPlane(
   path: string,
   body: unknown,
   startedAt: number,
+  headers: Readonly<Record<string, string>> = {},
 ): Promise<{ ok: true; answer: unknown } | { ok: false; error: string }> {
   try {
-    const res = await deps.controlPlane.post(path, body, { timeoutMs: remaining(deps, startedAt) });
+    const res = await deps.controlPlane.post(path, body, { timeoutMs: remaining(deps, startedAt), headers });
     if (res.status !== 200) {
       return { ok: false, error: `control plane answered ${path} with HTTP ${res.status}: ${res.text.slice(0, 300)}` };
     }
@@ -80,7 +84,8 @@ export async function relayFilter(rawBody: string, deps: ExtenderDeps): Promise<
     if (!parsed.ok) return filterError(parsed.error);
     const pod = field(parsed.value, 'Pod');
     const podName = `${String(field(field(pod, 'metadata'), 'namespace') ?? '')}/${String(field(field(pod, 'metadata'), 'name') ?? '')}`;
-    const reply = await callControlPlane(deps, '/filter', parsed.value, startedAt);
+    const seq = deps.viewSeq?.() ?? 0;
+    const reply = await callControlPlane(deps, '/filter', parsed.value, startedAt, seq > 0 ? { [MIN_VIEW_SEQ_HEADER]: String(seq) } : {});
     if (!reply.ok) {
       deps.logger.warn('FilterNotRelayed', { pod: podName, error: reply.error });
       return filterError(reply.error);

@@ -6,6 +6,7 @@
 import type { AppLogger } from '../powertools';
 import type { ControlPlaneClient } from './controlPlane';
 import { backoffMs, realDelay, type DelayFn } from './delay';
+import { splitEffects, type Effect } from './effects';
 
 export interface ClusterWatchEvent {
   readonly type: 'ADDED' | 'MODIFIED' | 'DELETED';
@@ -20,6 +21,8 @@ export interface ForwarderOptions {
   readonly backoff: { readonly initialMs: number; readonly maxMs: number };
   readonly requestTimeoutMs: number;
   readonly delay?: DelayFn;
+  /** Kubernetes writes the control plane returns for applied events (Warning events); applied best effort. */
+  readonly onEffects?: (effects: readonly Effect[]) => Promise<void>;
 }
 
 export interface ForwarderStats {
@@ -38,6 +41,7 @@ export class ClusterEventForwarder {
   private accepted = 0;
   private rejected = 0;
   private failedAttempts = 0;
+  private seq = 0;
 
   constructor(private readonly opts: ForwarderOptions) {
     this.delay = opts.delay ?? realDelay;
@@ -50,6 +54,14 @@ export class ClusterEventForwarder {
     this.pump ??= this.run().finally(() => {
       this.pump = undefined;
     });
+  }
+
+  /**
+   * The change-journal entry the last delivered batch produced: a decision must be made on a view that includes
+   * it, so the extender sends it with each /filter (docs/state.md, "Warm view").
+   */
+  get viewSeq(): number {
+    return this.seq;
   }
 
   stats(): ForwarderStats {
@@ -112,7 +124,11 @@ export class ClusterEventForwarder {
       this.opts.logger.error('ClusterEventsRefused', { events: batch.length, status: res.status, body: res.text.slice(0, 300) });
       return undefined;
     }
-    const body = res.body as { accepted?: unknown; rejected?: unknown } | undefined;
+    const body = res.body as { accepted?: unknown; rejected?: unknown; viewSeq?: unknown } | undefined;
+    if (typeof body?.viewSeq === 'number' && Number.isSafeInteger(body.viewSeq)) this.seq = Math.max(this.seq, body.viewSeq);
+    const { effects, invalid } = splitEffects(res.body);
+    if (invalid !== undefined) this.opts.logger.warn('ClusterEventsEffectsInvalid', { error: invalid });
+    if (effects.length > 0 && this.opts.onEffects) await this.opts.onEffects(effects);
     const rejected = Array.isArray(body?.rejected) ? (body.rejected as { index?: unknown; error?: unknown }[]) : [];
     this.accepted += typeof body?.accepted === 'number' ? body.accepted : batch.length - rejected.length;
     this.rejected += rejected.length;

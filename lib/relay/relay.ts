@@ -10,6 +10,7 @@ import { createControlPlaneClient, signerFromConfig, type RequestSigner } from '
 import type { DelayFn } from './delay';
 import { EventCorrelator } from './eventCorrelator';
 import { ClusterEventForwarder } from './forwarder';
+import { applyEffects } from './effects';
 import { createKubeWriter } from './kubeWriter';
 import { closeServer, createRelayServer, listen } from './server';
 import { ClusterWatcher } from './watcher';
@@ -48,6 +49,9 @@ export async function startRelay(opts: StartRelayOptions): Promise<RunningRelay>
     backoff: config.backoff,
     requestTimeoutMs: config.extenderDeadlineMs,
     ...(opts.forwarderDelay ? { delay: opts.forwarderDelay } : {}),
+    onEffects: async (effects) => {
+      await applyEffects(effects, writer, logger);
+    },
   });
   const watcher = new ClusterWatcher({
     kubeConfig,
@@ -61,7 +65,7 @@ export async function startRelay(opts: StartRelayOptions): Promise<RunningRelay>
     ...(opts.watcherDelay ? { delay: opts.watcherDelay } : {}),
   });
   const deps = {
-    extender: { controlPlane, writer, logger, deadlineMs: config.extenderDeadlineMs },
+    extender: { controlPlane, writer, logger, deadlineMs: config.extenderDeadlineMs, viewSeq: () => forwarder.viewSeq },
     controlPlane,
     reviews: { authn: kubeConfig.makeApiClient(AuthenticationV1Api), authz: kubeConfig.makeApiClient(AuthorizationV1Api) },
     logger,

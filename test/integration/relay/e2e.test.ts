@@ -115,4 +115,40 @@ describe('relay + local control plane', () => {
       expect(view.devices.flatMap((d) => d.pods)).toEqual(['team-a/train-1']);
     }, 10000);
   });
+
+  it('keeps counting what the scheduler decided when a pod owner edits the allocation annotation, and warns on the pod', async () => {
+    const oneCard = JSON.stringify([{ id: 'GPU-t-0', count: 10, devmem: 16384, devcore: 100, type: 'NVIDIA-A100', numa: 0, health: true, index: 0, mode: 'hami-core' }]);
+    kube.create('Node', gpuNode('node-t', oneCard));
+    relay ??= await startRelay();
+    await eventually(async () => expect((await devices('node-t')).registered).toBe(true), 15000);
+    const asking = (name: string) => {
+      const spec = gpuPodSpec(name);
+      spec.spec.containers[0]!.resources.limits['nvidia.com/gpumem'] = '12000';
+      return spec;
+    };
+
+    // t1 is placed with 12,000 MiB of the 16,384 MiB card, bound and allocated.
+    const t1 = kube.create('Pod', asking('t1'));
+    const filter = await postJson(`${relay.extenderUrl}/filter`, { Pod: schedulerView(t1), Nodes: null, NodeNames: ['node-t'] });
+    expect(filter.body.NodeNames).toEqual(['node-t']);
+    expect((await postJson(`${relay.extenderUrl}/bind`, { PodName: 't1', PodNamespace: 'team-a', PodUID: t1.metadata?.uid, Node: 'node-t' })).body).toEqual({ Error: '' });
+    kube.patch('Pod', 'team-a', 't1', { metadata: { annotations: { 'hami.io/bind-phase': 'success' } }, status: { phase: 'Running' } });
+    await eventually(async () => expect((await devices('node-t')).devices[0]?.usedmem).toBe(12000), 10000);
+
+    // The owner rewrites the allocation to 1 MiB (what `kubectl annotate --overwrite` does).
+    kube.patch('Pod', 'team-a', 't1', { metadata: { annotations: { 'hami.io/vgpu-devices-allocated': 'GPU-t-0,NVIDIA,1,0:;' } } });
+    await eventually(() => expect(kube.list('Event').filter((e) => e.reason === 'SchedulerAnnotationsChanged').map((e) => (e.involvedObject as { name: string }).name)).toEqual(['t1']), 10000);
+    expect((await devices('node-t')).devices[0]).toMatchObject({ usedmem: 12000, pods: ['team-a/t1'] });
+
+    // The next 12,000 MiB pod is not promised the same card.
+    const t2 = kube.create('Pod', asking('t2'));
+    const second = await postJson(`${relay.extenderUrl}/filter`, { Pod: schedulerView(t2), Nodes: null, NodeNames: ['node-t'] });
+    expect(second.body.NodeNames ?? []).toEqual([]);
+    expect(second.body.FailedNodes).toEqual({ 'node-t': '1/1 CardInsufficientMemory' });
+    // Another change to the same value is not reported twice.
+    kube.patch('Pod', 'team-a', 't1', { metadata: { labels: { touched: 'yes' } }, status: { phase: 'Running', podIP: '10.0.0.9' } });
+    kube.patch('Pod', 'team-a', 't1', { metadata: { annotations: { 'hami.io/bind-time': '1' } } });
+    await eventually(async () => expect((await devices('node-t')).devices[0]?.usedmem).toBe(12000), 10000);
+    expect(kube.list('Event').filter((e) => e.reason === 'SchedulerAnnotationsChanged')).toHaveLength(1);
+  });
 });

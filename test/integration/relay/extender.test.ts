@@ -3,7 +3,7 @@
  * fake API server.
  */
 import { startFakeKube, type FakeKube } from '../../support/fakeKube';
-import { gpuPod, postJson, recordingLogger, startFakeControlPlane, startTestRelay, type FakeControlPlane } from './harness';
+import { eventually, gpuPod, postJson, recordingLogger, startFakeControlPlane, startTestRelay, type FakeControlPlane } from './harness';
 import type { RunningRelay } from '../../../lib/relay/relay';
 
 let kube: FakeKube;
@@ -80,6 +80,25 @@ describe('POST /filter', () => {
         source: { component: 'hami-scheduler' },
       }),
     ]);
+  });
+
+  it('sends the journal position of its last forwarded events, and applies the Warning events the control plane returns for them', async () => {
+    const p = pod('job-1');
+    const uid = String(p.metadata?.uid);
+    cp.on('POST', '/cluster/events', (call) => ({
+      body: {
+        accepted: (call.body as { events: unknown[] }).events.length,
+        rejected: [],
+        viewSeq: 41,
+        Effects: [{ kind: 'RecordEvent', namespace: 'team-a', name: 'job-1', uid, type: 'Warning', reason: 'SchedulerAnnotationsChanged', message: 'changed after placement' }],
+      },
+    }));
+    cp.on('POST', '/filter', { body: { NodeNames: ['node-1'], FailedNodes: null, Error: '' } });
+    kube.create('Node', { metadata: { name: 'node-9', annotations: { 'hami.io/node-nvidia-register': '[]' } } });
+    await eventually(() => expect(relay.forwarder.viewSeq).toBe(41));
+    await eventually(() => expect(kube.list('Event').map((e) => e.reason)).toContain('SchedulerAnnotationsChanged'));
+    await postJson(`${relay.extenderUrl}/filter`, { Pod: { metadata: { name: 'job-1', namespace: 'team-a', uid } }, Nodes: null, NodeNames: ['node-1'] });
+    expect(cp.callsTo('/filter').at(-1)?.headers['x-hami-min-view-seq']).toBe('41');
   });
 
   it('answers Error (HTTP 200) when a required patch fails, and still never hangs', async () => {

@@ -16,6 +16,7 @@ export interface RecordedCall {
   readonly path: string;
   readonly query: Record<string, string>;
   readonly authorization: string | undefined;
+  readonly headers: Readonly<Record<string, string | string[] | undefined>>;
   readonly body: unknown;
 }
 
@@ -51,6 +52,7 @@ export async function startFakeControlPlane(): Promise<FakeControlPlane> {
         path: url.pathname,
         query: Object.fromEntries(url.searchParams.entries()),
         authorization: req.headers.authorization,
+        headers: req.headers,
         body: text === '' ? undefined : JSON.parse(text),
       };
       calls.push(call);
