@@ -15,6 +15,7 @@ import { z } from 'zod';
 import { BindPhase, decodePodDevices, PodAnnotation } from '../engine/podAnnotations';
 import { quantityAsInt64 } from '../engine/quantity';
 import { HandshakeAnnotation, parseNodeRegistration, parseRealtimeReport, RealtimeAnnotation } from '../engine/registration';
+import type { NodeRegistration } from '../engine/types';
 import { ContentionError, DomainError, StoreRejectedError } from '../errors';
 import { NodeItemTooLargeError } from '../store/codec';
 import {
@@ -24,6 +25,7 @@ import {
   cardUsesOf,
   emptyLedger,
   isOlder,
+  MAX_CARDS_PER_NODE,
   nextLedger,
   TOMBSTONE_TTL_MS,
   type Booking,
@@ -287,7 +289,7 @@ function nodeChange(deps: ControlDeps, type: WatchEvent['type'], object: NodeObj
       return { ...base, deleted: true, ...(rv ? { resourceVersion: rv } : {}), registeredAtMs: nowMs, registrationVersion: base.registrationVersion + 1 };
     }
     const annotations = object.metadata.annotations ?? {};
-    const registration = parseNodeRegistration(object, deps.config.engine);
+    const registration = withinCardBound(parseNodeRegistration(object, deps.config.engine));
     const realtime = parseRealtimeReport(annotations[RealtimeAnnotation]);
     const allocatable = object.status?.allocatable?.[deps.config.engine.resourceCountName];
     const handshake = annotations[HandshakeAnnotation];
@@ -317,6 +319,12 @@ function nodeChange(deps: ControlDeps, type: WatchEvent['type'], object: NodeObj
       registrationVersion: registrationChanged || base.deleted ? base.registrationVersion + 1 : base.registrationVersion,
     };
   };
+}
+
+/** One node's stored state holds at most MAX_CARDS_PER_NODE cards (docs/state.md, "Size"): more is refused, per node, in words. */
+function withinCardBound(registration: NodeRegistration): NodeRegistration {
+  if (!registration.registered || registration.devices.length <= MAX_CARDS_PER_NODE) return registration;
+  return { registered: false, reason: `registers ${registration.devices.length} cards; one node's stored state holds at most ${MAX_CARDS_PER_NODE}` };
 }
 
 interface PodPlan {

@@ -84,6 +84,8 @@ const attemptLogSchema = z.object({
   attempt: z.number(),
   attemptId: z.string(),
   time: z.string(),
+  /** How fresh the control plane's view was when it decided: the last change-journal entry it had read, and its age. */
+  view: z.object({ seq: z.number(), ageMs: z.number() }).optional(),
 });
 
 export const schedulerLogSchema = attemptLogSchema.extend({
@@ -145,6 +147,7 @@ function renderAttempt(record: AttemptRecord, detail: RenderOptions['detail']): 
     attempt: record.attempt,
     attemptId: record.attemptId,
     time: record.time,
+    ...(record.view ? { view: { seq: record.view.seq, ageMs: record.view.ageMs } } : {}),
   };
 }
 

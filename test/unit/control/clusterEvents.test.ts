@@ -1,0 +1,184 @@
+/**
+ * Ingestion's rules, on the in-memory store: bookings belong to the scheduler, adoption, order tolerance,
+ * per-node containment, the journal and the directory.
+ */
+import { ingestClusterEvents } from '../../../lib/control/clusterEvents';
+import { filterPod } from '../../../lib/control/filter';
+import { readNodeDevices } from '../../../lib/control/views';
+import { StoreRejectedError } from '../../../lib/errors';
+import { card, forwardedPod, gpuNode, gpuPod } from '../../support/cluster';
+import { world, type Environment } from './fixtures';
+
+const node = (name: string, cards = 1, devmem = 16384) => gpuNode(name, Array.from({ length: cards }, (_, i) => card(`GPU-${name}-${i}`, { devmem })));
+const added = (object: unknown) => ({ type: 'ADDED', object });
+const modified = (object: unknown) => ({ type: 'MODIFIED', object });
+
+async function place(env: Environment, pod: ReturnType<typeof gpuPod>, nodes: string[]): Promise<Record<string, string>> {
+  const answer = await filterPod(env.deps, { pod, podRef: { namespace: pod.metadata.namespace, name: pod.metadata.name, uid: pod.metadata.uid }, nodeNames: nodes, nodes: null });
+  const patch = answer.effects.find((e) => e.kind === 'PatchPodAnnotations');
+  if (!patch || patch.kind !== 'PatchPodAnnotations') throw new Error(`not placed: ${JSON.stringify(answer.result)}`);
+  return patch.annotations as Record<string, string>;
+}
+
+const usedMem = async (env: Environment, name: string) => (await readNodeDevices(env.deps, name)).devices.reduce((sum, d) => sum + d.usedmem, 0);
+
+describe('cluster events: bookings belong to the scheduler', () => {
+  it('confirms a reservation when the pod shows the decided devices', async () => {
+    const w = world();
+    const env = w.environment();
+    await ingestClusterEvents(env.deps, [added(node('n1'))]);
+    const pod = gpuPod('p', [{ name: 'c', gpu: 1, mem: 12000 }]);
+    const annotations = await place(env, pod, ['n1']);
+    await ingestClusterEvents(env.deps, [modified(forwardedPod(pod, annotations))]);
+    expect(w.store.stored('n1')!.bookings[pod.metadata.uid]).toMatchObject({ state: 'confirmed', origin: 'decided' });
+    expect(w.store.stored('n1')!.bookings[pod.metadata.uid]!.expiresAtMs).toBeUndefined();
+  });
+
+  it('keeps counting the decided devices when the annotation is edited after placement, reporting it once per new value', async () => {
+    const w = world();
+    const env = w.environment();
+    await ingestClusterEvents(env.deps, [added(node('n1'))]);
+    const pod = gpuPod('p', [{ name: 'c', gpu: 1, mem: 12000 }]);
+    const annotations = await place(env, pod, ['n1']);
+    await ingestClusterEvents(env.deps, [modified(forwardedPod(pod, annotations))]);
+    const edited = { ...annotations, 'hami.io/vgpu-devices-allocated': 'GPU-n1-0,NVIDIA,1,0:;' };
+    const first = await ingestClusterEvents(env.deps, [modified(forwardedPod(pod, edited, { rv: '3' }))]);
+    expect(first.effects).toEqual([
+      expect.objectContaining({ kind: 'RecordEvent', type: 'Warning', reason: 'SchedulerAnnotationsChanged', name: 'p', uid: pod.metadata.uid, message: expect.stringContaining('GPU-n1-0,NVIDIA,12000,0:;') }),
+    ]);
+    expect(env.lines.find((l) => l.message === 'SchedulerAnnotationsChanged')?.fields).toMatchObject({ pod: 'default/p', node: 'n1', seen: 'GPU-n1-0,NVIDIA,1,0:;' });
+    expect(await usedMem(env, 'n1')).toBe(12000);
+    const again = await ingestClusterEvents(env.deps, [modified(forwardedPod(pod, edited, { rv: '4', phase: 'Running' }))]);
+    expect(again.effects).toEqual([]);
+    const other = await ingestClusterEvents(env.deps, [modified(forwardedPod(pod, { ...edited, 'hami.io/vgpu-devices-allocated': 'GPU-n1-0,NVIDIA,2,0:;' }, { rv: '5' }))]);
+    expect(other.effects).toHaveLength(1);
+    expect(await usedMem(env, 'n1')).toBe(12000);
+    // The next pod of that size does not fit on the card t1 holds.
+    const next = gpuPod('q', [{ name: 'c', gpu: 1, mem: 12000 }]);
+    const answer = await filterPod(env.deps, { pod: next, podRef: { namespace: 'default', name: 'q', uid: next.metadata.uid }, nodeNames: ['n1'], nodes: null });
+    expect(answer.result.FailedNodes).toEqual({ n1: '1/1 CardInsufficientMemory' });
+  });
+
+  it('does not follow an annotation that names another node than the decision', async () => {
+    const w = world();
+    const env = w.environment();
+    await ingestClusterEvents(env.deps, [added(node('n1')), added(node('n2'))]);
+    const pod = gpuPod('p', [{ name: 'c', gpu: 1, mem: 12000 }]);
+    const annotations = await place(env, pod, ['n1']);
+    await ingestClusterEvents(env.deps, [modified(forwardedPod(pod, annotations))]);
+    await ingestClusterEvents(env.deps, [modified(forwardedPod(pod, { ...annotations, 'hami.io/vgpu-node': 'n2', 'hami.io/vgpu-devices-allocated': 'GPU-n2-0,NVIDIA,1,0:;' }, { rv: '3' }))]);
+    expect(await usedMem(env, 'n1')).toBe(12000);
+    expect(await usedMem(env, 'n2')).toBe(0);
+    expect(env.lines.some((l) => l.message === 'PodNodeAnnotationIgnored')).toBe(true);
+  });
+
+  it('adopts a pod placed before we took over, from its annotations', async () => {
+    const w = world();
+    const env = w.environment();
+    await ingestClusterEvents(env.deps, [added(node('n1'))]);
+    const pod = gpuPod('old', [{ name: 'c', gpu: 1, mem: 5000 }]);
+    await ingestClusterEvents(env.deps, [added(forwardedPod(pod, { 'hami.io/vgpu-node': 'n1', 'hami.io/vgpu-devices-allocated': 'GPU-n1-0,NVIDIA,5000,10:;', 'hami.io/bind-phase': 'success' }, { phase: 'Running' }))]);
+    expect(w.store.stored('n1')!.bookings[pod.metadata.uid]).toMatchObject({ state: 'confirmed', origin: 'adopted' });
+    expect(await usedMem(env, 'n1')).toBe(5000);
+  });
+
+  it('frees a deleted pod, and a late older event does not bring it back', async () => {
+    const w = world();
+    const env = w.environment();
+    await ingestClusterEvents(env.deps, [added(node('n1'))]);
+    const pod = gpuPod('p', [{ name: 'c', gpu: 1, mem: 5000 }]);
+    const annotations = await place(env, pod, ['n1']);
+    await ingestClusterEvents(env.deps, [{ type: 'DELETED', object: forwardedPod(pod, annotations, { rv: '9' }) }]);
+    await ingestClusterEvents(env.deps, [modified(forwardedPod(pod, annotations, { rv: '5' }))]);
+    expect(await usedMem(env, 'n1')).toBe(0);
+  });
+});
+
+describe('cluster events: containment, journal and directory', () => {
+  it('rejects only the events of a node that cannot take them, and applies the rest', async () => {
+    const w = world();
+    const env = w.environment();
+    const putNode = env.deps.ledger.putNode.bind(env.deps.ledger);
+    // The store refuses one node's write for good (e.g. DynamoDB's item size limit).
+    (env.deps.ledger as { putNode: typeof putNode }).putNode = async (ledger, expected) =>
+      ledger.name === 'refused' ? Promise.reject(new StoreRejectedError("the store refused to save it: the item would exceed DynamoDB's 400 KB item size limit")) : putNode(ledger, expected);
+    const answer = await ingestClusterEvents(env.deps, [added(node('refused')), added(node('fine')), modified(node('refused'))]);
+    expect(answer.accepted).toBe(1);
+    expect(answer.rejected).toEqual([
+      { index: 0, error: "node refused: the store refused to save it: the item would exceed DynamoDB's 400 KB item size limit" },
+      { index: 2, error: "node refused: the store refused to save it: the item would exceed DynamoDB's 400 KB item size limit" },
+    ]);
+    expect((await readNodeDevices(env.deps, 'fine')).registered).toBe(true);
+  });
+
+  it('keeps a node registering more cards than one node’s item holds unregistered, with the reason', async () => {
+    const w = world();
+    const env = w.environment();
+    const big = node('big');
+    const annotation = JSON.stringify(Array.from({ length: 65 }, (_, i) => ({ id: `GPU-${i}`, index: i, count: 10, devmem: 1000, devcore: 100, type: 'NVIDIA-A100', numa: 0, mode: 'hami-core', health: true })));
+    await ingestClusterEvents(env.deps, [added({ ...big, metadata: { ...big.metadata, annotations: { 'hami.io/node-nvidia-register': annotation } } })]);
+    expect((await readNodeDevices(env.deps, 'big')).reason).toBe("registers 65 cards; one node's stored state holds at most 64");
+  });
+
+  it('repairs an unreadable booking when the pod’s own event arrives', async () => {
+    const w = world();
+    const env = w.environment();
+    await ingestClusterEvents(env.deps, [added(node('n1'))]);
+    const n1 = w.store.stored('n1')!;
+    w.store.seed({ ...n1, version: n1.version + 1, unreadable: [{ part: 'booking uid-old', problem: 'negative value', raw: '["default","old",1,"GPU-n1-0,NVIDIA,1,-100:;",0,2]', blocking: true }] });
+    const fresh = w.environment();
+    expect((await readNodeDevices(fresh.deps, 'n1')).reason).toBe('node state unreadable');
+    const old = gpuPod('old', [{ name: 'c', gpu: 1, mem: 1 }], { uid: 'uid-old' });
+    const answer = await ingestClusterEvents(fresh.deps, [{ type: 'DELETED', object: forwardedPod(old, { 'hami.io/vgpu-node': 'n1' }) }]);
+    expect(answer.rejected).toEqual([]);
+    expect((await readNodeDevices(fresh.deps, 'n1')).registered).toBe(true);
+  });
+
+  it('announces what changed in the journal, and keeps the node directory', async () => {
+    const w = world();
+    const env = w.environment();
+    const first = await ingestClusterEvents(env.deps, [added(node('n1')), added(node('n2'))]);
+    expect(first.viewSeq).toBe(1);
+    expect(await w.store.readDirectory()).toEqual(['n1', 'n2']);
+    const [entry] = await w.store.readJournal(0, { consistent: true });
+    expect(Object.keys(entry!.nodes).sort()).toEqual(['n1', 'n2']);
+    // Nothing changed: no entry.
+    expect((await ingestClusterEvents(env.deps, [modified(node('n1'))])).viewSeq).toBeUndefined();
+    const removed = await ingestClusterEvents(env.deps, [{ type: 'DELETED', object: node('n2') }]);
+    expect(removed.viewSeq).toBe(2);
+    expect(await w.store.readDirectory()).toEqual(['n1']);
+  });
+
+  it('finds a pod reported deleted by name only (a relist found it gone) through the warm view', async () => {
+    const w = world();
+    const env = w.environment();
+    await ingestClusterEvents(env.deps, [added(node('n1'))]);
+    const pod = gpuPod('p', [{ name: 'c', gpu: 1, mem: 5000 }]);
+    const annotations = await place(env, pod, ['n1']);
+    await ingestClusterEvents(env.deps, [modified(forwardedPod(pod, annotations))]);
+    const answer = await ingestClusterEvents(w.environment().deps, [{ type: 'DELETED', object: { kind: 'Pod', apiVersion: 'v1', metadata: { name: 'p', namespace: 'default' } } }]);
+    expect(answer).toMatchObject({ accepted: 1, rejected: [] });
+    expect(await usedMem(env, 'n1')).toBe(0);
+  });
+
+  it('refuses names longer than Kubernetes allows, one event at a time', async () => {
+    const w = world();
+    const env = w.environment();
+    const long = node('n'.repeat(254));
+    const answer = await ingestClusterEvents(env.deps, [added(long), added(node('ok'))]);
+    expect(answer.rejected).toEqual([{ index: 0, error: 'object.metadata.name: must be at most 253 characters' }]);
+    expect(answer.accepted).toBe(1);
+  });
+
+  it('frees the node lock when the device plugin reports the allocation ended', async () => {
+    const w = world();
+    const env = w.environment();
+    await ingestClusterEvents(env.deps, [added(node('n1'))]);
+    const pod = gpuPod('p', [{ name: 'c', gpu: 1, mem: 5000 }]);
+    const annotations = await place(env, pod, ['n1']);
+    await w.store.acquireLock('n1', { holder: 'default/p', holderUid: pod.metadata.uid, sinceMs: w.clock.now, expiresAtMs: w.clock.now + 300_000 }, w.clock.now);
+    expect(w.store.stored('n1')!.lock?.holder).toBe('default/p');
+    await ingestClusterEvents(env.deps, [modified(forwardedPod(pod, { ...annotations, 'hami.io/bind-phase': 'success' }, { rv: '5' }))]);
+    expect(w.store.stored('n1')!.lock).toBeUndefined();
+  });
+});

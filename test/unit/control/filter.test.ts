@@ -1,0 +1,208 @@
+/**
+ * The filter's rules, on the in-memory store: what is booked and under which guard, what a stale view may and
+ * may not do, when the view reads the store, and how bad pods and bad state are answered.
+ */
+import { filterPod, type FilterRequest } from '../../../lib/control/filter';
+import { ingestClusterEvents } from '../../../lib/control/clusterEvents';
+import { emptyLedger, MAX_BOOKINGS_PER_NODE, nextLedger, type Booking } from '../../../lib/control/ledger';
+import { readNodeDevices, readSchedulerLog } from '../../../lib/control/views';
+import { parseNodeRegistration } from '../../../lib/engine/registration';
+import { defaultEngineConfig } from '../../../lib/engine/types';
+import { card, gpuNode, gpuPod, type ContainerSpec } from '../../support/cluster';
+import { world, type Environment } from './fixtures';
+
+function filterOf(pod: ReturnType<typeof gpuPod>, nodeNames: string[], minViewSeq?: number): FilterRequest {
+  return {
+    pod,
+    podRef: { namespace: pod.metadata.namespace, name: pod.metadata.name, uid: pod.metadata.uid },
+    nodeNames,
+    nodes: null,
+    ...(minViewSeq !== undefined ? { minViewSeq } : {}),
+  };
+}
+
+const nodeEvent = (name: string, cards = 2, spec: { devmem?: number; devcore?: number; count?: number } = {}) => ({
+  type: 'ADDED',
+  object: gpuNode(name, Array.from({ length: cards }, (_, i) => card(`GPU-${name}-${i}`, { devmem: spec.devmem ?? 16384, devcore: spec.devcore ?? 100, count: spec.count ?? 10 }))),
+});
+
+const pod = (name: string, containers: ContainerSpec[] = [{ name: 'c', gpu: 1, mem: 4000, cores: 20 }]) => gpuPod(name, containers);
+
+async function registered(env: Environment, ...names: string[]): Promise<number> {
+  const answer = await ingestClusterEvents(env.deps, names.map((n) => nodeEvent(n)));
+  return answer.viewSeq ?? 0;
+}
+
+describe('filter: booking', () => {
+  it('books the chosen cards under the engine’s claims, and the counters hold exactly the booking', async () => {
+    const w = world();
+    const env = w.environment();
+    await registered(env, 'n1');
+    const answer = await filterPod(env.deps, filterOf(pod('p1'), ['n1']));
+    expect(answer.result.NodeNames).toEqual(['n1']);
+    const stored = w.store.stored('n1')!;
+    const booking = stored.bookings[pod('p1').metadata.uid]!;
+    expect(booking).toMatchObject({ state: 'reserved', origin: 'decided', uses: [{ mem: 4000, cores: 20, slots: 1 }], holdsAppCards: true });
+    const card = booking.uses[0]!.uuid;
+    expect(stored.counters[card]).toEqual({ slots: 1, mem: 4000, cores: 20 });
+  });
+
+  it('in steady state waits on one store round trip: the booking and the view’s refresh go together, nothing is read first', async () => {
+    const w = world();
+    const env = w.environment();
+    await registered(env, 'n1', 'n2');
+    await filterPod(env.deps, filterOf(pod('warm-up'), ['n1', 'n2']));
+    const before = env.store.calls.length;
+    await filterPod(env.deps, filterOf(pod('p2'), ['n1', 'n2']));
+    const calls = env.store.calls.slice(before);
+    expect(calls.map((c) => c.operation)).toEqual(['reserve', 'readJournal']);
+    expect(calls[1]!.inFlightAtStart).toBe(1);
+  });
+
+  it('a view behind the journal entry the relay names catches up before deciding', async () => {
+    const w = world();
+    const ingest = w.environment();
+    const decider = w.environment();
+    await registered(ingest, 'n1');
+    await filterPod(decider.deps, filterOf(pod('warm-up'), ['n1']));
+    // A node registered through another environment: this view has not seen it.
+    const seq = await registered(ingest, 'n2');
+    const stale = await filterPod(decider.deps, filterOf(pod('p3', [{ name: 'c', gpu: 1, mem: 16000 }]), ['n2']));
+    // Unknown names are read before being called unregistered, so even without the relay's word the node is found.
+    expect(stale.result.NodeNames).toEqual(['n2']);
+    const seq2 = await ingestClusterEvents(ingest.deps, [nodeEvent('n2', 2, { devmem: 1000 })]);
+    // Without the relay's position the view (fresh by its age bound) still holds the old, larger cards...
+    const before = decider.store.calls.length;
+    const told = await filterPod(decider.deps, filterOf(pod('p4', [{ name: 'c', gpu: 1, mem: 8000 }]), ['n2'], seq2.viewSeq));
+    // ...with it, the view reads the journal first and decides on the shrunk cards.
+    expect(decider.store.calls[before]?.operation).toBe('readJournal');
+    expect(told.result.FailedNodes).toEqual({ n2: '2/2 CardInsufficientMemory' });
+    expect(seq).toBeLessThan(seq2.viewSeq!);
+  });
+
+  it('a decision on a stale view never over-allocates: the guard refuses it, the node alone is re-read, and the pod lands where it fits', async () => {
+    const w = world();
+    const a = w.environment();
+    const b = w.environment();
+    await ingestClusterEvents(a.deps, [nodeEvent('n1', 1, { devmem: 10000 }), nodeEvent('n2', 1, { devmem: 10000 })]);
+    // Both environments load their views.
+    await filterPod(a.deps, filterOf(pod('a-0', [{ name: 'c', gpu: 1, mem: 1 }]), ['n1']));
+    await filterPod(b.deps, filterOf(pod('b-0', [{ name: 'c', gpu: 1, mem: 1 }]), ['n1']));
+    // A books 8000 on n1; B still sees n1 nearly idle and prefers it (binpack keeps to the busier n1).
+    expect((await filterPod(a.deps, filterOf(pod('a-1', [{ name: 'c', gpu: 1, mem: 8000 }]), ['n1']))).result.NodeNames).toEqual(['n1']);
+    const before = b.store.calls.length;
+    const answer = await filterPod(b.deps, filterOf(pod('b-1', [{ name: 'c', gpu: 1, mem: 8000 }]), ['n1', 'n2']));
+    expect(answer.result.NodeNames).toEqual(['n2']);
+    const calls = b.store.calls.slice(before).map((c) => c.operation);
+    // The refused write returned the node as stored (as DynamoDB does); nothing else was read.
+    expect(calls).toEqual(['reserve', 'readJournal', 'reserve', 'readJournal']);
+    for (const name of ['n1', 'n2']) expect(w.store.stored(name)!.counters[`GPU-${name}-0`]!.mem).toBeLessThanOrEqual(10000);
+  });
+
+  it('a pod filtered again replaces its own booking on the node, and gives back what it held elsewhere', async () => {
+    const w = world();
+    const env = w.environment();
+    await registered(env, 'n1', 'n2');
+    const p = pod('again');
+    expect((await filterPod(env.deps, filterOf(p, ['n1']))).result.NodeNames).toEqual(['n1']);
+    expect((await filterPod(env.deps, filterOf(p, ['n1']))).result.NodeNames).toEqual(['n1']);
+    expect(Object.values(w.store.stored('n1')!.counters).reduce((s, c) => s + c.mem, 0)).toBe(4000);
+    expect((await filterPod(env.deps, filterOf(p, ['n2']))).result.NodeNames).toEqual(['n2']);
+    expect(Object.values(w.store.stored('n1')!.counters).reduce((s, c) => s + c.mem, 0)).toBe(0);
+    expect(Object.values(w.store.stored('n2')!.counters).reduce((s, c) => s + c.mem, 0)).toBe(4000);
+  });
+
+  it('an expired reservation is pruned by a whole write under the node’s version before a new booking', async () => {
+    const w = world();
+    const env = w.environment({ HAMI_RESERVATION_TTL_SECONDS: '10' });
+    await registered(env, 'n1');
+    await filterPod(env.deps, filterOf(pod('p1', [{ name: 'c', gpu: 1, mem: 16000 }]), ['n1']));
+    w.clock.now += 11_000;
+    expect((await filterPod(env.deps, filterOf(pod('p2', [{ name: 'c', gpu: 1, mem: 16000 }]), ['n1']))).result.NodeNames).toEqual(['n1']);
+    expect(Object.keys(w.store.stored('n1')!.bookings)).toEqual([pod('p2').metadata.uid]);
+  });
+
+  it('records how fresh the view was with the decision', async () => {
+    const w = world();
+    const env = w.environment();
+    const seq = await registered(env, 'n1');
+    await filterPod(env.deps, filterOf(pod('warm-up'), ['n1']));
+    w.clock.now += 250;
+    await filterPod(env.deps, filterOf(pod('p1'), ['n1']));
+    const log = await readSchedulerLog(env.deps, { namespace: 'default', name: 'p1', history: false });
+    expect(log.view).toEqual({ seq, ageMs: 250 });
+  });
+});
+
+describe('filter: bad pods and bad state', () => {
+  it('answers bad quantities with an Error naming container, resource and value, records it, and books nothing', async () => {
+    const w = world();
+    const env = w.environment();
+    await registered(env, 'n1');
+    const bad = gpuPod('hostile', [{ name: 'main', gpu: 1, cores: 4294967196 }]);
+    const answer = await filterPod(env.deps, filterOf(bad, ['n1']));
+    expect(answer.result.Error).toBe('invalid GPU resource request: container "main": nvidia.com/gpucores "4294967196" is larger than 2147483647 (HAMi computes it in int32)');
+    expect(Object.keys(w.store.stored('n1')!.bookings)).toEqual([]);
+    const log = await readSchedulerLog(env.deps, { namespace: 'default', name: 'hostile', history: false });
+    expect(log.filter.summary).toBe(answer.result.Error);
+    expect(log.hints?.map((h) => h.code)).toEqual(['InvalidResourceRequest']);
+  });
+
+  it('a node whose stored state cannot be read fails alone, with a reason; the operator log carries the raw value; others schedule', async () => {
+    const w = world();
+    const env = w.environment();
+    await registered(env, 'n1', 'n2');
+    // What an older version stored for a pod asking gpucores 4294967196: a booking with -100 cores.
+    const n1 = w.store.stored('n1')!;
+    w.store.seed({ ...n1, version: n1.version + 1, unreadable: [{ part: 'booking old-uid', problem: 'pod annotation format error, negative value -100', raw: '["default","old",1,"GPU-n1-0,NVIDIA,1000,-100:;",0,2]', blocking: true }] });
+    const fresh = w.environment();
+    const answer = await filterPod(fresh.deps, filterOf(pod('p1'), ['n1', 'n2']));
+    expect(answer.result.NodeNames).toEqual(['n2']);
+    const log = await readSchedulerLog(fresh.deps, { namespace: 'default', name: 'p1', history: false });
+    expect(log.filter.nodes.find((n) => n.name === 'n1')).toMatchObject({ status: 'failed', reason: 'node state unreadable' });
+    expect(fresh.lines.find((l) => l.message === 'NodeStateUnreadable')?.fields).toMatchObject({ node: 'n1', parts: [{ part: 'booking old-uid', raw: expect.stringContaining('-100') }] });
+    expect(await readNodeDevices(fresh.deps, 'n1')).toMatchObject({ registered: false, reason: 'node state unreadable', problems: [{ part: 'booking old-uid' }] });
+  });
+
+  it('a node already holding as many bookings as its item may is refused with that reason', async () => {
+    const w = world();
+    const env = w.environment();
+    await registered(env, 'full', 'n2');
+    const full = w.store.stored('full')!;
+    const bookings: Record<string, Booking> = {};
+    for (let i = 0; i < MAX_BOOKINGS_PER_NODE; i++) {
+      bookings[`u${i}`] = { namespace: 'x', name: `p${i}`, state: 'confirmed', devices: ';', initCount: 0, initDone: false, uses: [], holdsAppCards: false, origin: 'adopted' };
+    }
+    w.store.seed(nextLedger({ ...full, bookings }, w.clock.now));
+    const answer = await filterPod(w.environment().deps, filterOf(pod('p1'), ['full', 'n2']));
+    expect(answer.result.NodeNames).toEqual(['n2']);
+    const log = await readSchedulerLog(env.deps, { namespace: 'default', name: 'p1', history: false });
+    expect(log.filter.nodes.find((n) => n.name === 'full')?.reason).toBe('node at its limit of booked pods');
+  });
+
+  it('a registration listing one card twice leaves the node unregistered with the reason, and nothing is placed on it', async () => {
+    const w = world();
+    const env = w.environment();
+    const twice = JSON.stringify([0, 1].map((i) => ({ id: 'GPU-dup', index: i, count: 10, devmem: 16384, devcore: 100, type: 'NVIDIA-A100', numa: 0, mode: 'hami-core', health: true })));
+    const dup = gpuNode('dup', [card('GPU-dup'), card('GPU-dup')]);
+    await ingestClusterEvents(env.deps, [{ type: 'ADDED', object: { ...dup, metadata: { ...dup.metadata, annotations: { 'hami.io/node-nvidia-register': twice } } } }]);
+    const answer = await filterPod(env.deps, filterOf(pod('two', [{ name: 'c', gpu: 2, mem: 1000 }]), ['dup']));
+    expect(answer.result.FailedNodes).toEqual({ dup: 'node unregistered' });
+    expect((await readNodeDevices(env.deps, 'dup')).reason).toBe('hami.io/node-nvidia-register lists device "GPU-dup" more than once');
+  });
+
+  it('a card without cores (devcore 0) takes a request without cores: the guard agrees with the engine', async () => {
+    const w = world();
+    const env = w.environment();
+    await ingestClusterEvents(env.deps, [nodeEvent('nocore', 1, { devcore: 0 })]);
+    expect((await filterPod(env.deps, filterOf(pod('m', [{ name: 'c', gpu: 1, mem: 1000 }]), ['nocore']))).result.NodeNames).toEqual(['nocore']);
+  });
+
+  it('the registration the engine parses is the one the ledger stores', () => {
+    const node = nodeEvent('n1').object;
+    expect(nextLedger({ ...emptyLedger('n1'), registration: parseNodeRegistration(node, defaultEngineConfig) }, 0).counters).toEqual({
+      'GPU-n1-0': { slots: 0, mem: 0, cores: 0 },
+      'GPU-n1-1': { slots: 0, mem: 0, cores: 0 },
+    });
+  });
+});
