@@ -18,14 +18,25 @@ const POD_CORES = 25;
 const CAPACITY = NODES * CARDS_PER_NODE * 4;
 const PODS = CAPACITY + 8;
 
+/**
+ * One server (one warm view shared by concurrent requests), or two servers on one store (two Lambda
+ * environments, two kube-schedulers: each view is stale about the other's bookings).
+ */
+const setups: [string, number][] = [
+  ['one environment', 1],
+  ['two environments', 2],
+];
+
 describe.each(backends)('concurrent filters on %s', (_name, startBackend) => {
-  it(
-    'never over-allocates a card, and places every pod that fits',
-    async () => {
+  it.each(setups)(
+    '%s: never over-allocates a card, and places every pod that fits',
+    async (_setup, environments) => {
       const backend = await startBackend();
-      const server = await startLocalServer({ ddbEndpoint: backend.endpoint, env: { HAMI_STORE_SHARDS: '2' } });
+      const servers = await Promise.all(Array.from({ length: environments }, () => startLocalServer({ ddbEndpoint: backend.endpoint, env: {} })));
+      const server = servers[0]!;
       try {
         const api = controlClient(server.url);
+        const apis = servers.map((s) => controlClient(s.url));
         const names = Array.from({ length: NODES }, (_, i) => `gpu-${i}`);
         await api.events(
           names.map((name) => ({
@@ -41,11 +52,12 @@ describe.each(backends)('concurrent filters on %s', (_name, startBackend) => {
         const placed: { pod: string; allocated: string }[] = [];
         const unplaced: string[] = [];
         let retriedErrors = 0;
-        const client = async () => {
+        const client = async (index: number) => {
+          const own = apis[index % apis.length]!;
           for (let pod = queue.shift(); pod; pod = queue.shift()) {
             // kube-scheduler retries a pod whose filter answered Error; do the same, a bounded number of times.
             for (let attempt = 0; ; attempt++) {
-              const res = await api.filter(pod, names);
+              const res = await own.filter(pod, names);
               if (res.json.Error !== '' && attempt < 5) {
                 retriedErrors += 1;
                 continue;
@@ -56,7 +68,7 @@ describe.each(backends)('concurrent filters on %s', (_name, startBackend) => {
             }
           }
         };
-        await Promise.all(Array.from({ length: CLIENTS }, client));
+        await Promise.all(Array.from({ length: CLIENTS }, (_, i) => client(i)));
 
         // What the answers handed out, card by card.
         const handedOut = new Map<string, { mem: number; cores: number; slots: number }>();
@@ -90,7 +102,7 @@ describe.each(backends)('concurrent filters on %s', (_name, startBackend) => {
         expect(unplaced).toHaveLength(PODS - CAPACITY);
         expect(retriedErrors).toBeLessThan(PODS);
       } finally {
-        await server.close();
+        await Promise.all(servers.map((s) => s.close()));
         await backend.stop();
       }
     },
