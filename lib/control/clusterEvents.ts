@@ -90,7 +90,19 @@ type WatchEvent = z.infer<typeof watchEvent>;
 type PodObject = z.infer<typeof podObject>;
 type NodeObject = z.infer<typeof nodeObject>;
 
-export const clusterEventsBody = z.object({ events: z.array(z.unknown()).max(5000) });
+/**
+ * A complete re-list of one kind (docs/api.md, "Cluster events"): every live object the relay's informer holds,
+ * as of `resourceVersion`. What the ledger holds of that kind and is not in it was deleted while nobody watched.
+ * Pods are named by uid, Nodes by name, ResourceQuotas as `namespace/name`.
+ */
+const completeList = z.object({
+  kind: z.enum(['Pod', 'Node', 'ResourceQuota']),
+  resourceVersion: z.string().regex(/^\d+$/, 'must be the list\'s resourceVersion (an integer)'),
+  keys: z.array(z.string().min(1).max(300)).max(200_000),
+});
+export type CompleteList = z.infer<typeof completeList>;
+
+export const clusterEventsBody = z.object({ events: z.array(z.unknown()).max(5000), complete: z.array(completeList).max(3).optional() });
 
 export interface ClusterEventsAnswer {
   readonly accepted: number;
@@ -121,7 +133,7 @@ interface PlannedChange {
 const MAX_WRITE_ROUNDS = 24;
 const PARALLEL_NODE_WRITES = 16;
 
-export async function ingestClusterEvents(deps: ControlDeps, events: readonly unknown[]): Promise<ClusterEventsAnswer> {
+export async function ingestClusterEvents(deps: ControlDeps, events: readonly unknown[], complete: readonly CompleteList[] = []): Promise<ClusterEventsAnswer> {
   const rejected: { index: number; error: string }[] = [];
   const valid: { index: number; event: WatchEvent }[] = [];
   events.forEach((raw, index) => {
@@ -129,6 +141,8 @@ export async function ingestClusterEvents(deps: ControlDeps, events: readonly un
     if (parsed.success) valid.push({ index, event: parsed.data });
     else rejected.push({ index, error: describe(parsed.error) });
   });
+  if (complete.length > 0) await deps.view.prepare();
+  for (const list of complete) valid.push(...(await vanished(deps, list)).map((event) => ({ index: -1, event })));
   if (valid.length === 0) return { accepted: 0, rejected, effects: [] };
 
   const changes = new Map<string, PlannedChange[]>();
@@ -212,8 +226,47 @@ export async function ingestClusterEvents(deps: ControlDeps, events: readonly un
       ? await deps.ledger.appendJournal({ atMs: deps.runtime.clock.now(), nodes: written, namespaces: [...new Set(namespaces)] })
       : undefined;
 
-  const unique = [...new Map(rejected.map((r) => [r.index, r])).values()].sort((a, b) => a.index - b.index);
+  const unique = [...new Map(rejected.filter((r) => r.index >= 0).map((r) => [r.index, r])).values()].sort((a, b) => a.index - b.index);
   return { accepted: events.length - unique.length, rejected: unique, ...(viewSeq !== undefined ? { viewSeq } : {}), effects: notices.flatMap((n) => reportNotice(deps, n)) };
+}
+
+/**
+ * What a complete list says was deleted unseen, as DELETED events: ledger objects of that kind absent from the
+ * list and not newer than it. A booking or node changed after the list was taken is left alone (the list
+ * could not know it); reservations are never dropped here (they expire on their own).
+ */
+async function vanished(deps: ControlDeps, list: CompleteList): Promise<WatchEvent[]> {
+  const live = new Set(list.keys);
+  const notNewer = (rv: string | undefined) => rv === undefined || !isOlder(list.resourceVersion, rv);
+  const events: WatchEvent[] = [];
+  const gone = { kind: list.kind, apiVersion: 'v1' as const, metadata: { resourceVersion: list.resourceVersion } };
+  switch (list.kind) {
+    case 'Pod':
+      for (const node of deps.view.all()) {
+        for (const [uid, booking] of Object.entries(node.bookings)) {
+          if (booking.state !== 'confirmed' || live.has(uid) || !notNewer(booking.resourceVersion)) continue;
+          events.push({ type: 'DELETED', object: { ...gone, kind: 'Pod', metadata: { ...gone.metadata, name: booking.name, namespace: booking.namespace, uid, annotations: { [PodAnnotation.VgpuNode]: node.name } } } });
+        }
+      }
+      break;
+    case 'Node':
+      for (const node of deps.view.all()) {
+        if (node.deleted || live.has(node.name) || !notNewer(node.resourceVersion)) continue;
+        events.push({ type: 'DELETED', object: { ...gone, kind: 'Node', metadata: { ...gone.metadata, name: node.name } } });
+      }
+      break;
+    case 'ResourceQuota':
+      for (const namespace of await deps.view.quotaNamespaces()) {
+        const quota = await deps.view.quota(namespace);
+        for (const [name, limits] of Object.entries(quota?.quotas ?? {})) {
+          if (limits.deleted || live.has(`${namespace}/${name}`) || !notNewer(limits.resourceVersion)) continue;
+          events.push({ type: 'DELETED', object: { ...gone, kind: 'ResourceQuota', metadata: { ...gone.metadata, name, namespace } } });
+        }
+      }
+      break;
+  }
+  if (events.length > 0) deps.logger.info('ListedObjectsGone', { kind: list.kind, resourceVersion: list.resourceVersion, gone: events.length });
+  return events;
 }
 
 function isPermanent(err: unknown): boolean {
@@ -349,6 +402,8 @@ function planPod(deps: ControlDeps, type: WatchEvent['type'], pod: PodObject, ui
     const tombstone: NodeChange = (node, nowMs) => {
       const held = node?.bookings[uid];
       if (!node || held?.state === 'gone' || (!held && node.name !== target)) return undefined;
+      // A report older than what the booking last saw cannot end it (e.g. a re-list taken before a later confirmation).
+      if (held && isOlder(rv, held.resourceVersion)) return undefined;
       const gone: Booking = { namespace: ref.namespace, name: ref.name, state: 'gone', initCount: 0, initDone: false, uses: [], holdsAppCards: false, origin: held?.origin ?? 'decided', expiresAtMs: nowMs + TOMBSTONE_TTL_MS, ...(rv ? { resourceVersion: rv } : {}) };
       return { ...node, bookings: { ...node.bookings, [uid]: gone }, unreadable: withoutBookingPart(node, uid) };
     };

@@ -66,7 +66,9 @@ export interface LedgerStore {
   appendJournal(entry: Omit<JournalEntry, 'seq'>): Promise<number>;
 
   readQuota(namespace: string): Promise<QuotaLedger | undefined>;
+  /** Writes a namespace's quotas under their version; a namespace written once is listed by `readQuotaNamespaces`. */
   putQuota(namespace: string, quota: QuotaLedger, expectedVersion: number | null): Promise<boolean>;
+  readQuotaNamespaces(): Promise<string[]>;
 }
 
 /** The scheduler log's records (records table). */

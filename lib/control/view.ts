@@ -187,6 +187,11 @@ export class ClusterView {
     return state;
   }
 
+  /** Every namespace that has had a ResourceQuota (read from the store: the view keeps quotas of namespaces it scheduled in only). */
+  quotaNamespaces(): Promise<string[]> {
+    return this.store.readQuotaNamespaces();
+  }
+
   /** A namespace's quotas changed (a write of this process): read again on next use. */
   forgetQuota(namespace: string): void {
     this.quotas.delete(namespace);

@@ -4,6 +4,7 @@
  *
  *   pk `NODE#<name>`  sk `N`   one item per node: registration, bookings, counters, lock (bounded by one node)
  *   pk `DIR#<nn>`     sk `D`   node directory shard: a string set of node names (16 shards)
+ *   pk `DIR#QUOTA`    sk `D`   the namespaces that have had ResourceQuotas (a string set)
  *   pk `JOURNAL`      sk `<seq, 15 digits>`   change journal entry: nodes and namespaces a cluster-events write changed
  *   pk `QUOTA#<ns>`   sk `Q`   a namespace's ResourceQuota limits
  *
@@ -83,6 +84,9 @@ export function directoryShard(name: string): number {
 export function directoryKey(shard: number): Key {
   return { pk: `DIR#${String(shard).padStart(2, '0')}`, sk: 'D' };
 }
+
+/** The namespaces that have ever had a ResourceQuota (a string set), so complete quota lists can be checked. */
+export const QUOTA_DIRECTORY_KEY: Key = { pk: 'DIR#QUOTA', sk: 'D' };
 
 export function journalKey(seq: number): Key {
   return { pk: JOURNAL_PK, sk: journalSortKey(seq) };

@@ -43,6 +43,7 @@ import {
   journalSortKey,
   nodeKey,
   nodeNameOf,
+  QUOTA_DIRECTORY_KEY,
   quotaKey,
   type Item,
 } from './codec';
@@ -438,11 +439,28 @@ export class DynamoLedgerStore implements LedgerStore {
   async putQuota(namespace: string, quota: QuotaLedger, expectedVersion: number | null): Promise<boolean> {
     try {
       await send(this.stats, 'PutItem', () => this.doc.send(new PutCommand(this.putQuotaParams(namespace, quota, expectedVersion))));
-      return true;
     } catch (err) {
       if (isConditionFailed(err)) return false;
       throw err;
     }
+    if (expectedVersion === null) {
+      const params: UpdateCommandInput = {
+        TableName: this.table,
+        Key: QUOTA_DIRECTORY_KEY,
+        UpdateExpression: 'ADD #names :names',
+        ExpressionAttributeNames: { '#names': 'names' },
+        ExpressionAttributeValues: { ':names': new Set([namespace]) },
+        ReturnConsumedCapacity: 'TOTAL',
+      };
+      await send(this.stats, 'UpdateItem', () => this.doc.send(new UpdateCommand(params)));
+    }
+    return true;
+  }
+
+  async readQuotaNamespaces(): Promise<string[]> {
+    const [item] = await this.batchGet([QUOTA_DIRECTORY_KEY], true);
+    const set = item?.names;
+    return set instanceof Set ? [...set].filter((n): n is string => typeof n === 'string').sort() : [];
   }
 }
 

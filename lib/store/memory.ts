@@ -167,6 +167,11 @@ export class MemoryLedgerStore implements LedgerStore {
     this.quotas.set(namespace, quota);
     return true;
   }
+
+  async readQuotaNamespaces(): Promise<string[]> {
+    this.count('BatchGetItem');
+    return [...this.quotas.keys()].sort();
+  }
 }
 
 export class MemoryRecordStore implements RecordStorePort {

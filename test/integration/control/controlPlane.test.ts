@@ -269,6 +269,12 @@ describe('control plane over HTTP', () => {
       expect(res.json.Effects).toEqual([expect.objectContaining({ reason: 'BindingFailed' })]);
     });
 
+    it('refuses a complete list it cannot trust as a whole, with the reason, and drops nothing', async () => {
+      const res = await api.call('POST', '/cluster/events', { events: [], complete: [{ kind: 'Pod', resourceVersion: 'latest', keys: [] }] });
+      expect(res.status).toBe(400);
+      expect(res.json.message).toBe("invalid cluster events: complete.0.resourceVersion: must be the list's resourceVersion (an integer)");
+    });
+
     it('rejects malformed cluster events one by one and applies the rest', async () => {
       const pod = gpuPod('garbled', [{ name: 'c', gpu: 1 }]);
       const res = await api.events([

@@ -182,3 +182,55 @@ describe('cluster events: containment, journal and directory', () => {
     expect(w.store.stored('n1')!.lock).toBeUndefined();
   });
 });
+
+describe('cluster events: complete re-lists converge', () => {
+  it('drops bookings and locks of pods a complete list no longer has, keeps reservations and newer bookings, and nodes and quotas likewise', async () => {
+    const w = world();
+    const env = w.environment();
+    await ingestClusterEvents(env.deps, [added(node('n1', 2)), added(node('gone-node'))]);
+    const kept = gpuPod('kept', [{ name: 'c', gpu: 1, mem: 1000 }]);
+    const vanished = gpuPod('vanished', [{ name: 'c', gpu: 1, mem: 2000 }]);
+    const later = gpuPod('later', [{ name: 'c', gpu: 1, mem: 4000 }]);
+    const reserved = gpuPod('reserved', [{ name: 'c', gpu: 1, mem: 8000 }]);
+    for (const [pod, rv] of [[kept, '10'], [vanished, '11'], [later, '30']] as const) {
+      const annotations = await place(env, pod, ['n1']);
+      await ingestClusterEvents(env.deps, [modified(forwardedPod(pod, annotations, { rv }))]);
+    }
+    await place(env, reserved, ['n1']);
+    await w.store.acquireLock('n1', { holder: 'default/vanished', holderUid: vanished.metadata.uid, sinceMs: w.clock.now, expiresAtMs: w.clock.now + 300_000 }, w.clock.now);
+    await ingestClusterEvents(env.deps, [added({ kind: 'ResourceQuota', apiVersion: 'v1', metadata: { name: 'q', namespace: 'team', resourceVersion: '5' }, spec: { hard: { 'limits.nvidia.com/gpumem': '1000' } } })]);
+
+    // The relay lists at resourceVersion 20: `later` was confirmed after it (rv 30), so the list could not know it.
+    const answer = await ingestClusterEvents(env.deps, [], [
+      { kind: 'Pod', resourceVersion: '20', keys: [kept.metadata.uid] },
+      { kind: 'Node', resourceVersion: '20', keys: ['n1'] },
+      { kind: 'ResourceQuota', resourceVersion: '20', keys: [] },
+    ]);
+    expect(answer.rejected).toEqual([]);
+    const n1 = w.store.stored('n1')!;
+    expect(n1.bookings[vanished.metadata.uid]?.state).toBe('gone');
+    expect(n1.bookings[kept.metadata.uid]?.state).toBe('confirmed');
+    expect(n1.bookings[later.metadata.uid]?.state).toBe('confirmed');
+    expect(n1.bookings[reserved.metadata.uid]?.state).toBe('reserved');
+    expect(n1.lock).toBeUndefined();
+    expect(await usedMem(env, 'n1')).toBe(1000 + 4000 + 8000);
+    expect(w.store.stored('gone-node')!.deleted).toBe(true);
+    expect((await w.store.readQuota('team'))?.quotas.q?.deleted).toBe(true);
+    expect(env.lines.filter((l) => l.message === 'ListedObjectsGone').map((l) => l.fields)).toEqual([
+      { kind: 'Pod', resourceVersion: '20', gone: 1 },
+      { kind: 'Node', resourceVersion: '20', gone: 1 },
+      { kind: 'ResourceQuota', resourceVersion: '20', gone: 1 },
+    ]);
+  });
+
+  it('a list taken before a booking was last confirmed does not drop it', async () => {
+    const w = world();
+    const env = w.environment();
+    await ingestClusterEvents(env.deps, [added(node('n1'))]);
+    const pod = gpuPod('p', [{ name: 'c', gpu: 1, mem: 1000 }]);
+    const annotations = await place(env, pod, ['n1']);
+    await ingestClusterEvents(env.deps, [modified(forwardedPod(pod, annotations, { rv: '50' }))]);
+    await ingestClusterEvents(env.deps, [], [{ kind: 'Pod', resourceVersion: '40', keys: [] }]);
+    expect(await usedMem(env, 'n1')).toBe(1000);
+  });
+});
