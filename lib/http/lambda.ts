@@ -9,13 +9,14 @@ import { MetricUnit } from '@aws-lambda-powertools/metrics';
 import { captureLambdaHandler } from '@aws-lambda-powertools/tracer/middleware';
 import type { APIGatewayProxyEventV2, APIGatewayProxyStructuredResultV2, Context } from 'aws-lambda';
 import type { ControlDeps } from '../control/deps';
-import { logger, metrics, tracer } from '../powertools';
+import { logger, metrics, metricsEnabled, tracer } from '../powertools';
 import { errorResponse, isExposed } from './respond';
 import { matchPath, type Route } from './routes';
 
 export type LambdaHandler = (event: APIGatewayProxyEventV2, context: Context) => Promise<APIGatewayProxyStructuredResultV2>;
 
 export function lambdaHandler(route: Route, deps: () => ControlDeps): LambdaHandler {
+  const metricsOn = metricsEnabled;
   const run = async (event: APIGatewayProxyEventV2, context: Context): Promise<APIGatewayProxyStructuredResultV2> => {
     const started = Date.now();
     const reference = context.awsRequestId;
@@ -25,7 +26,7 @@ export function lambdaHandler(route: Route, deps: () => ControlDeps): LambdaHand
     log.addContext(context);
     log.appendKeys({ route: route.name });
     // One count per request and route; it also keeps every invocation's EMF flush non-empty.
-    metrics.addMetric(`${route.name}Requests`, MetricUnit.Count, 1);
+    if (metricsOn) metrics.addMetric(`${route.name}Requests`, MetricUnit.Count, 1);
     try {
       const body = event.body === undefined ? '' : event.isBase64Encoded ? Buffer.from(event.body, 'base64').toString('utf8') : event.body;
       // Path parameters are decoded from the raw path by the same function as in the local server.
@@ -43,14 +44,13 @@ export function lambdaHandler(route: Route, deps: () => ControlDeps): LambdaHand
       if (isExposed(err)) log.warn('Request rejected', { status: err.status, error: err.message, latencyMs: Date.now() - started });
       else {
         log.error('Request failed', { error: err as Error, reference, latencyMs: Date.now() - started });
-        metrics.addMetric(`${route.name}Failures`, MetricUnit.Count, 1);
+        if (metricsOn) metrics.addMetric(`${route.name}Failures`, MetricUnit.Count, 1);
       }
       const response = errorResponse(err, route.kind, reference);
       return { ...response, headers: { ...response.headers } };
     }
   };
-  return middy(run)
-    .use(captureLambdaHandler(tracer))
-    .use(injectLambdaContext(logger, { clearState: true }))
-    .use(logMetrics(metrics)) as unknown as LambdaHandler;
+  const handler = middy(run).use(captureLambdaHandler(tracer)).use(injectLambdaContext(logger, { clearState: true }));
+  // Metrics off (the local server's default): no flush at all, so no "nothing to publish" warning on every request.
+  return (metricsOn ? handler.use(logMetrics(metrics)) : handler) as unknown as LambdaHandler;
 }

@@ -14,6 +14,18 @@ export const logger = new Logger({ serviceName });
 export const metrics = new Metrics({ serviceName, namespace: process.env.POWERTOOLS_METRICS_NAMESPACE ?? 'HamiScheduler', logger });
 export const tracer = new Tracer({ serviceName, enabled: process.env.POWERTOOLS_TRACE_ENABLED === 'true' });
 
+/**
+ * Whether metrics are published: Powertools' own rule (POWERTOOLS_METRICS_DISABLED wins, else POWERTOOLS_DEV
+ * disables), read once like the clients above.
+ */
+export const metricsEnabled = !envFlag('POWERTOOLS_METRICS_DISABLED', envFlag('POWERTOOLS_DEV', false));
+
+function envFlag(name: string, fallback: boolean): boolean {
+  const raw = process.env[name]?.trim().toLowerCase();
+  if (raw === undefined || raw === '') return fallback;
+  return raw === 'true' || raw === '1';
+}
+
 /** The logger surface domain code may use (narrow, so tests can pass a recorder). */
 export type AppLogger = Pick<Logger, 'debug' | 'info' | 'warn' | 'error'>;
 
