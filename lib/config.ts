@@ -52,6 +52,10 @@ const envSchema = z.object({
   HAMI_DEFAULT_CORES: intIn(0, 100, 0),
   HAMI_MEMORY_FACTOR: intIn(1, 1_000_000, 1),
   HAMI_NODE_LOCK_EXPIRE_SECONDS: intIn(1, 86_400, 300),
+  /** How long /bind waits for an allocation in progress to end before answering HAMi's contention text (below the relay's deadline and API Gateway's 29 s). */
+  HAMI_BIND_LOCK_WAIT_SECONDS: intIn(0, 20, 5),
+  /** Prefer nodes no other pod is allocating on (false: HAMi's exact choice). */
+  HAMI_LOCK_AWARE: bool(true),
   /** A filter's reservation counts until the pod is seen with its annotations, or for this long. */
   HAMI_RESERVATION_TTL_SECONDS: intIn(10, 86_400, 600),
   HAMI_RECORD_RETENTION_HOURS: intIn(1, 24 * 90, 24),
@@ -75,6 +79,8 @@ export interface AppConfig {
   readonly logVerbosity: number;
   readonly engine: EngineConfig;
   readonly nodeLockExpireSeconds: number;
+  readonly bindLockWaitSeconds: number;
+  readonly lockAware: boolean;
   readonly reservationTtlSeconds: number;
   readonly recordRetentionHours: number;
   readonly viewMaxAgeMs: number;
@@ -125,6 +131,8 @@ export function loadConfig(env: Readonly<Record<string, string | undefined>> = p
       },
     },
     nodeLockExpireSeconds: e.HAMI_NODE_LOCK_EXPIRE_SECONDS,
+    bindLockWaitSeconds: e.HAMI_BIND_LOCK_WAIT_SECONDS,
+    lockAware: e.HAMI_LOCK_AWARE,
     reservationTtlSeconds: e.HAMI_RESERVATION_TTL_SECONDS,
     recordRetentionHours: e.HAMI_RECORD_RETENTION_HOURS,
     viewMaxAgeMs: e.HAMI_VIEW_MAX_AGE_MS,

@@ -1,15 +1,17 @@
 /**
- * `/bind` and `/bind/outcome` (docs/api.md): HAMi's node lock around the Binding.
+ * `/bind` and `/bind/outcome` (docs/api.md, docs/locks.md): HAMi's node lock around the Binding.
  * The common case costs one conditional write: take the lock if it is free, expired or ours, and the pod is
- * booked on the node with a regular container holding cards. Anything else is examined with what the refused
- * write returned (or one read where the store returns nothing).
+ * booked on the node with a regular container holding cards. The lock is mirrored on the Node as HAMi writes it
+ * (`hami.io/mutex.lock`), because HAMi's device plugin finds the pod it allocates for by that value and releases
+ * the lock by deleting it. While another allocation holds the lock, the bind waits for it (bounded); a bind
+ * that still has to give up is remembered on the lock, and nudged when the lock ends.
  */
 import { formatGoDuration } from '../clock';
 import { BindPhase, PodAnnotation } from '../engine/podAnnotations';
 import { logLockContention, recordLockContention } from '../diagnostics/decisionLogs';
 import type { PodRef } from '../diagnostics/record';
-import type { Booking, NodeLedger, NodeLock } from './ledger';
-import { bindPod, patchPod, podEvent, type Effect } from './effects';
+import { NODE_LOCK_ANNOTATION, nodeLockValue, type Booking, type NodeLedger, type NodeLock } from './ledger';
+import { bindPod, nudges, patchNode, patchPod, podEvent, type Effect } from './effects';
 import type { ControlDeps } from './deps';
 
 export interface BindRequest {
@@ -30,11 +32,16 @@ export interface OutcomeRequest extends BindRequest {
 /** The longest failure text stored in the scheduler log; longer texts are cut, with a note. */
 export const MAX_OUTCOME_TEXT = 4096;
 
-const MAX_LOCK_ROUNDS = 5;
+/** Reads while waiting for a lock: 50 ms doubling to 400 ms, so a wait of seconds costs a few reads. */
+const WAIT_FIRST_MS = 50;
+const WAIT_MAX_MS = 400;
+const MAX_LOCK_ROUNDS = 64;
 
 export async function bindPodToNode(deps: ControlDeps, req: BindRequest): Promise<BindAnswer> {
   const { pod, node } = req;
   const { runtime, ledger, config } = deps;
+  const waitUntil = runtime.clock.now() + config.bindLockWaitSeconds * 1000;
+  let pause = WAIT_FIRST_MS;
   for (let round = 0; round < MAX_LOCK_ROUNDS; round++) {
     const nowMs = runtime.clock.now();
     const lock: NodeLock = {
@@ -44,7 +51,7 @@ export async function bindPodToNode(deps: ControlDeps, req: BindRequest): Promis
       expiresAtMs: nowMs + config.nodeLockExpireSeconds * 1000,
     };
     const taken = await ledger.acquireLock(node, lock, nowMs);
-    if (taken.ok) return allocating(pod, node, nowMs);
+    if (taken.ok) return allocating(pod, node, taken.node.lock ?? lock, nowMs);
 
     const current = taken.current ?? (await ledger.readNodes([node], { consistent: true })).get(node);
     const booked = current?.bookings[pod.uid];
@@ -52,14 +59,24 @@ export async function bindPodToNode(deps: ControlDeps, req: BindRequest): Promis
       return fail(deps, req, `pod ${pod.namespace}/${pod.name} has no device booking on node ${node}; it must pass the filter first`);
     }
     // Only regular containers' cards need the lock (HAMi's bind, step 3).
-    if (!booked.holdsAppCards) return allocating(pod, node, nowMs);
+    if (!booked.holdsAppCards) return allocating(pod, node, undefined, nowMs);
     const held = current.lock;
     if (!held || held.expiresAtMs < nowMs || held.holderUid === pod.uid) continue;
     if (holderIsDone(current, held)) {
-      // A lock whose holder is gone or finished is not contention: take it over, if nobody else did.
-      if ((await ledger.replaceLock(node, lock, held)).ok) return allocating(pod, node, nowMs);
+      // A lock whose holder is gone or finished is not contention: take it over (its waiters stay with it).
+      const successor = { ...lock, ...(held.waiters ? { waiters: held.waiters } : {}) };
+      const replaced = await ledger.replaceLock(node, successor, held);
+      if (replaced.ok) return allocating(pod, node, successor, nowMs);
       continue;
     }
+    if (runtime.clock.now() + pause <= waitUntil) {
+      // Another allocation is under way: wait for it rather than send the pod back to kube-scheduler's queue.
+      await runtime.sleep(pause);
+      pause = Math.min(pause * 2, WAIT_MAX_MS);
+      continue;
+    }
+    // Given up: remembered on the lock, so the pod is nudged the moment the lock ends.
+    if (!(await ledger.addLockWaiter(node, held.holderUid, pod.uid, `${pod.namespace}/${pod.name}`)).ok) continue;
     logLockContention(deps.logger, { pod: lock.holder, node, holder: held.holder, attemptId: booked.attemptId ?? '' });
     recordLockContention(deps.metrics);
     return fail(deps, req, contention(node, config.nodeLockExpireSeconds));
@@ -79,10 +96,15 @@ function holderIsDone(node: NodeLedger, lock: NodeLock): boolean {
   return holder.bindPhase === BindPhase.Success || holder.bindPhase === BindPhase.Failed;
 }
 
-function allocating(pod: PodRef, node: string, nowMs: number): BindAnswer {
+/** The lock on the Node first (the device plugin looks the pod up by it), then the pod's bind phase, then the Binding. */
+function allocating(pod: PodRef, node: string, lock: NodeLock | undefined, nowMs: number): BindAnswer {
   return {
     result: { Error: '' },
-    effects: [patchPod(pod, { [PodAnnotation.BindPhase]: BindPhase.Allocating, [PodAnnotation.BindTime]: String(Math.floor(nowMs / 1000)) }), bindPod(pod, node)],
+    effects: [
+      ...(lock ? [patchNode(node, { [NODE_LOCK_ANNOTATION]: nodeLockValue(lock) })] : []),
+      patchPod(pod, { [PodAnnotation.BindPhase]: BindPhase.Allocating, [PodAnnotation.BindTime]: String(Math.floor(nowMs / 1000)) }),
+      bindPod(pod, node),
+    ],
   };
 }
 
@@ -92,7 +114,10 @@ async function fail(deps: ControlDeps, req: BindRequest, text: string): Promise<
   return { result: { Error: text }, effects: [podEvent(req.pod, 'Warning', 'BindingFailed', text)] };
 }
 
-/** The relay applied (or failed to apply) the bind Effects. Success keeps the lock: the device plugin ends it. */
+/**
+ * The relay applied (or failed to apply) the bind Effects. Success keeps the lock: the device plugin ends it.
+ * Failure releases it, removes its mirror from the Node, and nudges the pods that waited for it.
+ */
 export async function recordBindOutcome(deps: ControlDeps, req: OutcomeRequest): Promise<{ readonly effects: readonly Effect[] }> {
   const { pod, node } = req;
   const nowMs = deps.runtime.clock.now();
@@ -103,7 +128,12 @@ export async function recordBindOutcome(deps: ControlDeps, req: OutcomeRequest):
     return { effects: [podEvent(pod, 'Normal', 'BindingSucceed', message)] };
   }
   const error = req.error.length > MAX_OUTCOME_TEXT ? `${req.error.slice(0, MAX_OUTCOME_TEXT)}… (${req.error.length - MAX_OUTCOME_TEXT} more characters cut)` : req.error;
-  await deps.ledger.releaseLock(node, pod.uid);
+  const released = await deps.ledger.releaseLock(node, pod.uid);
   await deps.records.putBind(pod, { status: 'failed', summary: error, node, time }, nowMs);
-  return { effects: [podEvent(pod, 'Warning', 'BindingFailed', error)] };
+  return {
+    effects: [
+      ...(released.ok ? [patchNode(node, { [NODE_LOCK_ANNOTATION]: null }), ...nudges(released.released.waiters, nowMs)] : []),
+      podEvent(pod, 'Warning', 'BindingFailed', error),
+    ],
+  };
 }

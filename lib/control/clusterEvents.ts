@@ -26,13 +26,15 @@ import {
   emptyLedger,
   isOlder,
   MAX_CARDS_PER_NODE,
+  NODE_LOCK_ANNOTATION,
   nextLedger,
+  nodeLockHolder,
   TOMBSTONE_TTL_MS,
   type Booking,
   type NodeLedger,
   type QuotaLedger,
 } from './ledger';
-import { podEvent, type Effect } from './effects';
+import { nudges, podEvent, type Effect } from './effects';
 import type { ControlDeps } from './deps';
 import { kubeName, kubeNamespace } from './names';
 
@@ -147,6 +149,8 @@ export async function ingestClusterEvents(deps: ControlDeps, events: readonly un
 
   const changes = new Map<string, PlannedChange[]>();
   const lockHolders = new Map<string, Set<string>>();
+  /** Per node, the lock annotation its latest forwarded version carries (null: none). */
+  const lockNotes = new Map<string, string | null>();
   const quotaEvents: { index: number; type: WatchEvent['type']; quota: z.infer<typeof quotaObject> }[] = [];
   const add = (node: string, index: number, change: NodeChange) => changes.set(node, [...(changes.get(node) ?? []), { index, change }]);
   const needsView = valid.some(({ event }) => event.object.kind === 'Pod');
@@ -154,7 +158,10 @@ export async function ingestClusterEvents(deps: ControlDeps, events: readonly un
 
   for (const { index, event } of valid) {
     const object = event.object;
-    if (object.kind === 'Node') add(object.metadata.name, index, nodeChange(deps, event.type, object));
+    if (object.kind === 'Node') {
+      add(object.metadata.name, index, nodeChange(deps, event.type, object));
+      if (event.type !== 'DELETED') lockNotes.set(object.metadata.name, object.metadata.annotations?.[NODE_LOCK_ANNOTATION] ?? null);
+    }
     else if (object.kind === 'ResourceQuota') quotaEvents.push({ index, type: event.type, quota: object });
     else {
       const uids = object.metadata.uid !== undefined ? [object.metadata.uid] : event.type === 'DELETED' ? deps.view.uidsByName(object.metadata.namespace, object.metadata.name) : undefined;
@@ -174,12 +181,10 @@ export async function ingestClusterEvents(deps: ControlDeps, events: readonly un
     }
   }
 
-  const current = changes.size + lockHolders.size > 0 ? await deps.ledger.readNodes([...new Set([...changes.keys(), ...lockHolders.keys()])], { consistent: true }) : new Map<string, NodeLedger>();
+  const touched = new Set([...changes.keys(), ...lockHolders.keys(), ...lockNotes.keys()]);
+  const current = touched.size > 0 ? await deps.ledger.readNodes([...touched], { consistent: true }) : new Map<string, NodeLedger>();
   // Locks first: a finished allocation frees its node at once, whatever the bookings' writes cost.
-  for (const [node, uids] of lockHolders) {
-    const holder = current.get(node)?.lock?.holderUid;
-    if (holder !== undefined && uids.has(holder)) await deps.ledger.releaseLock(node, holder);
-  }
+  const lockEffects = await settleLocks(deps, current, lockHolders, lockNotes);
 
   const written: Record<string, number> = {};
   const notices: Notice[] = [];
@@ -227,7 +232,38 @@ export async function ingestClusterEvents(deps: ControlDeps, events: readonly un
       : undefined;
 
   const unique = [...new Map(rejected.filter((r) => r.index >= 0).map((r) => [r.index, r])).values()].sort((a, b) => a.index - b.index);
-  return { accepted: events.length - unique.length, rejected: unique, ...(viewSeq !== undefined ? { viewSeq } : {}), effects: notices.flatMap((n) => reportNotice(deps, n)) };
+  return { accepted: events.length - unique.length, rejected: unique, ...(viewSeq !== undefined ? { viewSeq } : {}), effects: [...lockEffects, ...notices.flatMap((n) => reportNotice(deps, n))] };
+}
+
+/**
+ * Ends the locks these events end, and follows the Node annotation that mirrors each lock: seen naming the
+ * holder, the lock is marked mirrored; a mirrored lock whose annotation is gone (the device plugin deleted it
+ * when the allocation ended) is released. Pods that waited for a lock that ends are nudged.
+ */
+async function settleLocks(
+  deps: ControlDeps,
+  current: ReadonlyMap<string, NodeLedger>,
+  holdersDone: ReadonlyMap<string, ReadonlySet<string>>,
+  lockNotes: ReadonlyMap<string, string | null>,
+): Promise<Effect[]> {
+  const effects: Effect[] = [];
+  for (const name of new Set([...holdersDone.keys(), ...lockNotes.keys()])) {
+    const lock = current.get(name)?.lock;
+    if (!lock) continue;
+    let release = holdersDone.get(name)?.has(lock.holderUid) === true;
+    const note = lockNotes.get(name);
+    if (!release && note !== undefined) {
+      if (nodeLockHolder(note ?? undefined) === lock.holder) {
+        if (!lock.mirrored) await deps.ledger.markLockMirrored(name, lock.holderUid);
+      } else if (lock.mirrored) {
+        release = true;
+      }
+    }
+    if (!release) continue;
+    const released = await deps.ledger.releaseLock(name, lock.holderUid);
+    if (released.ok) effects.push(...nudges(released.released.waiters, deps.runtime.clock.now()));
+  }
+  return effects;
 }
 
 /**

@@ -13,6 +13,7 @@ export type Effect =
       readonly labels?: Readonly<Record<string, string | null>>;
     }
   | { readonly kind: 'BindPod'; readonly namespace: string; readonly name: string; readonly uid: string; readonly node: string }
+  | { readonly kind: 'PatchNodeAnnotations'; readonly name: string; readonly annotations: Readonly<Record<string, string | null>> }
   | {
       readonly kind: 'RecordEvent';
       readonly namespace: string;
@@ -40,4 +41,22 @@ export function patchPod(
 
 export function bindPod(pod: PodRef, node: string): Effect {
   return { kind: 'BindPod', namespace: pod.namespace, name: pod.name, uid: pod.uid, node };
+}
+
+export function patchNode(name: string, annotations: Readonly<Record<string, string | null>>): Effect {
+  return { kind: 'PatchNodeAnnotations', name, annotations };
+}
+
+/**
+ * A pod annotation the relay sets to bring a pod back into kube-scheduler's active queue at once (an update
+ * of the pod itself moves a parked pod; node updates do not, for GPU pods). Its value is the time.
+ */
+export const REQUEUE_ANNOTATION = 'hami.io/requeue';
+
+/** Nudges for pods that met a lock which has now ended. */
+export function nudges(waiters: Readonly<Record<string, string>> | undefined, nowMs: number): Effect[] {
+  return Object.entries(waiters ?? {}).map(([uid, ref]) => {
+    const [namespace = '', name = ''] = ref.split('/');
+    return patchPod({ namespace, name, uid }, { [REQUEUE_ANNOTATION]: new Date(nowMs).toISOString() });
+  });
 }

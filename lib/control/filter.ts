@@ -13,6 +13,7 @@ import { logDecision, logRealtime, recordDecisionMetrics } from '../diagnostics/
 import type { AttemptRecord, FilterRecord, PodRef } from '../diagnostics/record';
 import { ContentionError } from '../errors';
 import {
+  allocatingOn,
   appContainersUseCards,
   backoffMs,
   bookingCounts,
@@ -99,7 +100,14 @@ async function decideAndReserve(deps: ControlDeps, req: FilterRequest, candidate
     const nowMs = runtime.clock.now();
     const freshness = view.freshness(nowMs);
     const quota = toQuotaView(pod.namespace, quotaLimits, view.all(), nowMs, pod.uid);
-    const decision = decide({ pod: req.pod, candidates, nodes: view.engineNodes(nowMs, pod.uid), ...(quota ? { quota } : {}), config: deps.config.engine, nowMs });
+    const lockExpireMs = deps.config.nodeLockExpireSeconds * 1000;
+    const avoid = deps.config.lockAware
+      ? (name: string) => {
+          const node = view.get(name);
+          return node ? allocatingOn(node, nowMs, lockExpireMs) : undefined;
+        }
+      : undefined;
+    const decision = decide({ pod: req.pod, candidates, nodes: view.engineNodes(nowMs, pod.uid), ...(quota ? { quota } : {}), config: deps.config.engine, nowMs, ...(avoid ? { avoid } : {}) });
     if (decision.kind !== 'fit') return finishWithoutFit(deps, req, decision, attemptId, started, freshness);
 
     const node = view.get(decision.node);
@@ -112,6 +120,7 @@ async function decideAndReserve(deps: ControlDeps, req: FilterRequest, candidate
       nodes: [],
       packed: decision.packEvidence(),
       devices: decision.devices,
+      ...(decision.passedOver.length > 0 ? { passedOver: decision.passedOver } : {}),
     });
     // The booking, its record and the view's refresh travel together: one round trip on the critical path.
     const [booked, recorded, refreshed] = await Promise.allSettled([

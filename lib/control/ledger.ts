@@ -60,13 +60,60 @@ export interface CardCounter {
   readonly cores: number;
 }
 
-/** HAMi's node lock (`hami.io/mutex.lock`), held from `/bind` until the device plugin's allocation ends. */
+/**
+ * HAMi's node lock, held from `/bind` until the device plugin's allocation ends. DynamoDB is the arbiter; the
+ * Node annotation `hami.io/mutex.lock` mirrors it (docs/locks.md).
+ */
 export interface NodeLock {
   /** `namespace/name` of the holder pod. */
   readonly holder: string;
   readonly holderUid: string;
   readonly sinceMs: number;
   readonly expiresAtMs: number;
+  /** The Node annotation has been seen naming this holder: its later absence means the device plugin released it. */
+  readonly mirrored?: boolean;
+  /** Pods whose bind gave up on this lock (uid -> `namespace/name`): nudged when it ends, so they are retried at once. */
+  readonly waiters?: Readonly<Record<string, string>>;
+}
+
+/** The Node annotation that mirrors the lock, as HAMi writes it. */
+export const NODE_LOCK_ANNOTATION = 'hami.io/mutex.lock';
+
+/** HAMi's lock value: `<RFC 3339 time>,<namespace>,<pod>` (whole seconds, as Go's time.RFC3339 writes it). */
+export function nodeLockValue(lock: NodeLock): string {
+  const [namespace = '', name = ''] = lock.holder.split('/');
+  return `${new Date(lock.sinceMs).toISOString().replace(/\.\d{3}Z$/, 'Z')},${namespace},${name}`;
+}
+
+/** The holder (`namespace/name`) a lock annotation names, or undefined for a value without one (legacy, or malformed). */
+export function nodeLockHolder(value: string | undefined): string | undefined {
+  if (value === undefined) return undefined;
+  const parts = value.split(',');
+  return parts.length === 3 && parts[1] !== '' && parts[2] !== '' ? `${parts[1]}/${parts[2]}` : undefined;
+}
+
+/** Whether a pod's allocation on its node is still under way (placed by a filter, not yet reported done by the device plugin). */
+export function allocationInProgress(booking: Booking, nowMs: number, lockExpireMs: number): boolean {
+  if (!booking.holdsAppCards || !bookingCounts(booking, nowMs) || booking.placedAtMs === undefined) return false;
+  if (booking.bindPhase === 'success' || booking.bindPhase === 'failed') return false;
+  return nowMs - booking.placedAtMs < lockExpireMs;
+}
+
+/**
+ * Who occupies the node for an allocation, if anyone: the lock's live holder, or a pod placed on it whose
+ * allocation has not ended yet (its bind may not have taken the lock yet). Lock-aware placement passes such
+ * nodes over while others fit.
+ */
+export function allocatingOn(node: NodeLedger, nowMs: number, lockExpireMs: number): string | undefined {
+  const lock = node.lock;
+  if (lock && lock.expiresAtMs >= nowMs) {
+    const holder = node.bookings[lock.holderUid];
+    if (holder && holder.state !== 'gone' && holder.bindPhase !== 'success' && holder.bindPhase !== 'failed') return lock.holder;
+  }
+  for (const booking of Object.values(node.bookings)) {
+    if (allocationInProgress(booking, nowMs, lockExpireMs)) return `${booking.namespace}/${booking.name}`;
+  }
+  return undefined;
 }
 
 /** A stored part that could not be decoded, kept as stored so that nothing is lost, and reported to operators. */

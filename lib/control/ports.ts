@@ -11,6 +11,9 @@ import type { Booking, NodeLedger, NodeLock, QuotaLedger } from './ledger';
 /** A node write's result: the node as stored after it, or, when the condition failed, the node as stored if the store said. */
 export type NodeWrite = { readonly ok: true; readonly node: NodeLedger } | { readonly ok: false; readonly current?: NodeLedger };
 
+/** A released lock, as it was (its waiters are nudged). */
+export type LockRelease = { readonly ok: true; readonly node: NodeLedger; readonly released: NodeLock } | { readonly ok: false; readonly current?: NodeLedger };
+
 /** One entry of the change journal: which nodes (at which version) and namespace quotas a write of cluster events changed. */
 export interface JournalEntry {
   readonly seq: number;
@@ -55,8 +58,12 @@ export interface LedgerStore {
   acquireLock(node: string, lock: NodeLock, nowMs: number): Promise<NodeWrite>;
   /** Take over a lock judged stale, only if it is still exactly that lock. */
   replaceLock(node: string, lock: NodeLock, stale: NodeLock): Promise<NodeWrite>;
-  /** Release only if `holderUid` holds the lock (HAMi's owner-checked release). */
-  releaseLock(node: string, holderUid: string): Promise<NodeWrite>;
+  /** Release only if `holderUid` holds the lock (HAMi's owner-checked release); returns the lock as it was. */
+  releaseLock(node: string, holderUid: string): Promise<LockRelease>;
+  /** Record that the Node annotation now shows the lock of `holderUid` (only while that pod holds it). */
+  markLockMirrored(node: string, holderUid: string): Promise<NodeWrite>;
+  /** Remember a pod whose bind gave up on the lock of `holderUid` (only while that pod holds it). */
+  addLockWaiter(node: string, holderUid: string, waiterUid: string, waiter: string): Promise<NodeWrite>;
 
   /** Entries after `afterSeq`, oldest first. */
   readJournal(afterSeq: number, options: ReadOptions): Promise<JournalEntry[]>;

@@ -83,7 +83,8 @@ const allNodes = demoNodes.map((n) => n.name);
 
 export async function runDemo(out: Out, options: DemoOptions = {}): Promise<void> {
   const runtime = demoRuntime();
-  const env = { HAMI_STORE_SHARDS: '4', HAMI_LOG_VERBOSITY: process.env.HAMI_LOG_VERBOSITY ?? '0', ...options.env };
+  // Scenario 3 replays HAMi's own lock contention: HAMi's exact choice, and binds that do not wait.
+  const env = { HAMI_LOCK_AWARE: 'false', HAMI_BIND_LOCK_WAIT_SECONDS: '0', HAMI_LOG_VERBOSITY: process.env.HAMI_LOG_VERBOSITY ?? '0', ...options.env };
   const server = await startLocalServer({ runtime, env });
   try {
     const api = relay(server.url);

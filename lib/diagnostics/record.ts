@@ -27,6 +27,8 @@ export interface FilterRecord {
   readonly packed?: PackedEvidence;
   /** Devices chosen per container (init first) when passed. */
   readonly devices?: PodDevices;
+  /** Fitting nodes passed over because another allocation was under way on them, and by whom (lock-aware placement). */
+  readonly passedOver?: readonly { readonly name: string; readonly holder: string }[];
 }
 
 export interface BindRecord {

@@ -73,6 +73,8 @@ const attemptLogSchema = z.object({
     status: z.enum(['passed', 'failed']),
     summary: z.string(),
     nodes: z.array(nodeLogSchema),
+    /** Lock-aware placement: fitting nodes passed over because another pod was allocating on them. */
+    passedOver: z.array(z.object({ name: z.string(), holder: z.string() })).optional(),
   }),
   bind: z.object({
     status: z.enum(['passed', 'failed', 'pending']),
@@ -141,6 +143,7 @@ function renderAttempt(record: AttemptRecord, detail: RenderOptions['detail']): 
       status: record.filter.status,
       summary: record.filter.summary,
       nodes: record.filter.nodes.map((node) => renderNode(node, detail)),
+      ...(record.filter.passedOver && record.filter.passedOver.length > 0 ? { passedOver: record.filter.passedOver.map((p) => ({ name: p.name, holder: p.holder })) } : {}),
     },
     bind,
     pod: { namespace: record.pod.namespace, name: record.pod.name, uid: record.pod.uid },

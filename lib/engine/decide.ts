@@ -324,7 +324,19 @@ export function decide(input: DecideInput): Decision {
   // HAMi's listing order; equal scores by node name so the choice is deterministic (CONTRACT 9).
   const spread = plan.nodePolicy === 'spread';
   fitNodes.sort((a, b) => (a.score !== b.score ? (spread ? b.score - a.score : a.score - b.score) : a.name < b.name ? -1 : a.name > b.name ? 1 : 0));
-  const chosen = fitNodes[fitNodes.length - 1]!;
+  // HAMi takes the last node listed; asked to, pass over nodes that are busy with another allocation while any other fits.
+  const passedOver: { name: string; holder: string }[] = [];
+  let pick = fitNodes.length - 1;
+  if (input.avoid) {
+    for (let i = fitNodes.length - 1; i >= 0; i--) {
+      const holder = input.avoid(fitNodes[i]!.name);
+      if (holder === undefined) break;
+      passedOver.push({ name: fitNodes[i]!.name, holder });
+    }
+    if (passedOver.length === fitNodes.length) passedOver.length = 0;
+    else pick = fitNodes.length - 1 - passedOver.length;
+  }
+  const chosen = fitNodes[pick]!;
   const listed = fitNodes.map(({ name, score }) => ({ name, score }));
   return withPacking<Extract<Decision, { kind: 'fit' }>>({
     kind: 'fit',
@@ -333,6 +345,7 @@ export function decide(input: DecideInput): Decision {
     devices: trace.podDevices(chosen.trace),
     claims: trace.claims(chosen.trace, plan.initCount),
     fitNodes: listed,
+    passedOver,
     failedNodes,
     message: fitNodeMessage(chosen.name, input.candidates.length, listed),
     get evidence() {

@@ -219,6 +219,11 @@ export interface DecideInput {
   readonly config: EngineConfig;
   /** Epoch milliseconds, for real-time freshness only. */
   readonly nowMs: number;
+  /**
+   * Lock-aware placement (ours): who is allocating on a node, or undefined when nobody is. Fitting nodes that
+   * are busy are passed over, in HAMi's order, while another one fits; HAMi's exact choice when absent.
+   */
+  readonly avoid?: (node: string) => string | undefined;
 }
 
 /** What one card showed when a container was tried on it. Numbers are those compared. */
@@ -308,6 +313,8 @@ export type Decision =
       readonly claims: readonly CardClaim[];
       /** Fitting nodes in HAMi's listing order (binpack ascending, spread descending; ties by name). */
       readonly fitNodes: readonly { readonly name: string; readonly score: number }[];
+      /** Nodes HAMi would have chosen first but another allocation was under way on, and by whom (lock-aware placement). */
+      readonly passedOver: readonly { readonly name: string; readonly holder: string }[];
       /** Unfit nodes and why (not returned to kube-scheduler on success, kept for diagnostics). */
       readonly failedNodes: Readonly<Record<string, string>>;
       /** `find fit node(<node>), <n> nodes not fit, <m> nodes fit(<a>:<s>,…)`. */

@@ -28,12 +28,19 @@ export const recordEventSchema = z.object({
   message: z.string(),
 });
 
-export const effectSchema = z.discriminatedUnion('kind', [patchPodAnnotationsSchema, bindPodSchema, recordEventSchema]);
+export const patchNodeAnnotationsSchema = z.object({
+  kind: z.literal('PatchNodeAnnotations'),
+  name: z.string().min(1),
+  annotations: z.record(z.string(), z.string().nullable()),
+});
+
+export const effectSchema = z.discriminatedUnion('kind', [patchPodAnnotationsSchema, bindPodSchema, recordEventSchema, patchNodeAnnotationsSchema]);
 export const effectsSchema = z.array(effectSchema);
 
 export type PatchPodAnnotationsEffect = z.infer<typeof patchPodAnnotationsSchema>;
 export type BindPodEffect = z.infer<typeof bindPodSchema>;
 export type RecordEventEffect = z.infer<typeof recordEventSchema>;
+export type PatchNodeAnnotationsEffect = z.infer<typeof patchNodeAnnotationsSchema>;
 export type Effect = z.infer<typeof effectSchema>;
 
 /** The cluster writes Effects need; implemented over client-node in kubeWriter.ts, doubled in tests. */
@@ -44,6 +51,8 @@ export interface ClusterWriter {
   bindPod(effect: BindPodEffect): Promise<void>;
   /** Records a core/v1 Event (aggregated like client-go's recorder). May throw; callers treat it as best effort. */
   recordEvent(effect: RecordEventEffect): Promise<void>;
+  /** JSON merge patch of the Node's annotations (HAMi's node lock mirror); null deletes. Throws KubeWriteError. */
+  patchNodeMetadata(effect: PatchNodeAnnotationsEffect): Promise<void>;
 }
 
 export type ApplyOutcome = { readonly ok: true } | { readonly ok: false; readonly error: string };
@@ -57,12 +66,15 @@ export async function applyEffects(effects: readonly Effect[], writer: ClusterWr
     switch (effect.kind) {
       case 'PatchPodAnnotations':
       case 'BindPod':
+      case 'PatchNodeAnnotations':
         try {
           if (effect.kind === 'BindPod') await writer.bindPod(effect);
+          else if (effect.kind === 'PatchNodeAnnotations') await writer.patchNodeMetadata(effect);
           else await writer.patchPodMetadata(effect);
         } catch (err) {
           const error = err instanceof Error ? err.message : String(err);
-          logger.warn('EffectFailed', { effect: effect.kind, namespace: effect.namespace, pod: effect.name, error });
+          const target = effect.kind === 'PatchNodeAnnotations' ? { node: effect.name } : { namespace: effect.namespace, pod: effect.name };
+          logger.warn('EffectFailed', { effect: effect.kind, ...target, error });
           return { ok: false, error };
         }
         break;

@@ -3,7 +3,7 @@
  * Kubernetes errors are translated to KubeWriteError here, never further up.
  */
 import { ApiException, PatchStrategy, setHeaderOptions, type CoreV1Api } from '@kubernetes/client-node';
-import type { BindPodEffect, ClusterWriter, PatchPodAnnotationsEffect, RecordEventEffect } from './effects';
+import type { BindPodEffect, ClusterWriter, PatchNodeAnnotationsEffect, PatchPodAnnotationsEffect, RecordEventEffect } from './effects';
 import { KubeWriteError } from './errors';
 import { EventCorrelator } from './eventCorrelator';
 
@@ -85,5 +85,13 @@ export function createKubeWriter(core: CoreV1Api, correlator: EventCorrelator): 
     }
   };
 
-  return { patchPodMetadata, bindPod, recordEvent };
+  const patchNodeMetadata = async (e: PatchNodeAnnotationsEffect): Promise<void> => {
+    try {
+      await core.patchNode({ name: e.name, body: { metadata: { annotations: e.annotations } } }, mergePatch);
+    } catch (err) {
+      throw new KubeWriteError(`patch node ${e.name}: ${statusMessage(err)}`, statusCode(err), { cause: err });
+    }
+  };
+
+  return { patchPodMetadata, bindPod, recordEvent, patchNodeMetadata };
 }

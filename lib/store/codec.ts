@@ -61,7 +61,7 @@ export const NodeAttr = {
 } as const;
 
 export const CounterAttr = { slots: 's', mem: 'm', cores: 'c' } as const;
-export const LockAttr = { holder: 'h', holderUid: 'u', since: 's', expiresAt: 'e' } as const;
+export const LockAttr = { holder: 'h', holderUid: 'u', since: 's', expiresAt: 'e', mirrored: 'm', waiters: 'w' } as const;
 
 export function nodeKey(name: string): Key {
   return { pk: `NODE#${name}`, sk: 'N' };
@@ -232,7 +232,7 @@ function decodeRealtime(text: string): RealtimeReport {
 }
 
 const counterSchema = z.record(z.string(), z.object({ s: int, m: int, c: int }));
-const lockSchema = z.object({ h: z.string(), u: z.string(), s: z.number(), e: z.number() });
+const lockSchema = z.object({ h: z.string(), u: z.string(), s: z.number(), e: z.number(), m: z.boolean().optional(), w: z.record(z.string(), z.string()).optional() });
 
 /**
  * Node items to and from the ledger. Decoded bookings and registrations are cached per stored text (a warm
@@ -291,7 +291,10 @@ export class NodeCodec {
     let lock: NodeLock | undefined;
     if (item[NodeAttr.lock] !== undefined) {
       const parsed = lockSchema.safeParse(item[NodeAttr.lock]);
-      if (parsed.success) lock = { holder: parsed.data.h, holderUid: parsed.data.u, sinceMs: parsed.data.s, expiresAtMs: parsed.data.e };
+      if (parsed.success) {
+        const { h, u, s, e, m, w } = parsed.data;
+        lock = { holder: h, holderUid: u, sinceMs: s, expiresAtMs: e, ...(m ? { mirrored: true } : {}), ...(w && Object.keys(w).length > 0 ? { waiters: w } : {}) };
+      }
       else problem('lock', item[NodeAttr.lock], parsed.error, false);
     }
 
@@ -406,7 +409,15 @@ export function holdsAppCards(booking: Booking): boolean {
 }
 
 export function encodeLock(lock: NodeLock): Item {
-  return { [LockAttr.holder]: lock.holder, [LockAttr.holderUid]: lock.holderUid, [LockAttr.since]: lock.sinceMs, [LockAttr.expiresAt]: lock.expiresAtMs };
+  return {
+    [LockAttr.holder]: lock.holder,
+    [LockAttr.holderUid]: lock.holderUid,
+    [LockAttr.since]: lock.sinceMs,
+    [LockAttr.expiresAt]: lock.expiresAtMs,
+    ...(lock.mirrored ? { [LockAttr.mirrored]: true } : {}),
+    // Always present, so a waiter can be added with one SET on the map.
+    [LockAttr.waiters]: { ...(lock.waiters ?? {}) },
+  };
 }
 
 /** A node whose stored state would exceed the item bound: refused with the figures, never sent to the store. */

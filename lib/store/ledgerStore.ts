@@ -22,7 +22,7 @@ import type { Sleep } from '../clock';
 import type { StoredClaim } from '../engine/claims';
 import { StoreUnavailableError } from '../errors';
 import type { Booking, NodeLedger, NodeLock, QuotaLedger } from '../control/ledger';
-import type { JournalEntry, LedgerStore, NodeWrite, ReadOptions, Reservation } from '../control/ports';
+import type { JournalEntry, LedgerStore, LockRelease, NodeWrite, ReadOptions, Reservation } from '../control/ports';
 import { isConditionFailed, send, type StoreStats } from './dynamo';
 import {
   CounterAttr,
@@ -311,12 +311,49 @@ export class DynamoLedgerStore implements LedgerStore {
       ConditionExpression: '#lk.#u = :uid',
       ExpressionAttributeNames: { '#lk': NodeAttr.lock, '#u': LockAttr.holderUid },
       ExpressionAttributeValues: { ':uid': holderUid },
+      // The lock as it was: its waiters are nudged.
+      ...WRITE_RETURNS,
+      ReturnValues: 'ALL_OLD',
+    };
+  }
+
+  async releaseLock(node: string, holderUid: string): Promise<LockRelease> {
+    const write = await this.write(node, this.releaseLockParams(node, holderUid));
+    if (!write.ok) return write;
+    const { lock: released, ...after } = write.node;
+    return released ? { ok: true, node: after, released } : { ok: false, current: after };
+  }
+
+  markLockMirroredParams(node: string, holderUid: string): UpdateCommandInput {
+    return {
+      TableName: this.table,
+      Key: nodeKey(node),
+      UpdateExpression: 'SET #lk.#m = :true',
+      ConditionExpression: '#lk.#u = :uid',
+      ExpressionAttributeNames: { '#lk': NodeAttr.lock, '#u': LockAttr.holderUid, '#m': LockAttr.mirrored },
+      ExpressionAttributeValues: { ':uid': holderUid, ':true': true },
       ...WRITE_RETURNS,
     };
   }
 
-  releaseLock(node: string, holderUid: string): Promise<NodeWrite> {
-    return this.write(node, this.releaseLockParams(node, holderUid));
+  markLockMirrored(node: string, holderUid: string): Promise<NodeWrite> {
+    return this.write(node, this.markLockMirroredParams(node, holderUid));
+  }
+
+  addLockWaiterParams(node: string, holderUid: string, waiterUid: string, waiter: string): UpdateCommandInput {
+    return {
+      TableName: this.table,
+      Key: nodeKey(node),
+      UpdateExpression: 'SET #lk.#w.#waiter = :waiter',
+      ConditionExpression: '#lk.#u = :uid',
+      ExpressionAttributeNames: { '#lk': NodeAttr.lock, '#u': LockAttr.holderUid, '#w': LockAttr.waiters, '#waiter': waiterUid },
+      ExpressionAttributeValues: { ':uid': holderUid, ':waiter': waiter },
+      ...WRITE_RETURNS,
+    };
+  }
+
+  addLockWaiter(node: string, holderUid: string, waiterUid: string, waiter: string): Promise<NodeWrite> {
+    return this.write(node, this.addLockWaiterParams(node, holderUid, waiterUid, waiter));
   }
 
   private async write(node: string, params: UpdateCommandInput): Promise<NodeWrite> {

@@ -6,7 +6,7 @@
 import { claimAdmits } from '../engine/claims';
 import type { AttemptRecord, BindRecord, PodRef } from '../diagnostics/record';
 import type { Booking, CardCounter, NodeLedger, NodeLock, QuotaLedger } from '../control/ledger';
-import type { JournalEntry, LedgerStore, NodeWrite, PodRecords, ReadOptions, RecordStorePort, Reservation } from '../control/ports';
+import type { JournalEntry, LedgerStore, LockRelease, NodeWrite, PodRecords, ReadOptions, RecordStorePort, Reservation } from '../control/ports';
 import { emptyStats, type StoreStats } from './dynamo';
 import { NodeCodec, holdsAppCards } from './codec';
 import { decodeRecord, encodeRecord } from './recordStore';
@@ -115,12 +115,27 @@ export class MemoryLedgerStore implements LedgerStore {
     return this.apply(node, 'UpdateItem', same, () => ({ ...current!, lock }));
   }
 
-  async releaseLock(node: string, holderUid: string): Promise<NodeWrite> {
+  async releaseLock(node: string, holderUid: string): Promise<LockRelease> {
     const current = this.nodes.get(node);
-    return this.apply(node, 'UpdateItem', current?.lock?.holderUid === holderUid, () => {
+    const released = current?.lock;
+    const write = this.apply(node, 'UpdateItem', released?.holderUid === holderUid, () => {
       const { lock: _released, ...rest } = current!;
       return rest;
     });
+    return write.ok && released ? { ok: true, node: write.node, released } : write.ok ? { ok: false, current: write.node } : write;
+  }
+
+  async markLockMirrored(node: string, holderUid: string): Promise<NodeWrite> {
+    const current = this.nodes.get(node);
+    return this.apply(node, 'UpdateItem', current?.lock?.holderUid === holderUid, () => ({ ...current!, lock: { ...current!.lock!, mirrored: true } }));
+  }
+
+  async addLockWaiter(node: string, holderUid: string, waiterUid: string, waiter: string): Promise<NodeWrite> {
+    const current = this.nodes.get(node);
+    return this.apply(node, 'UpdateItem', current?.lock?.holderUid === holderUid, () => ({
+      ...current!,
+      lock: { ...current!.lock!, waiters: { ...(current!.lock!.waiters ?? {}), [waiterUid]: waiter } },
+    }));
   }
 
   /** One conditional write: when admitted, the node after it (checked against the item bound, as DynamoDB would refuse it). */

@@ -12,7 +12,7 @@ describe('control plane over HTTP', () => {
   let api: ReturnType<typeof controlClient>;
 
   beforeEach(async () => {
-    server = await startLocalServer({ env: { HAMI_STORE_SHARDS: '4' } });
+    server = await startLocalServer({ env: {} });
     api = controlClient(server.url);
     const nodes = [
       gpuNode('node1', [card('GPU-1a'), card('GPU-1b')]),
@@ -62,9 +62,10 @@ describe('control plane over HTTP', () => {
 
     const b1 = await api.bind(first, 'node3');
     expect(b1.json.Error).toBe('');
-    expect(b1.json.Effects.map((e: { kind: string }) => e.kind)).toEqual(['PatchPodAnnotations', 'BindPod']);
-    expect(b1.json.Effects[0].annotations['hami.io/bind-phase']).toBe('allocating');
-    expect(b1.json.Effects[1]).toEqual({ kind: 'BindPod', namespace: 'default', name: 'first', uid: first.metadata.uid, node: 'node3' });
+    expect(b1.json.Effects.map((e: { kind: string }) => e.kind)).toEqual(['PatchNodeAnnotations', 'PatchPodAnnotations', 'BindPod']);
+    expect(b1.json.Effects[0].annotations['hami.io/mutex.lock']).toMatch(/^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\dZ,default,first$/);
+    expect(b1.json.Effects[1].annotations['hami.io/bind-phase']).toBe('allocating');
+    expect(b1.json.Effects[2]).toEqual({ kind: 'BindPod', namespace: 'default', name: 'first', uid: first.metadata.uid, node: 'node3' });
     const o1 = await api.outcome(first, 'node3');
     expect(o1.json.Effects).toEqual([
       expect.objectContaining({ kind: 'RecordEvent', type: 'Normal', reason: 'BindingSucceed', message: 'Successfully binding node [node3] to default/first' }),
@@ -103,7 +104,10 @@ describe('control plane over HTTP', () => {
     await api.filter(pod, ['node3']);
     await api.bind(pod, 'node3');
     const out = await api.outcome(pod, 'node3', 'pods "p" not found');
-    expect(out.json.Effects).toEqual([expect.objectContaining({ reason: 'BindingFailed', type: 'Warning', message: 'pods "p" not found' })]);
+    expect(out.json.Effects).toEqual([
+      { kind: 'PatchNodeAnnotations', name: 'node3', annotations: { 'hami.io/mutex.lock': null } },
+      expect.objectContaining({ reason: 'BindingFailed', type: 'Warning', message: 'pods "p" not found' }),
+    ]);
     expect((await api.devices('node3')).json.lock).toBeNull();
     const log = await api.schedulerLog('default', 'p');
     expect(log.json).toMatchObject({ status: 'failed', bind: { status: 'failed', summary: 'pods "p" not found' } });

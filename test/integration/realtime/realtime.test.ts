@@ -88,7 +88,7 @@ describe('real-time GPU check through the local server', () => {
 
   /** A server with this configuration and one registered node with one or two 80 GiB cards. */
   async function clusterWith(env: Record<string, string>, realtime: string | undefined, cards = [CARD]) {
-    server = await startLocalServer({ env: { HAMI_STORE_SHARDS: '2', ...env }, runtime });
+    server = await startLocalServer({ env: { ...env }, runtime });
     const api = controlClient(server.url);
     const node = gpuNode(
       NODE,

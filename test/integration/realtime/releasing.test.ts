@@ -145,7 +145,7 @@ describe('memory of terminating pods is not counted as free (the seed over-alloc
 
   beforeEach(async () => {
     const runtime = manualRuntime(Date.parse('2026-05-01T12:00:00Z'));
-    server = await startLocalServer({ env: { HAMI_STORE_SHARDS: '2' }, runtime });
+    server = await startLocalServer({ env: {}, runtime });
     const api = controlClient(server.url);
     // Slots are not the limit here (100 shares); memory is.
     const node = gpuNode(NODE, [card(CARD, { devmem: CARD_MIB, count: 100, type: 'NVIDIA-L40S' })]);

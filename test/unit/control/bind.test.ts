@@ -27,19 +27,78 @@ describe('bind', () => {
     const a = await placed(env, 'a');
     const answer = await bindPodToNode(env.deps, { pod: a.ref, node: 'n1' });
     expect(answer.result.Error).toBe('');
-    expect(answer.effects.map((e) => e.kind)).toEqual(['PatchPodAnnotations', 'BindPod']);
+    expect(answer.effects.map((e) => e.kind)).toEqual(['PatchNodeAnnotations', 'PatchPodAnnotations', 'BindPod']);
+    // HAMi's value, which its device plugin reads to find the pod: <RFC 3339 time>,<namespace>,<pod>.
+    expect(answer.effects[0]).toEqual({ kind: 'PatchNodeAnnotations', name: 'n1', annotations: { 'hami.io/mutex.lock': `${new Date(w.clock.now).toISOString().slice(0, 19)}Z,default,a` } });
     expect(w.store.stored('n1')!.lock?.holder).toBe('default/a');
   });
 
-  it('answers HAMi’s contention text while another allocation holds the lock, and takes over once it ended', async () => {
-    const { env } = await setup();
+  it('waits while another allocation holds the lock, and binds as soon as it ends', async () => {
+    const { w, env } = await setup();
     const a = await placed(env, 'a');
     const b = await placed(env, 'b');
     await bindPodToNode(env.deps, { pod: a.ref, node: 'n1' });
+    const started = w.clock.now;
+    let reads = 0;
+    w.onSleep = async () => {
+      reads += 1;
+      // 1.2 s into the wait, the device plugin reports a's allocation.
+      if (w.clock.now - started >= 1200 && w.store.stored('n1')!.lock?.holderUid === a.ref.uid) {
+        await ingestClusterEvents(env.deps, [{ type: 'MODIFIED', object: forwardedPod(a.pod, { ...a.annotations, 'hami.io/bind-phase': 'success' }) }]);
+      }
+    };
+    const answer = await bindPodToNode(env.deps, { pod: b.ref, node: 'n1' });
+    expect(answer.result.Error).toBe('');
+    expect(w.store.stored('n1')!.lock?.holder).toBe('default/b');
+    expect(w.clock.now - started).toBeLessThan(2000);
+    // Backing off 50 ms doubling to 400 ms: a handful of reads, not a poll every millisecond.
+    expect(reads).toBeLessThanOrEqual(8);
+  });
+
+  it('gives up after HAMI_BIND_LOCK_WAIT_SECONDS with HAMi’s text, and the pod is nudged when the lock ends', async () => {
+    const { w, env } = await setup();
+    const a = await placed(env, 'a');
+    const b = await placed(env, 'b');
+    await bindPodToNode(env.deps, { pod: a.ref, node: 'n1' });
+    const started = w.clock.now;
     expect((await bindPodToNode(env.deps, { pod: b.ref, node: 'n1' })).result.Error).toBe('node n1 has been locked within 5m0s: node lock contention');
-    // The device plugin reports a's allocation: the lock is free (released, or taken over if the release was missed).
-    await ingestClusterEvents(env.deps, [{ type: 'MODIFIED', object: forwardedPod(a.pod, { ...a.annotations, 'hami.io/bind-phase': 'success' }) }]);
+    expect(w.clock.now - started).toBeLessThanOrEqual(5000);
+    expect(w.store.stored('n1')!.lock?.waiters).toEqual({ [b.ref.uid]: 'default/b' });
+    // The allocation ends: the answer to the forwarded event carries a nudge for b.
+    const ended = await ingestClusterEvents(env.deps, [{ type: 'MODIFIED', object: forwardedPod(a.pod, { ...a.annotations, 'hami.io/bind-phase': 'success' }) }]);
+    expect(ended.effects).toEqual([{ kind: 'PatchPodAnnotations', namespace: 'default', name: 'b', uid: b.ref.uid, annotations: { 'hami.io/requeue': new Date(w.clock.now).toISOString() } }]);
     expect((await bindPodToNode(env.deps, { pod: b.ref, node: 'n1' })).result.Error).toBe('');
+  });
+
+  it('with no wait configured answers contention at once (HAMi’s behaviour)', async () => {
+    const w = world();
+    const env = w.environment({ HAMI_BIND_LOCK_WAIT_SECONDS: '0' });
+    await ingestClusterEvents(env.deps, [{ type: 'ADDED', object: gpuNode('n1', [card('GPU-0'), card('GPU-1')]) }]);
+    const a = await placed(env, 'a');
+    const b = await placed(env, 'b');
+    await bindPodToNode(env.deps, { pod: a.ref, node: 'n1' });
+    const started = w.clock.now;
+    expect((await bindPodToNode(env.deps, { pod: b.ref, node: 'n1' })).result.Error).toMatch(/node lock contention$/);
+    expect(w.clock.now).toBe(started);
+  });
+
+  it('follows the Node annotation: seen naming the holder, then deleted by the device plugin, it ends the lock', async () => {
+    const { w, env } = await setup();
+    const a = await placed(env, 'a');
+    const b = await placed(env, 'b');
+    const bound = await bindPodToNode(env.deps, { pod: a.ref, node: 'n1' });
+    const value = (bound.effects[0] as { annotations: Record<string, string> }).annotations['hami.io/mutex.lock']!;
+    await bindPodToNode(env.deps, { pod: b.ref, node: 'n1' });
+    // A Node update forwarded before the relay applied the lock patch does not free the lock...
+    await ingestClusterEvents(env.deps, [{ type: 'MODIFIED', object: gpuNode('n1', [card('GPU-0'), card('GPU-1')], { rv: '2' }) }]);
+    expect(w.store.stored('n1')!.lock?.holder).toBe('default/a');
+    // ...the Node showing HAMi's value marks the lock mirrored...
+    await ingestClusterEvents(env.deps, [{ type: 'MODIFIED', object: gpuNode('n1', [card('GPU-0'), card('GPU-1')], { rv: '3', annotations: { 'hami.io/mutex.lock': value } }) }]);
+    expect(w.store.stored('n1')!.lock?.mirrored).toBe(true);
+    // ...and the device plugin deleting it ends the lock and nudges the pod that waited.
+    const released = await ingestClusterEvents(env.deps, [{ type: 'MODIFIED', object: gpuNode('n1', [card('GPU-0'), card('GPU-1')], { rv: '4' }) }]);
+    expect(w.store.stored('n1')!.lock).toBeUndefined();
+    expect(released.effects.map((e) => (e.kind === 'PatchPodAnnotations' ? e.name : e.kind))).toEqual(['b']);
   });
 
   it('refuses a pod with no booking on the node', async () => {
@@ -55,11 +114,12 @@ describe('bind', () => {
     expect(w.store.stored('n1')!.lock).toBeUndefined();
   });
 
-  it('a failed bind releases the lock and records the failure, cut to a bounded length', async () => {
+  it('a failed bind releases the lock, removes its mirror from the Node, and records the failure, cut to a bounded length', async () => {
     const { w, env } = await setup();
     const a = await placed(env, 'a');
     await bindPodToNode(env.deps, { pod: a.ref, node: 'n1' });
-    await recordBindOutcome(env.deps, { pod: a.ref, node: 'n1', error: 'x'.repeat(1_000_000) });
+    const outcome = await recordBindOutcome(env.deps, { pod: a.ref, node: 'n1', error: 'x'.repeat(1_000_000) });
+    expect(outcome.effects[0]).toEqual({ kind: 'PatchNodeAnnotations', name: 'n1', annotations: { 'hami.io/mutex.lock': null } });
     expect(w.store.stored('n1')!.lock).toBeUndefined();
     const log = await readSchedulerLog(env.deps, { namespace: 'default', name: 'a', history: false });
     expect(log.bind.status).toBe('failed');

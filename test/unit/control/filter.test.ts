@@ -8,7 +8,7 @@ import { emptyLedger, MAX_BOOKINGS_PER_NODE, nextLedger, type Booking } from '..
 import { readNodeDevices, readSchedulerLog } from '../../../lib/control/views';
 import { parseNodeRegistration } from '../../../lib/engine/registration';
 import { defaultEngineConfig } from '../../../lib/engine/types';
-import { card, gpuNode, gpuPod, type ContainerSpec } from '../../support/cluster';
+import { card, forwardedPod, gpuNode, gpuPod, type ContainerSpec } from '../../support/cluster';
 import { world, type Environment } from './fixtures';
 
 function filterOf(pod: ReturnType<typeof gpuPod>, nodeNames: string[], minViewSeq?: number): FilterRequest {
@@ -82,8 +82,9 @@ describe('filter: booking', () => {
 
   it('a decision on a stale view never over-allocates: the guard refuses it, the node alone is re-read, and the pod lands where it fits', async () => {
     const w = world();
-    const a = w.environment();
-    const b = w.environment();
+    // HAMi's exact choice: lock-aware placement would steer B away from n1 before any guard is needed.
+    const a = w.environment({ HAMI_LOCK_AWARE: 'false' });
+    const b = w.environment({ HAMI_LOCK_AWARE: 'false' });
     await ingestClusterEvents(a.deps, [nodeEvent('n1', 1, { devmem: 10000 }), nodeEvent('n2', 1, { devmem: 10000 })]);
     // Both environments load their views.
     await filterPod(a.deps, filterOf(pod('a-0', [{ name: 'c', gpu: 1, mem: 1 }]), ['n1']));
@@ -131,6 +132,49 @@ describe('filter: booking', () => {
     await filterPod(env.deps, filterOf(pod('p1'), ['n1']));
     const log = await readSchedulerLog(env.deps, { namespace: 'default', name: 'p1', history: false });
     expect(log.view).toEqual({ seq, ageMs: 250 });
+  });
+});
+
+describe('filter: lock-aware placement', () => {
+  it('passes over a node another pod is allocating on while another fits, and says so in the scheduler log', async () => {
+    const w = world();
+    const env = w.environment();
+    await registered(env, 'n1', 'n2');
+    const first = await filterPod(env.deps, filterOf(pod('first'), ['n1', 'n2']));
+    const busy = first.result.NodeNames![0]!;
+    const second = await filterPod(env.deps, filterOf(pod('second'), ['n1', 'n2']));
+    const other = second.result.NodeNames![0]!;
+    expect(other).not.toBe(busy);
+    const log = await readSchedulerLog(env.deps, { namespace: 'default', name: 'second', history: false });
+    expect(log.filter.passedOver).toEqual([{ name: busy, holder: 'default/first' }]);
+    expect(log.filter.summary).toContain(`find fit node(${other})`);
+  });
+
+  it('takes a busy node when nothing else fits, and HAMi’s exact choice when switched off', async () => {
+    const w = world();
+    const env = w.environment();
+    await registered(env, 'n1');
+    await filterPod(env.deps, filterOf(pod('first'), ['n1']));
+    expect((await filterPod(env.deps, filterOf(pod('second'), ['n1']))).result.NodeNames).toEqual(['n1']);
+    const exact = w.environment({ HAMI_LOCK_AWARE: 'false' });
+    await registered(exact, 'n2', 'n3');
+    const a = await filterPod(exact.deps, filterOf(pod('a'), ['n2', 'n3']));
+    const b = await filterPod(exact.deps, filterOf(pod('b'), ['n2', 'n3']));
+    // Binpack keeps to the node it just used.
+    expect(b.result.NodeNames).toEqual(a.result.NodeNames);
+  });
+
+  it('a node is free again once the device plugin reports the allocation ended', async () => {
+    const w = world();
+    const env = w.environment();
+    await registered(env, 'n1', 'n2');
+    const first = pod('first');
+    const placed = await filterPod(env.deps, filterOf(first, ['n1', 'n2']));
+    const node = placed.result.NodeNames![0]!;
+    const patch = placed.effects.find((e) => e.kind === 'PatchPodAnnotations') as { annotations: Record<string, string> };
+    await ingestClusterEvents(env.deps, [{ type: 'MODIFIED', object: forwardedPod(first, { ...patch.annotations, 'hami.io/bind-phase': 'success' }, { phase: 'Running' }) }]);
+    // Binpack's choice again: the node already in use.
+    expect((await filterPod(env.deps, filterOf(pod('second'), ['n1', 'n2']))).result.NodeNames).toEqual([node]);
   });
 });
 

@@ -57,6 +57,8 @@ export interface Environment {
 
 export interface World {
   readonly clock: TestClock;
+  /** Runs whenever code under test sleeps (after the clock moved on): lets a test change the world meanwhile. */
+  onSleep?: () => Promise<void> | void;
   readonly store: MemoryLedgerStore;
   readonly records: MemoryRecordStore;
   /** A new execution environment (its own warm view) on the shared store. */
@@ -73,17 +75,22 @@ export function world(start = 1_800_000_000_000): World {
   const store = new MemoryLedgerStore(() => clock.now);
   const records = new MemoryRecordStore(24 * 3600 * 1000);
   let ids = 0;
+  const self: { onSleep?: () => Promise<void> | void } = {};
   const runtime: Runtime = {
     clock: { now: () => clock.now },
-    sleep: async () => undefined,
+    // Sleeping moves the test clock on at once: waits and backoffs are exercised without real time passing.
+    sleep: async (ms) => {
+      clock.now += ms;
+      await self.onSleep?.();
+    },
     random: () => 0.5,
     newId: () => `attempt-${++ids}`,
   };
-  return {
+  return Object.assign(self, {
     clock,
     store,
     records,
-    environment(env = {}) {
+    environment(env: Record<string, string> = {}) {
       const config = loadConfig({ HAMI_VIEW_MAX_AGE_MS: '60000', ...env });
       const lines: Recorded[] = [];
       const at =
@@ -104,5 +111,5 @@ export function world(start = 1_800_000_000_000): World {
       };
       return { deps, lines, store: recording };
     },
-  };
+  });
 }

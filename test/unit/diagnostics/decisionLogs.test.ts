@@ -221,6 +221,7 @@ describe('decision metrics (EMF)', () => {
       claims: [],
       packEvidence: notPacked,
       fitNodes: [{ name: 'node3', score: 2.35 }],
+      passedOver: [],
       failedNodes: {},
       message: success.filter.summary,
       evidence: success.filter.nodes,
