@@ -8,19 +8,25 @@
  *
  *   kube-scheduler  one filter in flight (its scheduling cycle is serial); binds run asynchronously, at most 16
  *                   at once; a bind that meets the node lock sends the pod back to the queue with
- *                   kube-scheduler's backoff (1 s doubling to 10 s) and the pod is filtered again.
- *   relay           forwards each pod update (annotations after the filter, bind-phase allocating, then success)
- *                   in batches (100 events or 200 ms, one batch in flight), and passes the journal entry its last
- *                   batch produced to /filter (`X-Hami-Min-View-Seq`).
- *   device plugin   confirms each allocation `--plugin-delay-ms` after the bind (bind-phase success).
+ *                   kube-scheduler's backoff (1 s doubling to 10 s), unless an update of the pod (a nudge)
+ *                   brings it back earlier; the pod is then filtered again.
+ *   relay           applies the Effects (the node lock's annotation on the Node, nudges), forwards each pod and
+ *                   Node update in batches (100 events or 200 ms, one batch in flight), and passes the journal
+ *                   entry its last batch produced to /filter (`X-Hami-Min-View-Seq`).
+ *   device plugin   `--plugin-delay-ms` after a bind, reports the allocation (bind-phase success) and deletes the
+ *                   node lock's annotation, as HAMi's device plugin does.
  *
  * Before the run the cluster is taken over as the relay's first list does: every node, then
  * `--running-per-card` running pods per card (sorted by node, as the relay replays them); the rate is reported.
  * In the same run the engine alone decides the same pods on the same cluster (what an in-process scheduler
  * like HAMi pays). Last line: one JSON object.
  *
+ * `--burst` (docs/locks.md): every pod arrives at once, binpack, and the run is made twice: `lockAware` (our
+ * defaults: lock-aware placement, binds that wait, nudges) and `hamiExact` (HAMi's behaviour: its exact choice,
+ * binds that fail at once on the lock, no nudges); the last line holds both.
+ *
  * Flags: --nodes 100 --pods 1000 --policy binpack|spread --store-rtt-ms 0 --gateway-rtt-ms 0
- *        --running-per-card 1 --plugin-delay-ms 20 --schedulers 1
+ *        --running-per-card 1 --plugin-delay-ms 20 --schedulers 1 --burst
  */
 import { spawn, type ChildProcess } from 'node:child_process';
 import { performance } from 'node:perf_hooks';
@@ -29,6 +35,7 @@ import { decide } from '../lib/engine/decide';
 import { parseNodeRegistration } from '../lib/engine/registration';
 import { defaultEngineConfig, type DeviceUsage, type NodeState } from '../lib/engine/types';
 import { startEmbeddedStore } from '../lib/local/embeddedStore';
+import { MIN_VIEW_SEQ_HEADER } from '../lib/wire';
 import { isRead, serialRoundTrips, startDelayingProxy, type DelayingProxy, type ObservedCall } from './proxy';
 import { CARD_MEM, CARDS, nodeObject, runningPod, workloadPod, type BenchPod } from './workload';
 
@@ -41,7 +48,10 @@ interface Options {
   runningPerCard: number;
   pluginDelayMs: number;
   schedulers: number;
+  burst: boolean;
 }
+
+type Mode = 'default' | 'lockAware' | 'hamiExact';
 
 const FLAGS: Record<string, keyof Options> = {
   '--nodes': 'nodes',
@@ -52,14 +62,19 @@ const FLAGS: Record<string, keyof Options> = {
   '--running-per-card': 'runningPerCard',
   '--plugin-delay-ms': 'pluginDelayMs',
   '--schedulers': 'schedulers',
+  '--burst': 'burst',
 };
 
 function parseArgs(argv: readonly string[]): Options {
-  const options: Options = { nodes: 100, pods: 1000, policy: 'binpack', storeRttMs: 0, gatewayRttMs: 0, runningPerCard: 1, pluginDelayMs: 20, schedulers: 1 };
-  for (let i = 0; i < argv.length; i += 2) {
+  const options: Options = { nodes: 100, pods: 1000, policy: 'binpack', storeRttMs: 0, gatewayRttMs: 0, runningPerCard: 1, pluginDelayMs: 20, schedulers: 1, burst: false };
+  for (let i = 0; i < argv.length; i++) {
     const key = FLAGS[argv[i] ?? ''];
-    const value = argv[i + 1] ?? '';
     if (!key) throw new Error(`unknown flag ${argv[i]}; use ${Object.keys(FLAGS).join(', ')}`);
+    if (key === 'burst') {
+      options.burst = true;
+      continue;
+    }
+    const value = argv[++i] ?? '';
     if (key === 'policy') {
       if (value !== 'binpack' && value !== 'spread') throw new Error('--policy must be binpack or spread');
       options.policy = value;
@@ -67,7 +82,7 @@ function parseArgs(argv: readonly string[]): Options {
     }
     const n = Number(value);
     const min = key === 'storeRttMs' || key === 'gatewayRttMs' || key === 'runningPerCard' || key === 'pluginDelayMs' ? 0 : 1;
-    if (!Number.isInteger(n) || n < min) throw new Error(`${argv[i]} needs an integer >= ${min}`);
+    if (!Number.isInteger(n) || n < min) throw new Error(`${argv[i - 1]} needs an integer >= ${min}`);
     options[key] = n as never;
   }
   return options;
@@ -79,6 +94,8 @@ const MAX_BINDS_IN_FLIGHT = 16;
 const BACKOFF_INITIAL_MS = 1000;
 const BACKOFF_MAX_MS = 10_000;
 const RELIST_BATCH_EVENTS = 500;
+const LOCK_ANNOTATION = 'hami.io/mutex.lock';
+const REQUEUE_ANNOTATION = 'hami.io/requeue';
 
 const now = () => performance.now();
 const sleep = (ms: number) => new Promise<void>((r) => setTimeout(r, ms));
@@ -116,19 +133,58 @@ function percentile(values: readonly number[], p: number): number {
 
 const round = (v: number, digits = 2) => Math.round(v * 10 ** digits) / 10 ** digits;
 
-/** The relay's forwarder: batches by size and time, one batch in flight, remembering the journal entry it produced. */
-class RelayForwarder {
+interface Effect {
+  readonly kind: string;
+  readonly name?: string;
+  readonly annotations?: Record<string, string | null>;
+}
+
+/**
+ * The relay and the API server, as far as the control plane can tell: the Effects it applies, the Node and Pod
+ * updates its informers see and forward in batches, and the journal position of the last batch.
+ */
+class Relay {
   private pending: { event: unknown; done: () => void }[] = [];
   private running = true;
   viewSeq = 0;
   private readonly loop: Promise<void>;
+  private readonly nodeAnnotations = new Map<string, Record<string, string>>();
+  private readonly nodeVersions = new Map<string, number>();
 
-  constructor(private readonly url: string) {
+  constructor(
+    private readonly url: string,
+    private readonly onNudge: (podName: string) => void,
+  ) {
     this.loop = this.run();
   }
 
   forward(event: unknown): Promise<void> {
     return new Promise((done) => this.pending.push({ event, done }));
+  }
+
+  /** Applies Effects as the relay does: Node patches become Node updates its informer forwards; nudges re-queue pods. */
+  apply(effects: readonly Effect[]): void {
+    for (const effect of effects) {
+      if (effect.kind === 'PatchNodeAnnotations' && effect.name) this.patchNode(effect.name, effect.annotations ?? {});
+      else if (effect.kind === 'PatchPodAnnotations' && effect.name && effect.annotations?.[REQUEUE_ANNOTATION]) this.onNudge(effect.name);
+    }
+  }
+
+  patchNode(name: string, patch: Record<string, string | null>): void {
+    const annotations = { ...(this.nodeAnnotations.get(name) ?? {}) };
+    for (const [key, value] of Object.entries(patch)) {
+      if (value === null) delete annotations[key];
+      else annotations[key] = value;
+    }
+    this.nodeAnnotations.set(name, annotations);
+    const rv = (this.nodeVersions.get(name) ?? 1) + 1;
+    this.nodeVersions.set(name, rv);
+    const node = nodeObject(name, rv);
+    void this.forward({ type: 'MODIFIED', object: { ...node, metadata: { ...node.metadata, annotations: { ...node.metadata.annotations, ...annotations } } } });
+  }
+
+  nodeAnnotation(name: string, key: string): string | undefined {
+    return this.nodeAnnotations.get(name)?.[key];
   }
 
   private async run(): Promise<void> {
@@ -142,6 +198,7 @@ class RelayForwarder {
       const batch = this.pending.splice(0, BATCH_EVENTS);
       const answer = await post(`${this.url}/cluster/events`, { events: batch.map((b) => b.event) });
       if (typeof answer.viewSeq === 'number') this.viewSeq = Math.max(this.viewSeq, answer.viewSeq);
+      this.apply((answer.Effects as Effect[] | undefined) ?? []);
       for (const b of batch) b.done();
     }
   }
@@ -163,36 +220,45 @@ interface SchedulerResult {
   lastPlacedAt: number;
 }
 
+interface QueuedPod {
+  readonly pod: BenchPod;
+  attempt: number;
+  notBefore: number;
+}
+
 /** One kube-scheduler: a serial scheduling cycle, asynchronous binds, the backoff queue. */
-async function runScheduler(pods: readonly BenchPod[], nodeNames: readonly string[], filterUrl: string, otherUrl: string, relay: RelayForwarder, options: Options): Promise<SchedulerResult> {
+async function runScheduler(queue: QueuedPod[], nodeNames: readonly string[], filterUrl: string, otherUrl: string, relay: Relay, options: Options): Promise<SchedulerResult> {
   const out: SchedulerResult = { filterMs: [], filterWindows: [], bindMs: [], placed: 0, unplaced: 0, lockRetries: 0, gaveUp: 0, lastPlacedAt: 0 };
-  const queue = pods.map((pod) => ({ pod, attempt: 0, notBefore: 0 }));
   const binds = new Set<Promise<void>>();
-  const requeue = (item: (typeof queue)[number]) => {
+  const requeue = (item: QueuedPod) => {
     if (item.attempt + 1 >= 30) {
       out.gaveUp += 1;
       return;
     }
-    queue.push({ ...item, attempt: item.attempt + 1, notBefore: now() + Math.min(BACKOFF_INITIAL_MS * 2 ** item.attempt, BACKOFF_MAX_MS) });
+    item.notBefore = now() + Math.min(BACKOFF_INITIAL_MS * 2 ** item.attempt, BACKOFF_MAX_MS);
+    item.attempt += 1;
+    queue.push(item);
   };
-  const bind = async (item: (typeof queue)[number], node: string, annotations: Record<string, string>) => {
+  const bind = async (item: QueuedPod, node: string, annotations: Record<string, string>) => {
     const p = item.pod;
     const args = { PodName: p.metadata.name, PodNamespace: p.metadata.namespace, PodUID: p.metadata.uid, Node: node };
     const started = now();
     const answer = await post(`${otherUrl}/bind`, args);
     out.bindMs.push(now() - started);
+    relay.apply((answer.Effects as Effect[] | undefined) ?? []);
     if (typeof answer.Error === 'string' && answer.Error !== '') {
       out.lockRetries += 1;
       requeue(item);
       return;
     }
-    // The relay applied the Effects (bind-phase allocating, the Binding) and reports the outcome.
-    await post(`${otherUrl}/bind/outcome`, { ...args, Error: '' });
+    // The relay applied the Effects (the Node's lock annotation, bind-phase allocating, the Binding) and reports the outcome.
+    relay.apply(((await post(`${otherUrl}/bind/outcome`, { ...args, Error: '' })).Effects as Effect[] | undefined) ?? []);
     void relay.forward(podUpdate(p, annotations, node, 'allocating', '3'));
     out.placed += 1;
     out.lastPlacedAt = now();
-    // The device plugin allocates a little later and reports success; the relay forwards it.
+    // The device plugin allocates a little later, reports success, and releases the Node's lock annotation if it names the pod.
     await sleep(options.pluginDelayMs);
+    if (relay.nodeAnnotation(node, LOCK_ANNOTATION)?.endsWith(`,${p.metadata.namespace},${p.metadata.name}`)) relay.patchNode(node, { [LOCK_ANNOTATION]: null });
     await relay.forward(podUpdate(p, annotations, node, 'success', '4'));
   };
   for (;;) {
@@ -207,7 +273,7 @@ async function runScheduler(pods: readonly BenchPod[], nodeNames: readonly strin
     const [item] = queue.splice(index, 1);
     if (!item) continue;
     const started = now();
-    const answer = await post(`${filterUrl}/filter`, { Pod: item.pod, Nodes: null, NodeNames: nodeNames }, relay.viewSeq > 0 ? { 'x-hami-min-view-seq': String(relay.viewSeq) } : {});
+    const answer = await post(`${filterUrl}/filter`, { Pod: item.pod, Nodes: null, NodeNames: nodeNames }, relay.viewSeq > 0 ? { [MIN_VIEW_SEQ_HEADER]: String(relay.viewSeq) } : {});
     const ended = now();
     out.filterMs.push(ended - started);
     out.filterWindows.push([started, ended]);
@@ -267,9 +333,14 @@ function timeEngine(names: readonly string[], options: Options, pods: readonly B
   return percentile(times, 50);
 }
 
-async function main(): Promise<void> {
-  const options = parseArgs(process.argv.slice(2));
-  const engineEnv = { HAMI_NODE_SCHEDULER_POLICY: options.policy };
+const MODE_ENV: Record<Mode, Record<string, string>> = {
+  default: {},
+  lockAware: { HAMI_LOCK_AWARE: 'true' },
+  hamiExact: { HAMI_LOCK_AWARE: 'false', HAMI_BIND_LOCK_WAIT_SECONDS: '0' },
+};
+
+async function runOnce(options: Options, mode: Mode): Promise<Record<string, unknown>> {
+  const env = { HAMI_NODE_SCHEDULER_POLICY: options.policy, ...MODE_ENV[mode] };
   const store = await startEmbeddedStore('child-process');
   const proxies: DelayingProxy[] = [];
   const children: ChildProcess[] = [];
@@ -281,14 +352,14 @@ async function main(): Promise<void> {
   try {
     // One environment for everything but /filter (bind, outcome, cluster events), one per kube-scheduler for /filter.
     const otherStore = await proxy(store.endpoint, options.storeRttMs);
-    const other = await startControlPlane(otherStore.url, engineEnv);
+    const other = await startControlPlane(otherStore.url, env);
     children.push(other.child);
     const otherGateway = await proxy(other.url, options.gatewayRttMs);
     const filterStores: DelayingProxy[] = [];
     const filterGateways: DelayingProxy[] = [];
     for (let s = 0; s < options.schedulers; s++) {
       const filterStore = await proxy(store.endpoint, options.storeRttMs);
-      const filter = await startControlPlane(filterStore.url, engineEnv);
+      const filter = await startControlPlane(filterStore.url, env);
       children.push(filter.child);
       filterStores.push(filterStore);
       filterGateways.push(await proxy(filter.url, options.gatewayRttMs));
@@ -306,17 +377,22 @@ async function main(): Promise<void> {
       if (typeof answer.viewSeq === 'number') viewSeq = answer.viewSeq;
     }
     const relistSeconds = (now() - relistStarted) / 1000;
-    process.stdout.write(`bench: ${options.nodes} nodes x ${CARDS} cards, ${relist.length - options.nodes} running pods taken over in ${round(relistSeconds)} s\n`);
+    process.stdout.write(`bench${mode === 'default' ? '' : ` (${mode})`}: ${options.nodes} nodes x ${CARDS} cards, ${relist.length - options.nodes} running pods taken over in ${round(relistSeconds)} s\n`);
 
     const workload = Array.from({ length: options.pods }, (_, i) => workloadPod(i));
     const engineP50Ms = timeEngine(names, options, workload);
-    const relay = new RelayForwarder(otherGateway.url);
+    const queues = Array.from({ length: options.schedulers }, (): QueuedPod[] => []);
+    workload.forEach((pod, i) => queues[i % options.schedulers]!.push({ pod, attempt: 0, notBefore: 0 }));
+    // A nudge (an update of the pod) brings a pod in backoff back at once; HAMi's stack has none.
+    const relay = new Relay(otherGateway.url, (name) => {
+      if (mode === 'hamiExact') return;
+      for (const queue of queues) for (const item of queue) if (item.pod.metadata.name === name) item.notBefore = 0;
+    });
     relay.viewSeq = viewSeq;
     const callsBefore = proxies.map((p) => p.calls.length);
     process.stdout.write(`bench: ${options.pods} pods, policy ${options.policy}, store rtt ${options.storeRttMs} ms, gateway rtt ${options.gatewayRttMs} ms, ${options.schedulers} scheduler(s)\n`);
     const started = now();
-    const shares = Array.from({ length: options.schedulers }, (_, s) => workload.filter((_, i) => i % options.schedulers === s));
-    const results = await Promise.all(shares.map((pods, s) => runScheduler(pods, names, filterGateways[s]!.url, otherGateway.url, relay, options)));
+    const results = await Promise.all(queues.map((queue, s) => runScheduler(queue, names, filterGateways[s]!.url, otherGateway.url, relay, options)));
     const placed = results.reduce((sum, r) => sum + r.placed, 0);
     const elapsedS = (Math.max(...results.map((r) => r.lastPlacedAt)) - started) / 1000;
     await relay.close();
@@ -339,14 +415,7 @@ async function main(): Promise<void> {
     const lockRetries = results.reduce((sum, r) => sum + r.lockRetries, 0);
     process.stdout.write(`placed ${placed}, unplaced ${unplaced}, binds that met the lock ${lockRetries}, ${round(elapsedS)} s, ${filters} filters\n`);
     const filterMs = results.flatMap((r) => r.filterMs);
-    if (process.env.BENCH_DEBUG) {
-      const byOp = new Map<string, number[]>();
-      for (const c of filterStoreCalls) byOp.set(c.operation, [...(byOp.get(c.operation) ?? []), c.endMs - c.startMs]);
-      for (const [op, d] of byOp) process.stdout.write(`filter store ${op}: n=${d.length} p50=${round(percentile(d, 50))} p99=${round(percentile(d, 99))}\n`);
-      const gw = runCalls[proxies.indexOf(filterGateways[0]!)] ?? [];
-      process.stdout.write(`filter gateway: p50=${round(percentile(gw.map((c) => c.endMs - c.startMs), 50))}\n`);
-    }
-    const summary = {
+    return {
       filterP50Ms: round(percentile(filterMs, 50)),
       filterP99Ms: round(percentile(filterMs, 99)),
       bindP50Ms: round(percentile(results.flatMap((r) => r.bindMs), 50)),
@@ -357,9 +426,10 @@ async function main(): Promise<void> {
       storeWriteBytesPerPod: Math.round(storeCalls.filter((c) => !isRead(c)).reduce((sum, c) => sum + c.requestBytes, 0) / Math.max(placed, 1)),
       capacityUnitsPerPod: { read: perPod(storeCalls.reduce((s, c) => s + c.readUnits, 0)), write: perPod(storeCalls.reduce((s, c) => s + c.writeUnits, 0)) },
       storeCallsPerPod: perPod(storeCalls.length),
+      filtersPerPod: round(filters / Math.max(placed, 1), 3),
       lockRetriesPerPod: round(lockRetries / Math.max(placed, 1), 3),
       overAllocations,
-      ingestEventsPerSecond: Math.round((relist.length) / relistSeconds),
+      ingestEventsPerSecond: Math.round(relist.length / relistSeconds),
       nodes: options.nodes,
       pods: options.pods,
       placed,
@@ -370,12 +440,24 @@ async function main(): Promise<void> {
       runningPodsPerCard: options.runningPerCard,
       cardMemMiB: CARD_MEM,
     };
-    process.stdout.write(`${JSON.stringify(summary)}\n`);
   } finally {
     await Promise.all(children.map((child) => new Promise<void>((done) => (child.exitCode !== null ? done() : (child.once('exit', () => done()), child.kill('SIGTERM'))))));
     await Promise.all(proxies.map((p) => p.close()));
     await store.stop();
   }
+}
+
+async function main(): Promise<void> {
+  const options = parseArgs(process.argv.slice(2));
+  if (!options.burst) {
+    process.stdout.write(`${JSON.stringify(await runOnce(options, 'default'))}\n`);
+    return;
+  }
+  const burst: Options = { ...options, policy: 'binpack' };
+  const hamiExact = await runOnce(burst, 'hamiExact');
+  const lockAware = await runOnce(burst, 'lockAware');
+  const ratio = (lockAware.podsPerSecond as number) / Math.max(hamiExact.podsPerSecond as number, 1e-9);
+  process.stdout.write(`${JSON.stringify({ lockAware, hamiExact, podsPerSecondRatio: round(ratio, 1), nodes: burst.nodes, pods: burst.pods, pluginDelayMs: burst.pluginDelayMs })}\n`);
 }
 
 main().catch((err: unknown) => {
