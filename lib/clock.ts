@@ -33,3 +33,12 @@ export function formatGoDuration(totalSeconds: number): string {
   if (m > 0) return `${m}m${s}s`;
   return `${s}s`;
 }
+
+/**
+ * Resolves once the I/O already started has been handed to the system (setImmediate runs after pending
+ * callbacks and microtasks): work that can wait (encoding a record) then does not delay a request sent just before.
+ * Not a delay: it does not depend on time.
+ */
+export function afterPendingIo(): Promise<void> {
+  return new Promise((resolve) => setImmediate(resolve));
+}

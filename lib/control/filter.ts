@@ -11,6 +11,7 @@ import { parseNodeRegistration } from '../engine/registration';
 import type { Decision, NodeLike, NodeState, PodLike } from '../engine/types';
 import { logDecision, logRealtime, recordDecisionMetrics } from '../diagnostics/decisionLogs';
 import type { AttemptRecord, FilterRecord, PodRef } from '../diagnostics/record';
+import { afterPendingIo } from '../clock';
 import { ContentionError } from '../errors';
 import {
   allocatingOn,
@@ -112,22 +113,26 @@ async function decideAndReserve(deps: ControlDeps, req: FilterRequest, candidate
 
     const node = view.get(decision.node);
     if (!node) throw new Error(`engine chose node ${decision.node}, which the view does not hold`);
-    const record = attemptRecord(pod, attemptId, started, freshness, {
-      status: 'passed',
-      summary: decision.message,
-      node: decision.node,
-      score: decision.score,
-      nodes: [],
-      packed: decision.packEvidence(),
-      devices: decision.devices,
-      ...(decision.passedOver.length > 0 ? { passedOver: decision.passedOver } : {}),
-    });
     // The booking, its record and the view's refresh travel together: one round trip on the critical path.
-    const [booked, recorded, refreshed] = await Promise.allSettled([
-      book(deps, req, decision, node, attemptId, nowMs),
-      deps.records.putAttempt(record, started),
-      view.refresh(),
-    ]);
+    // The booking leaves first; the record is packed and encoded while it is on its way.
+    const booking = book(deps, req, decision, node, attemptId, nowMs);
+    const refresh = view.refresh();
+    const record = afterPendingIo().then(() =>
+      deps.records.putAttempt(
+        attemptRecord(pod, attemptId, started, freshness, {
+          status: 'passed',
+          summary: decision.message,
+          node: decision.node,
+          score: decision.score,
+          nodes: [],
+          packed: decision.packEvidence(),
+          devices: decision.devices,
+          ...(decision.passedOver.length > 0 ? { passedOver: decision.passedOver } : {}),
+        }),
+        started,
+      ),
+    );
+    const [booked, recorded, refreshed] = await Promise.allSettled([booking, record, refresh]);
     if (refreshed.status === 'rejected') deps.logger.warn('ViewRefreshFailed', { error: errorText(refreshed.reason) });
     if (booked.status === 'rejected') throw booked.reason;
     const write = booked.value;

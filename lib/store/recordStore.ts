@@ -6,7 +6,8 @@
  *     one call); it belongs to the newest attempt made before it.
  * DynamoDB deletes expired items lazily (dynalite never does), so expired items are treated as absent here.
  */
-import { constants, gunzipSync, gzipSync } from 'node:zlib';
+import { promisify } from 'node:util';
+import { constants, gunzipSync, gzip, gzipSync } from 'node:zlib';
 import { PutCommand, QueryCommand, type PutCommandInput, type QueryCommandInput } from '@aws-sdk/lib-dynamodb';
 import type { DynamoDBDocumentClient } from '@aws-sdk/lib-dynamodb';
 import { z } from 'zod';
@@ -38,13 +39,13 @@ export class RecordStore implements RecordStorePort {
     readonly stats: StoreStats = emptyStats(),
   ) {}
 
-  putAttemptParams(record: AttemptRecord, timeMs: number): PutCommandInput {
+  putAttemptParams(record: AttemptRecord, timeMs: number, encoded: Uint8Array = encodeRecord(record)): PutCommandInput {
     return {
       TableName: this.table,
       Item: {
         pk: podKey(record.pod),
         sk: `A#${String(timeMs).padStart(15, '0')}#${record.attemptId}`,
-        rec: encodeRecord(record),
+        rec: encoded,
         uid: record.pod.uid,
         time: record.time,
         expiresAt: Math.floor(timeMs / 1000) + this.retentionSeconds,
@@ -54,7 +55,8 @@ export class RecordStore implements RecordStorePort {
   }
 
   async putAttempt(record: AttemptRecord, timeMs: number): Promise<void> {
-    const params = this.putAttemptParams(record, timeMs);
+    // Compression runs in Node's thread pool, so the event loop keeps serving meanwhile.
+    const params = this.putAttemptParams(record, timeMs, await encodeRecordAsync(record));
     await send(this.stats, 'PutItem', () => this.doc.send(new PutCommand(params)));
   }
 
@@ -121,7 +123,18 @@ const GZIP = { level: constants.Z_BEST_SPEED };
 
 export function encodeRecord(record: AttemptRecord): Uint8Array {
   const full = gzipSync(JSON.stringify(record), GZIP);
-  if (full.byteLength <= MAX_RECORD_BYTES) return full;
+  return full.byteLength <= MAX_RECORD_BYTES ? full : encodeTrimmed(record);
+}
+
+/** `encodeRecord`, with the compression in Node's thread pool so the event loop keeps serving. */
+export async function encodeRecordAsync(record: AttemptRecord): Promise<Uint8Array> {
+  const full = await gzipAsync(JSON.stringify(record), GZIP);
+  return full.byteLength <= MAX_RECORD_BYTES ? full : encodeTrimmed(record);
+}
+
+const gzipAsync = promisify(gzip);
+
+function encodeTrimmed(record: AttemptRecord): Uint8Array {
   const { packed, ...filter } = record.filter;
   const nodes = packed ? DecisionTrace.unpack(packed).evidence() : record.filter.nodes;
   const trimmed: AttemptRecord = {
