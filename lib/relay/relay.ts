@@ -24,6 +24,8 @@ export interface StartRelayOptions {
   readonly forwarderDelay?: DelayFn;
   /** Waits before restarting a failed informer. */
   readonly watcherDelay?: DelayFn;
+  /** Waits out the extender's answer deadline. */
+  readonly extenderDelay?: DelayFn;
   readonly now?: () => Date;
 }
 
@@ -61,7 +63,7 @@ export async function startRelay(opts: StartRelayOptions): Promise<RunningRelay>
     ...(opts.watcherDelay ? { delay: opts.watcherDelay } : {}),
   });
   const deps = {
-    extender: { controlPlane, writer, logger, deadlineMs: config.extenderDeadlineMs },
+    extender: { controlPlane, writer, logger, deadlineMs: config.extenderDeadlineMs, ...(opts.extenderDelay ? { delay: opts.extenderDelay } : {}) },
     controlPlane,
     reviews: { authn: kubeConfig.makeApiClient(AuthenticationV1Api), authz: kubeConfig.makeApiClient(AuthorizationV1Api) },
     logger,
