@@ -50,6 +50,7 @@ async function main(): Promise<void> {
   const relay = await startRelay({ config, kubeConfig, logger });
   // Printed plainly too, so `npm run relay` shows where it listens.
   console.log(`relay listening: extender ${relay.extenderUrl}, users ${relay.userUrl}`);
+  void relay.webhook?.ready().then((url) => console.log(`admission webhook listening: ${url}/webhook`), () => undefined);
   onShutdown(() => {
     logger.info('RelayStopping');
     void relay.close().then(() => process.exit(0));

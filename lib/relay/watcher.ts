@@ -101,6 +101,12 @@ export class ClusterWatcher {
     for (const r of this.resources) void r.informer?.stop();
   }
 
+  /** What the informer of `kind` holds now, or undefined before it has listed (for the admission webhook's card view). */
+  cached(kind: ForwardedKind): readonly KubernetesObject[] | undefined {
+    const r = this.resources.find((x) => x.kind === kind);
+    return r?.listed === true && r.informer !== undefined ? r.informer.list() : undefined;
+  }
+
   status(): WatcherStatus {
     return {
       synced: this.resources.every((r) => r.listed),

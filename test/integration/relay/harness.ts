@@ -176,7 +176,7 @@ export function relayConfig(controlPlaneUrl: string, env: Record<string, string>
 export async function startTestRelay(
   kube: FakeKube,
   controlPlaneUrl: string,
-  opts: { env?: Record<string, string>; logger?: AppLogger; watcherDelay?: DelayFn; forwarderDelay?: DelayFn; extenderDelay?: DelayFn } = {},
+  opts: { env?: Record<string, string>; logger?: AppLogger; watcherDelay?: DelayFn; forwarderDelay?: DelayFn; extenderDelay?: DelayFn; webhookDelay?: DelayFn; now?: () => Date } = {},
 ): Promise<RunningRelay> {
   return startRelay({
     config: relayConfig(controlPlaneUrl, opts.env),
@@ -185,6 +185,8 @@ export async function startTestRelay(
     forwarderDelay: opts.forwarderDelay ?? noDelay,
     watcherDelay: opts.watcherDelay ?? noDelay,
     ...(opts.extenderDelay ? { extenderDelay: opts.extenderDelay } : {}),
+    ...(opts.webhookDelay ? { webhookDelay: opts.webhookDelay } : {}),
+    ...(opts.now ? { now: opts.now } : {}),
   });
 }
 
