@@ -69,7 +69,7 @@ const envSchema = z
     RELAY_WEBHOOK_PORT: intFromEnv(8443, 0, 65535),
     RELAY_WEBHOOK_CERT_DIR: z.string().trim().min(1).default('/tls'),
     RELAY_WEBHOOK_SECRET: z.string().trim().min(1).default('hami-relay-webhook-tls'),
-    RELAY_WEBHOOK_CONFIGURATION: z.string().trim().min(1).default('hami-explain'),
+    RELAY_WEBHOOK_CONFIGURATION: z.string().trim().min(1).default('hami-webhook'),
     RELAY_WEBHOOK_SERVICE: z.string().trim().min(1).default('hami-relay'),
     /** How often the certificate (and the caBundle) is checked; a Helm upgrade that resets the caBundle heals within it. */
     RELAY_WEBHOOK_CHECK_INTERVAL_SECONDS: intFromEnv(60, 1, 86_400),

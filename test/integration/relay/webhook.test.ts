@@ -34,7 +34,7 @@ function webhookConfiguration(caBundle = ''): Record<string, unknown> {
   return {
     apiVersion: 'admissionregistration.k8s.io/v1',
     kind: 'MutatingWebhookConfiguration',
-    metadata: { name: 'hami-explain' },
+    metadata: { name: 'hami-webhook' },
     webhooks: [
       {
         name: 'vgpu.hami.io',
@@ -51,7 +51,7 @@ function webhookConfiguration(caBundle = ''): Record<string, unknown> {
 
 const decode = (b64: unknown) => Buffer.from(String(b64), 'base64').toString('utf8');
 const secretData = () => kube.get('Secret', NAMESPACE, SECRET)?.data as Record<string, string> | undefined;
-const caBundle = () => ((kube.get('MutatingWebhookConfiguration', undefined, 'hami-explain')?.webhooks as { clientConfig: { caBundle?: string } }[])[0]?.clientConfig.caBundle ?? '');
+const caBundle = () => ((kube.get('MutatingWebhookConfiguration', undefined, 'hami-webhook')?.webhooks as { clientConfig: { caBundle?: string } }[])[0]?.clientConfig.caBundle ?? '');
 
 /** POSTs over TLS trusting only `ca` and verifying the certificate against the Service's DNS name. */
 function postTls(url: string, ca: string, body: unknown): Promise<{ status: number; body: Record<string, unknown>; peer: X509Certificate }> {

@@ -55,7 +55,7 @@ describe('loadRelayConfig: the admission webhook', () => {
 
   it('is off by default, and takes the engine settings from the control plane\'s own variables', () => {
     const c = loadRelayConfig({ ...base, HAMI_RESOURCE_COUNT_NAME: 'example.com/vgpu', HAMI_DEFAULT_MEMORY: '1024' });
-    expect(c.webhook).toEqual(expect.objectContaining({ tls: 'off', port: 8443, secretName: 'hami-relay-webhook-tls', configurationName: 'hami-explain', serviceName: 'hami-relay', checkIntervalMs: 60_000 }));
+    expect(c.webhook).toEqual(expect.objectContaining({ tls: 'off', port: 8443, secretName: 'hami-relay-webhook-tls', configurationName: 'hami-webhook', serviceName: 'hami-relay', checkIntervalMs: 60_000 }));
     expect(c.admission).toEqual(expect.objectContaining({ schedulerName: 'hami-scheduler', defaultGpuNum: 1 }));
     expect(c.admission.engine).toEqual(expect.objectContaining({ resourceCountName: 'example.com/vgpu', resourceMemoryName: 'nvidia.com/gpumem', defaultMemory: 1024 }));
     expect(c.managedResources).toEqual(['example.com/vgpu', 'nvidia.com/gpumem', 'nvidia.com/gpumem-percentage', 'nvidia.com/gpucores']);
