@@ -271,7 +271,7 @@ describe('hami-diag follows kubectl habits', () => {
   });
 
   it('-o json prints every field the API returns, also ones this version does not know', async () => {
-    const extra = createServer((req, res) => {
+    const extra = createServer((_req, res) => {
       const body = JSON.parse(readFileSync(join(fixtureDir, 'node3.devices.json'), 'utf8')) as Record<string, unknown>;
       res.writeHead(200, { 'content-type': 'application/json' });
       res.end(JSON.stringify({ ...body, addedLater: { by: 'a newer control plane' } }));
