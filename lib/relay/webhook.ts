@@ -106,17 +106,20 @@ export function startWebhook(opts: WebhookOptions): RunningWebhook {
       let wait = opts.checkIntervalMs;
       try {
         const material = await opts.source();
+        if (stopping.signal.aborted) break;
         if (server === undefined) {
-          server = createServer({ cert: material.certPem, key: material.keyPem }, (req, res) => {
+          const fresh = createServer({ cert: material.certPem, key: material.keyPem }, (req, res) => {
             serve(req, res).catch((err: unknown) => {
               opts.logger.error('WebhookRequestFailed', { error: err instanceof Error ? err.message : String(err) });
               if (!res.headersSent) send(res, 500, { message: 'internal error' });
             });
           });
+          // A listener that could not bind (port in use) is dropped, so the next round tries afresh.
           await new Promise<void>((resolve, reject) => {
-            server?.once('error', reject);
-            server?.listen(opts.port, opts.host, () => resolve());
+            fresh.once('error', reject);
+            fresh.listen(opts.port, opts.host, () => resolve());
           });
+          server = fresh;
           const addr = server.address() as AddressInfo;
           const url = `https://${addr.address.includes(':') ? `[${addr.address}]` : addr.address}:${addr.port}`;
           opts.logger.info('WebhookListening', { url });

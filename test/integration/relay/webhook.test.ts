@@ -7,6 +7,7 @@
 import { X509Certificate } from 'node:crypto';
 import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { request } from 'node:https';
+import { createServer as createNetServer, type AddressInfo } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import type { TLSSocket } from 'node:tls';
@@ -209,6 +210,24 @@ describe('self-managed TLS', () => {
     check.release();
     await relay.webhook!.ready();
     expect(secretData()).toBeDefined();
+  });
+});
+
+describe('listening', () => {
+  it('retries when its port is taken, and listens once it is free', async () => {
+    const blocker = createNetServer();
+    await new Promise<void>((resolve) => blocker.listen(0, '127.0.0.1', resolve));
+    const port = (blocker.address() as AddressInfo).port;
+    const check = gatedDelay();
+    const logger = recordingLogger();
+    const relay = await start({ ...selfManagedEnv, RELAY_WEBHOOK_PORT: String(port) }, { webhookDelay: check.delay, now: () => T0, logger, env: { RELAY_BACKOFF_INITIAL_MS: '250' } });
+    await eventually(() => expect(check.requested).toEqual([250]));
+    expect(logger.lines.map((l) => l.message)).toContain('WebhookCertificateUnavailable');
+
+    await new Promise<void>((resolve) => blocker.close(() => resolve()));
+    check.release();
+
+    expect(await relay.webhook!.ready()).toBe(`https://127.0.0.1:${port}`);
   });
 });
 
