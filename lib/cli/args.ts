@@ -3,17 +3,23 @@ import { parseArgs } from 'node:util';
 import { UsageError } from './errors';
 
 export const usage = `Usage:
-  hami-diag pod <namespace>/<name> [--json] [--detail] [--history]
-  hami-diag node <name> [--json]
+  hami-diag pod <name> [-n <namespace>] [-o json] [--detail] [--history]
+  hami-diag pod <namespace>/<name> [-o json] [--detail] [--history]
+  hami-diag node <name> [-o json]
+  hami-diag --version
+As a kubectl plugin the same commands read: kubectl hami pod <name> -n <namespace>
 
 Options:
+  -n, --namespace NS  the pod's namespace (default: the kubeconfig context's namespace, else "default")
+  -o, --output FMT    json: the API's answer with every field it returns; text (default): tables
+  --json              same as -o json
   --server URL        scheduler API (env HAMI_API_URL, default http://127.0.0.1:8080)
   --token TOKEN       bearer token (env HAMI_API_TOKEN)
   --scheduler-name N  schedulerName that calls the extender (env HAMI_SCHEDULER_NAME, default hami-scheduler)
-  --json              print the API's JSON instead of tables
   --detail            per-card evidence (pod)
   --history           earlier attempts (pod)
-  --help              this text
+  --version           print the version
+  -h, --help          this text
 
 Exit codes: 0 shown, 1 no record / unknown node, 2 usage or API error.`;
 
@@ -27,6 +33,7 @@ interface Common {
 
 export type Command =
   | { readonly kind: 'help' }
+  | { readonly kind: 'version' }
   | (Common & {
       readonly kind: 'pod';
       readonly namespace: string;
@@ -37,7 +44,11 @@ export type Command =
     })
   | (Common & { readonly kind: 'node'; readonly name: string });
 
-export function parseCommand(argv: readonly string[], env: Readonly<Record<string, string | undefined>>): Command {
+/**
+ * `contextNamespace` reads the kubeconfig's current-context namespace, as kubectl uses it when no `-n` is given;
+ * it is called only then. Undefined (no kubeconfig, or a context without one) means `default`, as in kubectl.
+ */
+export function parseCommand(argv: readonly string[], env: Readonly<Record<string, string | undefined>>, contextNamespace?: () => string | undefined): Command {
   let parsed;
   try {
     parsed = parseArgs({
@@ -48,6 +59,9 @@ export function parseCommand(argv: readonly string[], env: Readonly<Record<strin
         server: { type: 'string' },
         token: { type: 'string' },
         'scheduler-name': { type: 'string' },
+        namespace: { type: 'string', short: 'n' },
+        output: { type: 'string', short: 'o' },
+        version: { type: 'boolean', default: false },
         json: { type: 'boolean', default: false },
         detail: { type: 'boolean', default: false },
         history: { type: 'boolean', default: false },
@@ -60,24 +74,28 @@ export function parseCommand(argv: readonly string[], env: Readonly<Record<strin
     throw new UsageError(`${message}; see hami-diag --help`, { cause: err });
   }
   const { values, positionals } = parsed;
-  if (values.help || positionals.length === 0) return { kind: 'help' };
+  if (values.help) return { kind: 'help' };
+  if (values.version) return { kind: 'version' };
+  if (positionals.length === 0) return { kind: 'help' };
+  if (values.output !== undefined && values.output !== 'json' && values.output !== 'text') {
+    throw new UsageError(`--output must be json or text (got "${values.output}")`);
+  }
   const [verb, target, ...extra] = positionals;
   if (extra.length > 0) throw new UsageError(`unexpected argument "${extra[0]}"`);
   const token = nonEmpty(values.token) ?? nonEmpty(env.HAMI_API_TOKEN);
   const common = {
     server: nonEmpty(values.server) ?? nonEmpty(env.HAMI_API_URL) ?? defaultServer,
-    json: values.json,
+    json: values.json || values.output === 'json',
     ...(token === undefined ? {} : { token }),
   };
   switch (verb) {
     case 'pod': {
-      const match = /^([^/\s]+)\/([^/\s]+)$/.exec(target ?? '');
-      if (!match?.[1] || !match[2]) throw new UsageError('pod needs <namespace>/<name>, e.g. hami-diag pod default/gpu-pod');
+      const { namespace, name } = podTarget(target, nonEmpty(values.namespace), contextNamespace);
       return {
         kind: 'pod',
         ...common,
-        namespace: match[1],
-        name: match[2],
+        namespace,
+        name,
         detail: values.detail,
         history: values.history,
         schedulerName: nonEmpty(values['scheduler-name']) ?? nonEmpty(env.HAMI_SCHEDULER_NAME) ?? 'hami-scheduler',
@@ -86,10 +104,24 @@ export function parseCommand(argv: readonly string[], env: Readonly<Record<strin
     case 'node':
       if (!target) throw new UsageError('node needs a node name, e.g. hami-diag node gpu-node-1');
       if (values.detail || values.history) throw new UsageError('--detail and --history apply to pod only');
+      if (values.namespace !== undefined) throw new UsageError('nodes have no namespace; -n applies to pod only');
       return { kind: 'node', ...common, name: target };
     default:
       throw new UsageError(`unknown command "${verb}"; use pod or node`);
   }
+}
+
+/** `name` (namespace from -n, the kubeconfig context, else "default") or `namespace/name`. */
+function podTarget(target: string | undefined, flag: string | undefined, contextNamespace: (() => string | undefined) | undefined): { namespace: string; name: string } {
+  const dns = /^[^/\s]+$/;
+  if (target === undefined || target === '') throw new UsageError('pod needs a name, e.g. hami-diag pod gpu-pod -n default');
+  const slash = /^([^/\s]+)\/([^/\s]+)$/.exec(target);
+  if (slash?.[1] && slash[2]) {
+    if (flag !== undefined && flag !== slash[1]) throw new UsageError(`the namespace is given twice: "${slash[1]}/" and -n ${flag}`);
+    return { namespace: slash[1], name: slash[2] };
+  }
+  if (!dns.test(target)) throw new UsageError(`"${target}" is not a pod name; use <name> -n <namespace> or <namespace>/<name>`);
+  return { namespace: flag ?? nonEmpty(contextNamespace?.()) ?? 'default', name: target };
 }
 
 function nonEmpty(value: string | undefined): string | undefined {

@@ -39,6 +39,24 @@ export function findKubeconfig(
   return { kind: 'none', reason: 'no kubeconfig found (KUBECONFIG is unset and ~/.kube/config does not exist)' };
 }
 
+/** The namespace of the kubeconfig's current context (kubectl's default for -n), or undefined. Never throws. */
+export function kubeContextNamespace(env: Readonly<Record<string, string | undefined>>): string | undefined {
+  const found = findKubeconfig(env);
+  if (found.kind !== 'files') return undefined;
+  try {
+    const config = new KubeConfig();
+    config.loadFromFile(found.files[0] ?? '');
+    for (const file of found.files.slice(1)) {
+      const more = new KubeConfig();
+      more.loadFromFile(file);
+      config.mergeConfig(more);
+    }
+    return config.getContextObject(config.getCurrentContext())?.namespace;
+  } catch {
+    return undefined;
+  }
+}
+
 export function kubeClusterAccess(env: Readonly<Record<string, string | undefined>>): ClusterAccess {
   const found = findKubeconfig(env);
   if (found.kind === 'none') return { kind: 'unavailable', reason: found.reason };

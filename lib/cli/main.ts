@@ -1,5 +1,5 @@
-/** hami-diag entry point (bundled to dist/hami-diag.js; bin/hami-diag.js loads it). */
-import { kubeClusterAccess } from './kubeClusterReader';
+/** hami-diag entry point (bundled to dist/hami-diag.js; bin/hami-diag.js and bin/kubectl-hami load it). */
+import { kubeClusterAccess, kubeContextNamespace } from './kubeClusterReader';
 import { run } from './run';
 
 run(process.argv.slice(2), {
@@ -7,6 +7,7 @@ run(process.argv.slice(2), {
   stdout: process.stdout,
   stderr: process.stderr,
   cluster: () => kubeClusterAccess(process.env),
+  contextNamespace: () => kubeContextNamespace(process.env),
   now: () => Date.now(),
 }).then(
   (code) => {

@@ -8,6 +8,7 @@ import { defaultTreeOptions, walkDecisionTree, type ClusterNode, type ClusterRea
 import { CliError } from './errors';
 import { renderNodeDevicesText, renderNotFoundText, renderSchedulerLogText } from './render';
 import { ansi, plain, shouldUseColour } from './style';
+import { VERSION } from '../version';
 
 /** A reader, or why none is available (no kubeconfig): the 404 path then says so instead of guessing. */
 export type ClusterAccess = { readonly kind: 'ready'; readonly reader: ClusterReader } | { readonly kind: 'unavailable'; readonly reason: string };
@@ -20,13 +21,15 @@ export interface CliDeps {
   readonly cluster: () => ClusterAccess;
   readonly now: () => number;
   readonly timeoutMs?: number;
+  /** The kubeconfig's current-context namespace (kubectl's default for -n); read only when a pod has no namespace. */
+  readonly contextNamespace?: () => string | undefined;
 }
 
 export const ExitCode = { Ok: 0, NotFound: 1, Error: 2 } as const;
 
 export async function run(argv: readonly string[], deps: CliDeps): Promise<number> {
   try {
-    const command = parseCommand(argv, deps.env);
+    const command = parseCommand(argv, deps.env, deps.contextNamespace);
     return await execute(command, deps);
   } catch (err) {
     if (err instanceof CliError) {
@@ -42,6 +45,10 @@ async function execute(command: Command, deps: CliDeps): Promise<number> {
     deps.stdout.write(`${usage}\n`);
     return ExitCode.Ok;
   }
+  if (command.kind === 'version') {
+    deps.stdout.write(`hami-diag ${VERSION}\n`);
+    return ExitCode.Ok;
+  }
   const api: ApiOptions = { server: command.server, timeoutMs: deps.timeoutMs ?? 10_000, ...(command.token ? { token: command.token } : {}) };
   const style = shouldUseColour(deps.stdout.isTTY === true, deps.env) && !command.json ? ansi : plain;
   if (command.kind === 'node') {
@@ -50,12 +57,12 @@ async function execute(command: Command, deps: CliDeps): Promise<number> {
       deps.stderr.write(`hami-diag: ${found.message}\n`);
       return ExitCode.NotFound;
     }
-    deps.stdout.write(command.json ? `${JSON.stringify(found.value, null, 2)}\n` : renderNodeDevicesText(found.value, { style, nowMs: deps.now() }));
+    deps.stdout.write(command.json ? `${JSON.stringify(found.raw, null, 2)}\n` : renderNodeDevicesText(found.value, { style, nowMs: deps.now() }));
     return ExitCode.Ok;
   }
   const found = await getSchedulerLog(api, command.namespace, command.name, { detail: command.detail, history: command.history });
   if (found.kind === 'found') {
-    deps.stdout.write(command.json ? `${JSON.stringify(found.value, null, 2)}\n` : renderSchedulerLogText(found.value, { style }));
+    deps.stdout.write(command.json ? `${JSON.stringify(found.raw, null, 2)}\n` : renderSchedulerLogText(found.value, { style }));
     return ExitCode.Ok;
   }
   const tree = await walkTree(command, deps);

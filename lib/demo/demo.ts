@@ -23,6 +23,13 @@ export interface DemoOptions {
   readonly colour?: boolean;
   /** Extra control-plane configuration, as environment variables (e.g. HAMI_NODE_SCHEDULER_POLICY). */
   readonly env?: Readonly<Record<string, string>>;
+  /**
+   * Play against a control plane that is already running (`npm start`) instead of an in-process one, so the
+   * scheduler logs and node views stay there for curl and hami-diag afterwards. Its clock is its own.
+   */
+  readonly url?: string;
+  /** Bearer token for `url` (the server's HAMI_API_TOKEN). */
+  readonly token?: string;
 }
 
 type Out = (line: string) => void;
@@ -58,9 +65,15 @@ interface BindAnswer {
 }
 
 /** The relay's side of the conversation, over HTTP. */
-function relay(baseUrl: string) {
+function relay(baseUrl: string, token: string | undefined) {
   const post = async <T>(path: string, body: unknown): Promise<T> => {
-    const res = await fetch(`${baseUrl}${path}`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify(body) });
+    const headers: Record<string, string> = { 'content-type': 'application/json', ...(token ? { authorization: `Bearer ${token}` } : {}) };
+    let res: Response;
+    try {
+      res = await fetch(`${baseUrl}${path}`, { method: 'POST', headers, body: JSON.stringify(body) });
+    } catch (err) {
+      throw new DemoError(`cannot reach the control plane at ${baseUrl}: ${err instanceof Error ? ((err.cause as Error | undefined)?.message ?? err.message) : String(err)}`, { cause: err });
+    }
     const text = await res.text();
     if (res.status !== 200) throw new DemoError(`POST ${path} answered ${res.status}: ${text}`);
     return JSON.parse(text) as T;
@@ -85,20 +98,28 @@ export async function runDemo(out: Out, options: DemoOptions = {}): Promise<void
   const runtime = demoRuntime();
   // Scenario 3 replays HAMi's own lock contention: HAMi's exact choice, and binds that do not wait.
   const env = { HAMI_LOCK_AWARE: 'false', HAMI_BIND_LOCK_WAIT_SECONDS: '0', HAMI_LOG_VERBOSITY: process.env.HAMI_LOG_VERBOSITY ?? '0', ...options.env };
-  const server = await startLocalServer({ runtime, env });
+  const server = options.url === undefined ? await startLocalServer({ runtime, env }) : { url: options.url.replace(/\/+$/, ''), close: async () => undefined };
+  // A running server keeps its own clock: the demo's fixed clock only moves the in-process one.
+  const clock = options.url === undefined ? runtime : { ...runtime, clock: { now: () => Date.now() }, advance: () => undefined };
   try {
-    const api = relay(server.url);
-    const hamiDiag = cli(server.url, runtime, options.colour === true);
+    const api = relay(server.url, options.token);
+    const hamiDiag = cli(server.url, options.token, clock, options.colour === true);
     await api.forward('ADDED', demoNodes.map(nodeObject));
     await api.forward('ADDED', demoWorkloads.map(runningWorkload));
     out(`hami-explain demo: local control plane (embedded store), ${demoNodes.length} GPU nodes, ${demoWorkloads.length} running GPU pods`);
 
-    runtime.advance(60);
+    clock.advance(60);
     await podFitsTwoNodes(api, hamiDiag, out);
-    runtime.advance(60);
+    clock.advance(60);
     await podFitsNowhere(api, hamiDiag, out);
-    runtime.advance(60);
-    await bindMeetsLockedNode(api, hamiDiag, out, runtime);
+    clock.advance(60);
+    await bindMeetsLockedNode(api, hamiDiag, out, clock);
+    if (options.url !== undefined) {
+      out('');
+      out(`The records stay on ${server.url}; for example:`);
+      out(`  curl -s ${server.url}/api/v1/namespaces/llm/pods/deepseek-5996b8569d-kgwgx/schedulerlog`);
+      out(`  npx hami-diag pod deepseek-5996b8569d-kgwgx -n llm --server ${server.url}`);
+    }
   } finally {
     await server.close();
   }
@@ -142,7 +163,7 @@ async function podFitsNowhere(api: Relay, hamiDiag: HamiDiag, out: Out): Promise
 }
 
 /** Scenario 3 (seed: "node ... has been locked within 5min"): two pods meet at one node's lock. */
-async function bindMeetsLockedNode(api: Relay, hamiDiag: HamiDiag, out: Out, runtime: ReturnType<typeof demoRuntime>): Promise<void> {
+async function bindMeetsLockedNode(api: Relay, hamiDiag: HamiDiag, out: Out, runtime: Pick<ReturnType<typeof demoRuntime>, 'advance'>): Promise<void> {
   const ask = [{ name: 'jupyter', gpu: 1, mem: 8192, cores: 30 }];
   const alice = pendingPod('default', 'notebook-alice', ask);
   const bob = pendingPod('default', 'notebook-bob', ask);
@@ -174,12 +195,12 @@ async function bindMeetsLockedNode(api: Relay, hamiDiag: HamiDiag, out: Out, run
 type HamiDiag = (out: Out | undefined, args: readonly string[]) => Promise<string>;
 
 /** Runs the real hami-diag against the local server; prints its output (with the command) when `out` is given. */
-function cli(server: string, runtime: ReturnType<typeof demoRuntime>, colour: boolean): HamiDiag {
+function cli(server: string, token: string | undefined, runtime: Pick<Runtime, 'clock'>, colour: boolean): HamiDiag {
   return async (out, args) => {
     let stdout = '';
     let stderr = '';
     const deps: CliDeps = {
-      env: { HAMI_API_URL: server },
+      env: { HAMI_API_URL: server, ...(token ? { HAMI_API_TOKEN: token } : {}) },
       stdout: { write: (text: string) => (stdout += text), isTTY: colour },
       stderr: { write: (text: string) => (stderr += text) },
       cluster: () => ({ kind: 'unavailable', reason: 'the demo has no Kubernetes cluster' }),

@@ -26,6 +26,20 @@ export const PodAnnotation = {
   EnableRealtimeCheck: 'hami.io/enable-realtime-check',
 } as const;
 
+/**
+ * Pod annotations only the scheduler writes (filter and bind) and the device plugin trusts. A pod created
+ * carrying one holds a booking nobody made (a forged allocation); the admission webhook denies it.
+ */
+export const SchedulerOwnedPodAnnotations: readonly string[] = [
+  PodAnnotation.VgpuNode,
+  PodAnnotation.VgpuTime,
+  PodAnnotation.DevicesToAllocate,
+  PodAnnotation.DevicesAllocated,
+  PodAnnotation.BindPhase,
+  PodAnnotation.BindTime,
+  'hami.io/vgpu-mig-allocations',
+];
+
 export const BindPhase = { Allocating: 'allocating', Success: 'success', Failed: 'failed' } as const;
 
 /** A device annotation that cannot be decoded; the message is HAMi's where HAMi has one. */

@@ -5,7 +5,8 @@
  */
 import { createServer, type Server } from 'node:http';
 import { setTimeout as delay } from 'node:timers/promises';
-import { logger as defaultLogger, type AppLogger } from '../powertools';
+import { loggerFromEnv } from '../logging/jsonLogger';
+import type { AppLogger } from '../powertools';
 import { loadNodeAgentConfig, type NodeAgentConfig } from './config';
 import { createNvidiaSmiRunner } from './nvidiaSmiRunner';
 import { createNodeReporter, type NodeReporterDeps } from './reporter';
@@ -77,7 +78,7 @@ export interface RunNodeAgentOptions {
  * (NodeAgentConfigError naming the variable), no cluster credentials, or a health port already in use.
  */
 export async function runNodeAgent(opts: RunNodeAgentOptions = {}): Promise<void> {
-  const log = opts.logger ?? defaultLogger;
+  const log = opts.logger ?? loggerFromEnv(process.env, 'hami-node-agent');
   const config = loadNodeAgentConfig(opts.env ?? process.env);
 
   const stop = new AbortController();

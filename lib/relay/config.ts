@@ -3,6 +3,9 @@
  * is reported at once, naming the variable, so a bad Deployment fails with one clear message.
  */
 import { z } from 'zod';
+import type { AdmissionSettings } from '../admission/review';
+import { loadConfig } from '../config';
+import { ConfigError } from '../errors';
 import { RelayConfigError } from './errors';
 
 export const DEFAULT_MANAGED_RESOURCES = [
@@ -47,6 +50,10 @@ const envSchema = z
     AWS_DEFAULT_REGION: optionalText,
     AWS_ACCESS_KEY_ID: optionalText,
     AWS_SECRET_ACCESS_KEY: optionalText,
+    /** Set by IRSA (EKS service-account roles). */
+    AWS_WEB_IDENTITY_TOKEN_FILE: optionalText,
+    /** Set by EKS Pod Identity. */
+    AWS_CONTAINER_CREDENTIALS_FULL_URI: optionalText,
     /** Total time an extender answer may take; keep it below the scheduler's httpTimeout (30 s in infra/k8s). */
     RELAY_EXTENDER_DEADLINE_MS: intFromEnv(25_000, 100, 600_000),
     RELAY_EVENT_SOURCE_COMPONENT: z.string().trim().min(1).default('hami-scheduler'),
@@ -57,16 +64,36 @@ const envSchema = z
     RELAY_WATCH_TIMEOUT_SECONDS: intFromEnv(300, 1, 3_600),
     RELAY_BACKOFF_INITIAL_MS: intFromEnv(500, 1, 600_000),
     RELAY_BACKOFF_MAX_MS: intFromEnv(30_000, 1, 3_600_000),
+    /** Admission webhook TLS: `self-managed` (own CA in a Secret), `files` (cert-manager's Secret mounted), `off` (no webhook). */
+    RELAY_WEBHOOK_TLS: z.enum(['self-managed', 'files', 'off'], { message: 'must be self-managed, files or off' }).default('off'),
+    RELAY_WEBHOOK_PORT: intFromEnv(8443, 0, 65535),
+    RELAY_WEBHOOK_CERT_DIR: z.string().trim().min(1).default('/tls'),
+    RELAY_WEBHOOK_SECRET: z.string().trim().min(1).default('hami-relay-webhook-tls'),
+    RELAY_WEBHOOK_CONFIGURATION: z.string().trim().min(1).default('hami-webhook'),
+    RELAY_WEBHOOK_SERVICE: z.string().trim().min(1).default('hami-relay'),
+    /** How often the certificate (and the caBundle) is checked; a Helm upgrade that resets the caBundle heals within it. */
+    RELAY_WEBHOOK_CHECK_INTERVAL_SECONDS: intFromEnv(60, 1, 86_400),
+    /** The relay's namespace (downward API); where the self-managed Secret lives. */
+    POD_NAMESPACE: optionalText,
+    /** The kube-scheduler profile that calls the extender; the webhook gives it to GPU pods. */
+    HAMI_SCHEDULER_NAME: z.string().trim().min(1).default('hami-scheduler'),
+    /** HAMi's defaultGPUNum: cards given to a container that asks only for GPU memory or cores. */
+    HAMI_DEFAULT_GPU_NUM: intFromEnv(1, 0, 1024),
   })
   .superRefine((env, ctx) => {
     const auth = env.HAMI_CONTROL_PLANE_AUTH ?? inferAuth(env);
     if (auth === 'token' && env.HAMI_API_TOKEN === undefined) {
       ctx.addIssue({ code: 'custom', path: ['HAMI_API_TOKEN'], message: 'is required when HAMI_CONTROL_PLANE_AUTH=token' });
     }
-    // Credentials come from the AWS SDK's chain at request time (IRSA, EKS Pod Identity, env keys, instance
-    // profile): only the region is needed to sign.
-    if (auth === 'iam' && env.AWS_REGION === undefined && env.AWS_DEFAULT_REGION === undefined) {
-      ctx.addIssue({ code: 'custom', path: ['AWS_REGION'], message: 'is required when HAMI_CONTROL_PLANE_AUTH=iam (SigV4 signing)' });
+    if (auth === 'iam') {
+      if (env.AWS_REGION === undefined && env.AWS_DEFAULT_REGION === undefined) {
+        ctx.addIssue({ code: 'custom', path: ['AWS_REGION'], message: 'is required when HAMI_CONTROL_PLANE_AUTH=iam (SigV4 signing)' });
+      }
+      // Credentials are not required here: IRSA, EKS Pod Identity and instance profiles supply them through the
+      // SDK's default chain without any key in the environment. Half a key pair is a mistake, though.
+      if ((env.AWS_ACCESS_KEY_ID === undefined) !== (env.AWS_SECRET_ACCESS_KEY === undefined)) {
+        ctx.addIssue({ code: 'custom', path: [env.AWS_ACCESS_KEY_ID === undefined ? 'AWS_ACCESS_KEY_ID' : 'AWS_SECRET_ACCESS_KEY'], message: 'AWS_ACCESS_KEY_ID and AWS_SECRET_ACCESS_KEY go together' });
+      }
     }
     if (env.RELAY_BACKOFF_MAX_MS < env.RELAY_BACKOFF_INITIAL_MS) {
       ctx.addIssue({ code: 'custom', path: ['RELAY_BACKOFF_MAX_MS'], message: 'must not be below RELAY_BACKOFF_INITIAL_MS' });
@@ -74,13 +101,22 @@ const envSchema = z
     if (env.RELAY_PORT !== 0 && env.RELAY_PORT === env.RELAY_USER_PORT) {
       ctx.addIssue({ code: 'custom', path: ['RELAY_USER_PORT'], message: 'must differ from RELAY_PORT' });
     }
+    if (env.RELAY_WEBHOOK_TLS !== 'off' && env.RELAY_WEBHOOK_PORT !== 0 && [env.RELAY_PORT, env.RELAY_USER_PORT].includes(env.RELAY_WEBHOOK_PORT)) {
+      ctx.addIssue({ code: 'custom', path: ['RELAY_WEBHOOK_PORT'], message: 'must differ from RELAY_PORT and RELAY_USER_PORT' });
+    }
+    if (env.RELAY_WEBHOOK_TLS === 'self-managed' && env.POD_NAMESPACE === undefined) {
+      ctx.addIssue({ code: 'custom', path: ['POD_NAMESPACE'], message: 'is required when RELAY_WEBHOOK_TLS=self-managed (set it from the downward API)' });
+    }
+    if (/REPLACE-ME|CHANGE-ME/i.test(env.HAMI_CONTROL_PLANE_URL)) {
+      ctx.addIssue({ code: 'custom', path: ['HAMI_CONTROL_PLANE_URL'], message: 'still holds the placeholder: set it to your API URL (`serverless info` shows HttpApiUrl)' });
+    }
   });
 
 type ParsedEnv = z.infer<typeof envSchema>;
 
-function inferAuth(env: Pick<ParsedEnv, 'HAMI_API_TOKEN' | 'AWS_ACCESS_KEY_ID'>): ControlPlaneAuthMode {
+function inferAuth(env: Pick<ParsedEnv, 'HAMI_API_TOKEN' | 'AWS_ACCESS_KEY_ID' | 'AWS_WEB_IDENTITY_TOKEN_FILE' | 'AWS_CONTAINER_CREDENTIALS_FULL_URI'>): ControlPlaneAuthMode {
   if (env.HAMI_API_TOKEN !== undefined) return 'token';
-  if (env.AWS_ACCESS_KEY_ID !== undefined) return 'iam';
+  if (env.AWS_ACCESS_KEY_ID !== undefined || env.AWS_WEB_IDENTITY_TOKEN_FILE !== undefined || env.AWS_CONTAINER_CREDENTIALS_FULL_URI !== undefined) return 'iam';
   return 'none';
 }
 
@@ -106,17 +142,55 @@ export interface RelayConfig {
   readonly resyncIntervalMs: number;
   readonly watchTimeoutSeconds: number;
   readonly backoff: { readonly initialMs: number; readonly maxMs: number };
+  readonly webhook: {
+    readonly tls: 'self-managed' | 'files' | 'off';
+    readonly port: number;
+    readonly certDir: string;
+    readonly namespace: string;
+    readonly secretName: string;
+    readonly configurationName: string;
+    readonly serviceName: string;
+    readonly checkIntervalMs: number;
+  };
+  /** The webhook's rules: the control plane's own engine settings (same variables), scheduler name, default card count. */
+  readonly admission: AdmissionSettings;
+}
+
+/**
+ * The engine settings the webhook shares with the control plane (resource names, defaults, memory factor), read by
+ * the control plane's own loader from the same variables, so both sides apply one rule set.
+ */
+function engineSettings(env: NodeJS.ProcessEnv): { ok: true; engine: AdmissionSettings['engine'] } | { ok: false; problems: string[] } {
+  const shared: Record<string, string | undefined> = {};
+  for (const [key, value] of Object.entries(env)) {
+    if (/^HAMI_(RESOURCE_|DEFAULT_MEMORY$|DEFAULT_CORES$|MEMORY_FACTOR$)/.test(key)) shared[key] = value;
+  }
+  try {
+    return { ok: true, engine: loadConfig(shared).engine };
+  } catch (err) {
+    if (err instanceof ConfigError) return { ok: false, problems: [...err.problems] };
+    throw err;
+  }
 }
 
 /** Parses and checks the environment; throws RelayConfigError listing every problem. */
 export function loadRelayConfig(env: NodeJS.ProcessEnv = process.env): RelayConfig {
   const parsed = envSchema.safeParse(env);
-  if (!parsed.success) {
-    throw new RelayConfigError(parsed.error.issues.map((i) => `${i.path.join('.') || '(environment)'}: ${i.message}`));
-  }
+  const engine = engineSettings(env);
+  const problems = [
+    ...(parsed.success ? [] : parsed.error.issues.map((i) => `${i.path.join('.') || '(environment)'}: ${i.message}`)),
+    ...(engine.ok ? [] : engine.problems),
+  ];
+  if (!parsed.success || !engine.ok) throw new RelayConfigError(problems);
   const e = parsed.data;
   const auth = e.HAMI_CONTROL_PLANE_AUTH ?? inferAuth(e);
-  const managed = e.RELAY_MANAGED_RESOURCES?.split(',').map((s) => s.trim()).filter((s) => s !== '') ?? [...DEFAULT_MANAGED_RESOURCES];
+  const names = engine.engine;
+  const managed = e.RELAY_MANAGED_RESOURCES?.split(',').map((s) => s.trim()).filter((s) => s !== '') ?? [
+    names.resourceCountName,
+    names.resourceMemoryName,
+    names.resourceMemoryPercentageName,
+    names.resourceCoreName,
+  ];
   return {
     mode: e.RELAY_MODE,
     host: e.RELAY_HOST,
@@ -135,5 +209,16 @@ export function loadRelayConfig(env: NodeJS.ProcessEnv = process.env): RelayConf
     resyncIntervalMs: e.RELAY_RESYNC_INTERVAL_MS,
     watchTimeoutSeconds: e.RELAY_WATCH_TIMEOUT_SECONDS,
     backoff: { initialMs: e.RELAY_BACKOFF_INITIAL_MS, maxMs: e.RELAY_BACKOFF_MAX_MS },
+    webhook: {
+      tls: e.RELAY_WEBHOOK_TLS,
+      port: e.RELAY_WEBHOOK_PORT,
+      certDir: e.RELAY_WEBHOOK_CERT_DIR,
+      namespace: e.POD_NAMESPACE ?? '',
+      secretName: e.RELAY_WEBHOOK_SECRET,
+      configurationName: e.RELAY_WEBHOOK_CONFIGURATION,
+      serviceName: e.RELAY_WEBHOOK_SERVICE,
+      checkIntervalMs: e.RELAY_WEBHOOK_CHECK_INTERVAL_SECONDS * 1000,
+    },
+    admission: { engine: names, schedulerName: e.HAMI_SCHEDULER_NAME, defaultGpuNum: e.HAMI_DEFAULT_GPU_NUM },
   };
 }

@@ -96,13 +96,16 @@ export interface ControlPlaneResponse {
   readonly text: string;
 }
 
-export interface CallOptions {
-  readonly timeoutMs: number;
+/**
+ * How long a call may take: its own timeout, or a signal the caller aborts when it stops waiting (the
+ * extender's deadline, driven by its injected delay), or both. One of the two is required.
+ */
+export type CallOptions = {
   /** Extra query parameters (appended as given). */
   readonly query?: Readonly<Record<string, string>>;
   /** Extra request headers (signed with the rest). */
   readonly headers?: Readonly<Record<string, string>>;
-}
+} & ({ readonly timeoutMs: number; readonly signal?: AbortSignal } | { readonly timeoutMs?: undefined; readonly signal: AbortSignal });
 
 export interface ControlPlaneClient {
   post(path: string, body: unknown, opts: CallOptions): Promise<ControlPlaneResponse>;
@@ -116,7 +119,9 @@ export function createControlPlaneClient(baseUrl: string, sign: RequestSigner): 
     const payload = body === undefined ? undefined : JSON.stringify(body);
     const headers: Record<string, string> = { accept: 'application/json', ...(opts.headers ?? {}) };
     if (payload !== undefined) headers['content-type'] = 'application/json';
-    const signal = AbortSignal.timeout(opts.timeoutMs);
+    const timeout = opts.timeoutMs === undefined ? undefined : AbortSignal.timeout(opts.timeoutMs);
+    const signals = [timeout, opts.signal].filter((x): x is AbortSignal => x !== undefined);
+    const signal = signals.length === 1 ? signals[0] : AbortSignal.any(signals);
     let res: Response;
     let text: string;
     try {
@@ -124,7 +129,8 @@ export function createControlPlaneClient(baseUrl: string, sign: RequestSigner): 
       res = await fetch(url, { method, headers: signedHeaders, ...(payload !== undefined ? { body: payload } : {}), signal });
       text = await res.text();
     } catch (err) {
-      if (signal.aborted) throw new ControlPlaneTimeoutError(path, opts.timeoutMs, { cause: err });
+      if (opts.signal?.aborted) throw new ControlPlaneError(`stopped waiting for the control plane's answer to ${path}`, path, undefined, { cause: err });
+      if (timeout?.aborted && opts.timeoutMs !== undefined) throw new ControlPlaneTimeoutError(path, opts.timeoutMs, { cause: err });
       if (err instanceof ControlPlaneError) throw err;
       throw new ControlPlaneError(`control plane unreachable for ${path}: ${describe(err)}`, path, undefined, { cause: err });
     }

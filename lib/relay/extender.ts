@@ -6,6 +6,7 @@
 import type { AppLogger } from '../powertools';
 import { MIN_VIEW_SEQ_HEADER } from '../wire';
 import type { ControlPlaneClient } from './controlPlane';
+import { realDelay, type DelayFn } from './delay';
 import { applyEffects, splitEffects, type ClusterWriter } from './effects';
 
 export interface ExtenderDeps {
@@ -14,7 +15,8 @@ export interface ExtenderDeps {
   readonly logger: AppLogger;
   /** Total budget for one answer, below kube-scheduler's httpTimeout. */
   readonly deadlineMs: number;
-  readonly now?: () => number;
+  /** Waits out the deadline; injected so tests decide when it has passed instead of a wall clock. */
+  readonly delay?: DelayFn;
   /** The change-journal entry the relay's forwarded cluster events last produced (sent with every /filter). */
   readonly viewSeq?: () => number;
 }
@@ -40,33 +42,34 @@ function parseBody(raw: string): { ok: true; value: unknown } | { ok: false; err
 const filterError = (error: string): ExtenderAnswer => ({ NodeNames: null, FailedNodes: null, Error: error });
 const bindError = (error: string): ExtenderAnswer => ({ Error: error });
 
-/** Resolves with `fallback` if `work` takes longer than `ms`; the work itself keeps running and is logged. */
-async function withDeadline<T>(work: Promise<T>, ms: number, fallback: () => T): Promise<T> {
-  let timer: NodeJS.Timeout | undefined;
-  const late = new Promise<T>((resolve) => {
-    timer = setTimeout(() => resolve(fallback()), ms);
-  });
-  try {
-    return await Promise.race([work, late]);
-  } finally {
-    clearTimeout(timer);
-  }
+/** The answer when the deadline passes first: it names the configured deadline, not the time that was left. */
+export function deadlineText(deadlineMs: number): string {
+  return `relay could not answer within ${deadlineMs}ms (control plane slow or unreachable)`;
 }
 
-function remaining(deps: ExtenderDeps, startedAt: number): number {
-  const now = deps.now ?? Date.now;
-  return Math.max(1, deps.deadlineMs - (now() - startedAt));
+/**
+ * Runs `work` against one deadline per answer. When the deadline passes first, `late` answers and the
+ * signal handed to `work` aborts, so its control-plane calls stop; whatever it was applying finishes and is
+ * logged. The deadline is the injected delay alone (no second timer races it), so the outcome does not
+ * depend on how busy the machine is.
+ */
+async function answerWithin(deps: ExtenderDeps, work: (signal: AbortSignal) => Promise<ExtenderAnswer>, late: () => ExtenderAnswer): Promise<ExtenderAnswer> {
+  const answered = new AbortController();
+  const deadline = (deps.delay ?? realDelay)(deps.deadlineMs, answered.signal).then(() => 'late' as const);
+  const first = await Promise.race([work(answered.signal), deadline]);
+  answered.abort();
+  return first === 'late' ? late() : first;
 }
 
 async function callControlPlane(
   deps: ExtenderDeps,
   path: string,
   body: unknown,
-  startedAt: number,
+  signal: AbortSignal,
   headers: Readonly<Record<string, string>> = {},
 ): Promise<{ ok: true; answer: unknown } | { ok: false; error: string }> {
   try {
-    const res = await deps.controlPlane.post(path, body, { timeoutMs: remaining(deps, startedAt), headers });
+    const res = await deps.controlPlane.post(path, body, { signal, headers });
     if (res.status !== 200) {
       return { ok: false, error: `control plane answered ${path} with HTTP ${res.status}: ${res.text.slice(0, 300)}` };
     }
@@ -78,14 +81,13 @@ async function callControlPlane(
 }
 
 export async function relayFilter(rawBody: string, deps: ExtenderDeps): Promise<ExtenderAnswer> {
-  const startedAt = (deps.now ?? Date.now)();
-  const work = async (): Promise<ExtenderAnswer> => {
+  const work = async (signal: AbortSignal): Promise<ExtenderAnswer> => {
     const parsed = parseBody(rawBody);
     if (!parsed.ok) return filterError(parsed.error);
     const pod = field(parsed.value, 'Pod');
     const podName = `${String(field(field(pod, 'metadata'), 'namespace') ?? '')}/${String(field(field(pod, 'metadata'), 'name') ?? '')}`;
     const seq = deps.viewSeq?.() ?? 0;
-    const reply = await callControlPlane(deps, '/filter', parsed.value, startedAt, seq > 0 ? { [MIN_VIEW_SEQ_HEADER]: String(seq) } : {});
+    const reply = await callControlPlane(deps, '/filter', parsed.value, signal, seq > 0 ? { [MIN_VIEW_SEQ_HEADER]: String(seq) } : {});
     if (!reply.ok) {
       deps.logger.warn('FilterNotRelayed', { pod: podName, error: reply.error });
       return filterError(reply.error);
@@ -97,15 +99,14 @@ export async function relayFilter(rawBody: string, deps: ExtenderDeps): Promise<
     deps.logger.info('FilterRelayed', { pod: podName, nodeNames: field(rest, 'NodeNames') ?? null, effects: effects.length });
     return rest;
   };
-  return withDeadline(work(), deps.deadlineMs, () => {
+  return answerWithin(deps, work, () => {
     deps.logger.warn('FilterDeadlineExceeded', { deadlineMs: deps.deadlineMs });
-    return filterError(`relay could not answer within ${deps.deadlineMs}ms (control plane slow or unreachable)`);
+    return filterError(deadlineText(deps.deadlineMs));
   });
 }
 
 export async function relayBind(rawBody: string, deps: ExtenderDeps): Promise<ExtenderAnswer> {
-  const startedAt = (deps.now ?? Date.now)();
-  const work = async (): Promise<ExtenderAnswer> => {
+  const work = async (signal: AbortSignal): Promise<ExtenderAnswer> => {
     const parsed = parseBody(rawBody);
     if (!parsed.ok) return bindError(parsed.error);
     const args = parsed.value;
@@ -116,7 +117,7 @@ export async function relayBind(rawBody: string, deps: ExtenderDeps): Promise<Ex
       Node: String(field(args, 'Node') ?? ''),
     };
     const logKeys = { pod: `${identity.PodNamespace}/${identity.PodName}`, node: identity.Node };
-    const reply = await callControlPlane(deps, '/bind', args, startedAt);
+    const reply = await callControlPlane(deps, '/bind', args, signal);
     if (!reply.ok) {
       deps.logger.warn('BindNotRelayed', { ...logKeys, error: reply.error });
       return bindError(reply.error);
@@ -132,7 +133,7 @@ export async function relayBind(rawBody: string, deps: ExtenderDeps): Promise<Ex
     }
     const applied = await applyEffects(effects, deps.writer, deps.logger);
     const failure = applied.ok ? '' : applied.error;
-    const outcome = await callControlPlane(deps, '/bind/outcome', { ...identity, Error: failure }, startedAt);
+    const outcome = await callControlPlane(deps, '/bind/outcome', { ...identity, Error: failure }, signal);
     if (outcome.ok) {
       const follow = splitEffects(outcome.answer);
       if (follow.invalid !== undefined) deps.logger.warn('OutcomeEffectsInvalid', { ...logKeys, error: follow.invalid });
@@ -143,8 +144,8 @@ export async function relayBind(rawBody: string, deps: ExtenderDeps): Promise<Ex
     deps.logger.info('BindRelayed', { ...logKeys, error: failure });
     return bindError(failure);
   };
-  return withDeadline(work(), deps.deadlineMs, () => {
+  return answerWithin(deps, work, () => {
     deps.logger.warn('BindDeadlineExceeded', { deadlineMs: deps.deadlineMs });
-    return bindError(`relay could not answer within ${deps.deadlineMs}ms (control plane slow or unreachable)`);
+    return bindError(deadlineText(deps.deadlineMs));
   });
 }

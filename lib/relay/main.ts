@@ -2,11 +2,21 @@
  * Entry point of dist/relay.js. `node dist/relay.js` runs the relay against the current cluster
  * credentials; `node dist/relay.js node-agent` (or RELAY_MODE=node-agent) runs the node reporter.
  */
-import { logger } from '../powertools';
+import { loggerFromEnv } from '../logging/jsonLogger';
 import { loadRelayConfig } from './config';
 import { RelayConfigError } from './errors';
 import { loadKubeConfig } from './kubeconfig';
 import { startRelay } from './relay';
+import { VERSION } from '../version';
+
+const usage = `Usage:
+  relay              the in-cluster relay (extender, watch forwarding, scheduler logs, admission webhook)
+  relay node-agent   the node agent (RELAY_MODE=node-agent does the same)
+  relay --version    print the version
+
+Configuration comes from the environment; every variable is described in docs/relay.md.`;
+
+const logger = loggerFromEnv(process.env, 'hami-relay');
 
 function wantsNodeAgent(argv: readonly string[], env: NodeJS.ProcessEnv): boolean {
   return argv.includes('node-agent') || env.RELAY_MODE === 'node-agent';
@@ -17,6 +27,15 @@ function onShutdown(stop: () => void): void {
 }
 
 async function main(): Promise<void> {
+  const argv = process.argv.slice(2);
+  if (argv.includes('--help') || argv.includes('-h')) {
+    console.log(usage);
+    return;
+  }
+  if (argv.includes('--version')) {
+    console.log(VERSION);
+    return;
+  }
   if (wantsNodeAgent(process.argv.slice(2), process.env)) {
     // Loaded lazily: the relay itself never needs the node reporter's code.
     const { runNodeAgent } = await import('../realtime/agent');
@@ -31,6 +50,7 @@ async function main(): Promise<void> {
   const relay = await startRelay({ config, kubeConfig, logger });
   // Printed plainly too, so `npm run relay` shows where it listens.
   console.log(`relay listening: extender ${relay.extenderUrl}, users ${relay.userUrl}`);
+  void relay.webhook?.ready().then((url) => console.log(`admission webhook listening: ${url}/webhook`), () => undefined);
   onShutdown(() => {
     logger.info('RelayStopping');
     void relay.close().then(() => process.exit(0));

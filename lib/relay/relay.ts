@@ -3,7 +3,9 @@
  * the two HTTP listeners. Used by main.ts and by the tests (which inject a logger, a delay and ports).
  */
 import type { Server } from 'node:http';
-import { AuthenticationV1Api, AuthorizationV1Api, CoreV1Api, type KubeConfig } from '@kubernetes/client-node';
+import { AdmissionregistrationV1Api, AuthenticationV1Api, AuthorizationV1Api, CoreV1Api, type KubeConfig } from '@kubernetes/client-node';
+import { cardCapacity } from '../admission/cards';
+import type { NodeLike } from '../engine/types';
 import type { AppLogger } from '../powertools';
 import type { RelayConfig } from './config';
 import { createControlPlaneClient, signerFromConfig, type RequestSigner } from './controlPlane';
@@ -13,7 +15,9 @@ import { ClusterEventForwarder } from './forwarder';
 import { applyEffects } from './effects';
 import { createKubeWriter } from './kubeWriter';
 import { closeServer, createRelayServer, listen } from './server';
+import { SelfManagedWebhookTls, defaultValidity } from './tls/webhookCertificates';
 import { ClusterWatcher } from './watcher';
+import { filesSource, startWebhook, type RunningWebhook, type ServingSource } from './webhook';
 
 export interface StartRelayOptions {
   readonly config: RelayConfig;
@@ -25,6 +29,10 @@ export interface StartRelayOptions {
   readonly forwarderDelay?: DelayFn;
   /** Waits before restarting a failed informer. */
   readonly watcherDelay?: DelayFn;
+  /** Waits out the extender's answer deadline. */
+  readonly extenderDelay?: DelayFn;
+  /** Waits between the webhook's certificate checks (and its retries). */
+  readonly webhookDelay?: DelayFn;
   readonly now?: () => Date;
 }
 
@@ -33,6 +41,8 @@ export interface RunningRelay {
   readonly userUrl: string;
   readonly watcher: ClusterWatcher;
   readonly forwarder: ClusterEventForwarder;
+  /** The admission webhook, unless RELAY_WEBHOOK_TLS=off. */
+  readonly webhook?: RunningWebhook;
   close(): Promise<void>;
 }
 
@@ -65,7 +75,14 @@ export async function startRelay(opts: StartRelayOptions): Promise<RunningRelay>
     ...(opts.watcherDelay ? { delay: opts.watcherDelay } : {}),
   });
   const deps = {
-    extender: { controlPlane, writer, logger, deadlineMs: config.extenderDeadlineMs, viewSeq: () => forwarder.viewSeq },
+    extender: {
+      controlPlane,
+      writer,
+      logger,
+      deadlineMs: config.extenderDeadlineMs,
+      viewSeq: () => forwarder.viewSeq,
+      ...(opts.extenderDelay ? { delay: opts.extenderDelay } : {}),
+    },
     controlPlane,
     reviews: { authn: kubeConfig.makeApiClient(AuthenticationV1Api), authz: kubeConfig.makeApiClient(AuthorizationV1Api) },
     logger,
@@ -78,16 +95,46 @@ export async function startRelay(opts: StartRelayOptions): Promise<RunningRelay>
   const extenderUrl = await listen(extenderServer, config.port, config.host);
   const userUrl = await listen(userServer, config.userPort, config.host);
   watcher.start();
+  const webhook = config.webhook.tls === 'off' ? undefined : startWebhook({
+    host: config.host,
+    port: config.webhook.port,
+    source: webhookSource(config, kubeConfig, core, logger, opts.now),
+    admission: config.admission,
+    capacity: () => {
+      const nodes = watcher.cached('Node');
+      return nodes === undefined ? undefined : cardCapacity(nodes as NodeLike[], config.admission.engine);
+    },
+    logger,
+    checkIntervalMs: config.webhook.checkIntervalMs,
+    backoff: config.backoff,
+    ...(opts.webhookDelay ? { delay: opts.webhookDelay } : {}),
+  });
   logger.info('RelayStarted', { extenderUrl, userUrl, controlPlane: config.controlPlane.url, auth: config.controlPlane.auth });
   return {
     extenderUrl,
     userUrl,
     watcher,
     forwarder,
+    ...(webhook ? { webhook } : {}),
     async close() {
       watcher.stop();
       forwarder.close();
-      await Promise.all(servers.map(closeServer));
+      await Promise.all([...servers.map(closeServer), webhook?.close()]);
     },
   };
+}
+
+function webhookSource(config: RelayConfig, kubeConfig: KubeConfig, core: CoreV1Api, logger: AppLogger, now?: () => Date): ServingSource {
+  if (config.webhook.tls === 'files') return filesSource(config.webhook.certDir);
+  const tls = new SelfManagedWebhookTls(
+    {
+      namespace: config.webhook.namespace,
+      secretName: config.webhook.secretName,
+      webhookConfigurationName: config.webhook.configurationName,
+      serviceName: config.webhook.serviceName,
+      ...defaultValidity,
+    },
+    { core, admission: kubeConfig.makeApiClient(AdmissionregistrationV1Api), logger, now: now ?? (() => new Date()) },
+  );
+  return () => tls.refresh();
 }

@@ -1,8 +1,8 @@
 /**
  * Watches Nodes, Pods and ResourceQuotas through client-node's ListWatch informers and forwards what
  * matters to the control plane. ListWatch relists by itself after 410 Gone; after any other error it
- * stops, so it is restarted here with exponential backoff. A periodic re-list re-sends every relevant
- * object (and DELETED for objects gone since) so the ledger converges even after missed events.
+ * stops, so it is restarted here with exponential backoff. A periodic re-list replays the informers'
+ * caches (no extra load on the API server) so the ledger converges even after events the control plane lost.
  */
 import { ListWatch, Watch, type CoreV1Api, type KubeConfig, type KubernetesListObject, type KubernetesObject } from '@kubernetes/client-node';
 import type { AppLogger } from '../powertools';
@@ -101,6 +101,12 @@ export class ClusterWatcher {
     for (const r of this.resources) void r.informer?.stop();
   }
 
+  /** What the informer of `kind` holds now, or undefined before it has listed (for the admission webhook's card view). */
+  cached(kind: ForwardedKind): readonly KubernetesObject[] | undefined {
+    const r = this.resources.find((x) => x.kind === kind);
+    return r?.listed === true && r.informer !== undefined ? r.informer.list() : undefined;
+  }
+
   status(): WatcherStatus {
     return {
       synced: this.resources.every((r) => r.listed),
@@ -109,20 +115,19 @@ export class ClusterWatcher {
   }
 
   /**
-   * Lists every resource afresh and re-sends each relevant object as MODIFIED, plus DELETED for objects
-   * forwarded earlier that the cluster no longer has. Errors are logged; the next period retries.
+   * Replays every informer's cache (what the list and the watch since have shown; no request to the API
+   * server): each relevant object is re-sent as MODIFIED, plus DELETED for objects forwarded earlier that
+   * the cache no longer holds. A resource whose informer has not listed yet is skipped until next time.
    */
   async relist(): Promise<void> {
     for (const r of this.resources) {
-      let list: KubernetesListObject<KubernetesObject>;
-      try {
-        list = await r.list();
-      } catch (err) {
-        this.opts.logger.warn('RelistFailed', { kind: r.kind, error: err instanceof Error ? err.message : String(err) });
+      if (!r.listed || r.informer === undefined) {
+        this.opts.logger.info('RelistSkipped', { kind: r.kind, reason: 'informer has not listed yet' });
         continue;
       }
+      const items = r.informer.list();
       const present = new Set<string>();
-      for (const obj of list.items) {
+      for (const obj of items) {
         present.add(objectKey(obj));
         this.observe(r, 'MODIFIED', obj, true);
       }
@@ -131,7 +136,7 @@ export class ClusterWatcher {
         const [namespace, name] = key.split('/') as [string, string];
         this.observe(r, 'DELETED', { metadata: { name, ...(namespace !== '' ? { namespace } : {}) } });
       }
-      this.opts.logger.info('Relisted', { kind: r.kind, objects: list.items.length });
+      this.opts.logger.info('Relisted', { kind: r.kind, objects: items.length });
     }
   }
 

@@ -2,8 +2,10 @@
  * A fake Kubernetes API server over real HTTP (127.0.0.1, random port) that behaves like the real one
  * for what the relay uses: list + watch with resourceVersion (history replay, bookmarks, 410 Gone after
  * compaction, server-side timeoutSeconds), JSON merge patch (null deletes, resourceVersion bump),
- * pods/binding (201, 409 "already assigned"), core/v1 events (create, patch), TokenReview and
- * SubjectAccessReview with configurable users and grants. Everything written is recorded for asserts.
+ * pods/binding (201, 409 "already assigned"), core/v1 events (create, patch), Secrets and
+ * MutatingWebhookConfigurations (create with 409 AlreadyExists, replace with optimistic concurrency on
+ * resourceVersion: 409 Conflict when stale), TokenReview and SubjectAccessReview with configurable users and
+ * grants. Everything written is recorded for asserts.
  *
  *   const kube = await startFakeKube();
  *   kube.create('Node', node); const kc = kube.kubeConfig();   // ... kube.close()
@@ -13,11 +15,20 @@ import { createServer, type IncomingMessage, type ServerResponse } from 'node:ht
 import type { AddressInfo } from 'node:net';
 import { KubeConfig } from '@kubernetes/client-node';
 
-export type FakeKind = 'Node' | 'Pod' | 'ResourceQuota' | 'Event';
+export type FakeKind = 'Node' | 'Pod' | 'ResourceQuota' | 'Event' | 'Secret' | 'MutatingWebhookConfiguration';
 type Obj = Record<string, unknown> & { metadata?: Record<string, unknown> };
 
-const PLURAL: Record<string, FakeKind> = { nodes: 'Node', pods: 'Pod', resourcequotas: 'ResourceQuota', events: 'Event' };
-const NAMESPACED: Record<FakeKind, boolean> = { Node: false, Pod: true, ResourceQuota: true, Event: true };
+const PLURAL: Record<string, FakeKind> = {
+  nodes: 'Node',
+  pods: 'Pod',
+  resourcequotas: 'ResourceQuota',
+  events: 'Event',
+  secrets: 'Secret',
+  mutatingwebhookconfigurations: 'MutatingWebhookConfiguration',
+};
+const NAMESPACED: Record<FakeKind, boolean> = { Node: false, Pod: true, ResourceQuota: true, Event: true, Secret: true, MutatingWebhookConfiguration: false };
+/** Kinds a client may create with POST on the collection and replace with PUT (the others are written by the test). */
+const CLIENT_WRITABLE: ReadonlySet<FakeKind> = new Set(['Secret', 'MutatingWebhookConfiguration']);
 
 export interface RecordedRequest {
   readonly method: string;
@@ -134,6 +145,8 @@ export async function startFakeKube(opts: FakeKubeOptions = {}): Promise<FakeKub
     ['Pod', new Map()],
     ['ResourceQuota', new Map()],
     ['Event', new Map()],
+    ['Secret', new Map()],
+    ['MutatingWebhookConfiguration', new Map()],
   ]);
   const history: HistoryEntry[] = [];
   const watches = new Set<OpenWatch>();
@@ -305,7 +318,7 @@ export async function startFakeKube(opts: FakeKubeOptions = {}): Promise<FakeKub
       });
     }
 
-    const m = /^\/api\/v1(?:\/namespaces\/([^/]+))?\/([a-z]+)(?:\/([^/]+))?(?:\/([a-z]+))?$/.exec(url.pathname);
+    const m = /^\/(?:api\/v1|apis\/admissionregistration\.k8s\.io\/v1)(?:\/namespaces\/([^/]+))?\/([a-z]+)(?:\/([^/]+))?(?:\/([a-z]+))?$/.exec(url.pathname);
     const kind = m ? PLURAL[m[2] ?? ''] : undefined;
     if (!m || kind === undefined) return sendJson(res, 404, status(404, 'NotFound', `the server could not find the requested resource (${url.pathname})`));
     const namespace = m[1];
@@ -330,6 +343,16 @@ export async function startFakeKube(opts: FakeKubeOptions = {}): Promise<FakeKub
         } catch (err) {
           return sendJson(res, 409, status(409, 'AlreadyExists', (err as Error).message));
         }
+      }
+      if (method === 'POST' && CLIENT_WRITABLE.has(kind)) {
+        const obj = isObj(body) ? (body as Obj) : {};
+        if (NAMESPACED[kind] && meta(obj).namespace !== undefined && meta(obj).namespace !== namespace) {
+          return sendJson(res, 400, status(400, 'BadRequest', 'the namespace of the provided object does not match the namespace sent on the request'));
+        }
+        if (get(kind, namespace, String(meta(obj).name)) !== undefined) {
+          return sendJson(res, 409, status(409, 'AlreadyExists', `${m[2]} "${String(meta(obj).name)}" already exists`, { name: meta(obj).name, kind: m[2] }));
+        }
+        return sendJson(res, 201, create(kind, { ...obj, metadata: { ...meta(obj), ...(NAMESPACED[kind] ? { namespace } : {}) } }));
       }
       return sendJson(res, 405, status(405, 'MethodNotAllowed', `${method} not supported on ${url.pathname}`));
     }
@@ -367,6 +390,20 @@ export async function startFakeKube(opts: FakeKubeOptions = {}): Promise<FakeKub
         return sendJson(res, 415, status(415, 'UnsupportedMediaType', `the body of the request was in an unknown format - accepted media types include: application/merge-patch+json (got ${ct})`));
       }
       return sendJson(res, 200, patch(kind, namespace, name, body));
+    }
+    if (method === 'PUT' && CLIENT_WRITABLE.has(kind)) {
+      // Optimistic concurrency: a replace naming an older resourceVersion is refused, as kube-apiserver does.
+      const obj = isObj(body) ? (body as Obj) : {};
+      const sent = meta(obj).resourceVersion;
+      if (sent !== undefined && sent !== '' && sent !== meta(current).resourceVersion) {
+        return sendJson(res, 409, status(409, 'Conflict', `Operation cannot be fulfilled on ${m[2]} "${name}": the object has been modified; please apply your changes to the latest version and try again`));
+      }
+      const next = clone(obj);
+      meta(next).name = name;
+      if (NAMESPACED[kind]) meta(next).namespace = namespace;
+      meta(next).uid = meta(current).uid;
+      meta(next).creationTimestamp = meta(current).creationTimestamp;
+      return sendJson(res, 200, replace(kind, keyOf(kind, namespace, name), next));
     }
     if (method === 'DELETE') {
       remove(kind, namespace, name);

@@ -2,7 +2,9 @@
  * `npm run demo` end to end (local server, embedded store, the real hami-diag): the seed examples'
  * texts appear where a user looks for them, and the output is the same on every run.
  */
+import { run as runCli } from '../../../lib/cli/run';
 import { DemoError, runDemo } from '../../../lib/demo/demo';
+import { startLocalServer } from '../../../lib/local/server';
 
 async function demoOutput(options: Parameters<typeof runDemo>[1] = {}): Promise<string[]> {
   const lines: string[] = [];
@@ -127,5 +129,49 @@ describe('npm run demo', () => {
     const run = demoOutput({ env: { HAMI_NODE_SCHEDULER_POLICY: 'spread' } });
     await expect(run).rejects.toThrow(DemoError);
     await expect(run).rejects.toThrow(/^scenario 1: expected the filter to choose \[node3\], got \[node4\]/);
+  });
+});
+
+describe('npm run demo -- --url (against a running server)', () => {
+  const TOKEN = 'demo-server-token';
+  let server: Awaited<ReturnType<typeof startLocalServer>>;
+  let lines: string[];
+
+  beforeAll(async () => {
+    server = await startLocalServer({ port: 0, host: '127.0.0.1', token: TOKEN, env: { HAMI_STORE_SHARDS: '4' } });
+    lines = await demoOutput({ url: server.url, token: TOKEN });
+  });
+
+  afterAll(async () => {
+    await server.close();
+  });
+
+  it('plays the same scenarios there and says how to look at the records afterwards', () => {
+    expect(events(scenario(lines, 1))).toEqual([
+      ['Normal', 'FilteringSucceed', 'find fit node(node3), 8 nodes not fit, 2 nodes fit(node4:0.50,node3:1.50)'],
+      ['Normal', 'BindingSucceed', 'Successfully binding node [node3] to llm/deepseek-5996b8569d-kgwgx'],
+    ]);
+    expect(lines).toContain(`  curl -s ${server.url}/api/v1/namespaces/llm/pods/deepseek-5996b8569d-kgwgx/schedulerlog`);
+  });
+
+  it('leaves the records on the server for the documented follow-up calls (curl, hami-diag)', async () => {
+    const res = await fetch(`${server.url}/api/v1/namespaces/llm/pods/deepseek-5996b8569d-kgwgx/schedulerlog`, { headers: { authorization: `Bearer ${TOKEN}` } });
+    expect(res.status).toBe(200);
+    expect(await res.json()).toEqual(expect.objectContaining({ status: 'succeeded', filter: expect.objectContaining({ summary: 'find fit node(node3), 8 nodes not fit, 2 nodes fit(node4:0.50,node3:1.50)' }) }));
+
+    let stdout = '';
+    const code = await runCli(['pod', 'deepseek-5996b8569d-kgwgx', '-n', 'llm', '--server', server.url], {
+      env: { HAMI_API_TOKEN: TOKEN },
+      stdout: { write: (text: string) => (stdout += text) },
+      stderr: { write: () => true },
+      cluster: () => ({ kind: 'unavailable', reason: 'no cluster in this test' }),
+      now: () => Date.now(),
+    });
+    expect(code).toBe(0);
+    expect(stdout).toContain('Filter    passed  find fit node(node3)');
+  });
+
+  it('says plainly when nothing listens at the URL', async () => {
+    await expect(demoOutput({ url: 'http://127.0.0.1:9' })).rejects.toThrow(/^cannot reach the control plane at http:\/\/127\.0\.0\.1:9: /);
   });
 });

@@ -29,6 +29,8 @@ export interface FakeControlPlane {
   readonly calls: RecordedCall[];
   on(method: string, path: string, responder: Responder | CannedAnswer): void;
   callsTo(path: string): RecordedCall[];
+  /** Resolves once `count` calls to `path` have arrived (at once if they already have): no polling, no clock. */
+  arrived(path: string, count?: number): Promise<void>;
   close(): Promise<void>;
 }
 
@@ -41,6 +43,14 @@ export async function startFakeControlPlane(): Promise<FakeControlPlane> {
     return { body: { accepted: events.length, rejected: [] } };
   });
   const hanging = new Set<ServerResponse>();
+  const waiters: { path: string; count: number; resolve: () => void }[] = [];
+  const wake = () => {
+    for (const w of [...waiters]) {
+      if (calls.filter((c) => c.path === w.path).length < w.count) continue;
+      waiters.splice(waiters.indexOf(w), 1);
+      w.resolve();
+    }
+  };
   const server = createServer((req: IncomingMessage, res: ServerResponse) => {
     const chunks: Buffer[] = [];
     req.on('data', (c: Buffer) => chunks.push(c));
@@ -56,6 +66,7 @@ export async function startFakeControlPlane(): Promise<FakeControlPlane> {
         body: text === '' ? undefined : JSON.parse(text),
       };
       calls.push(call);
+      wake();
       const responder = routes.get(`${call.method} ${call.path}`) ?? (/^\/api\/v1\/namespaces\/.+\/schedulerlog$/.test(call.path) ? routes.get('GET schedulerlog') : undefined);
       const answer: CannedAnswer = responder ? responder(call) : { status: 404, body: { kind: 'Status', status: 'Failure', reason: 'NotFound', code: 404, message: 'no route' } };
       if (answer === 'hang') {
@@ -75,6 +86,11 @@ export async function startFakeControlPlane(): Promise<FakeControlPlane> {
       routes.set(`${method} ${path}`, typeof responder === 'function' ? responder : () => responder);
     },
     callsTo: (path) => calls.filter((c) => c.path === path),
+    arrived: (path, count = 1) =>
+      new Promise<void>((resolve) => {
+        waiters.push({ path, count, resolve });
+        wake();
+      }),
     async close() {
       for (const r of hanging) r.destroy();
       server.closeAllConnections();
@@ -130,8 +146,11 @@ export function gatedDelay(): { delay: DelayFn; requested: number[]; release(): 
 
 export const noDelay: DelayFn = async () => undefined;
 
-/** Polls `check` (real HTTP is asynchronous) until it passes or `timeoutMs` elapses. */
-export async function eventually<T>(check: () => T | Promise<T>, timeoutMs = 5000): Promise<T> {
+/**
+ * Polls `check` (real HTTP is asynchronous) until it passes. `timeoutMs` only bounds how long a test waits for
+ * something that never comes (a failure); it is generous so a busy machine never turns a pass into a failure.
+ */
+export async function eventually<T>(check: () => T | Promise<T>, timeoutMs = 20_000): Promise<T> {
   const deadline = Date.now() + timeoutMs;
   for (;;) {
     try {
@@ -159,7 +178,7 @@ export function relayConfig(controlPlaneUrl: string, env: Record<string, string>
 export async function startTestRelay(
   kube: FakeKube,
   controlPlaneUrl: string,
-  opts: { env?: Record<string, string>; logger?: AppLogger; watcherDelay?: DelayFn; forwarderDelay?: DelayFn } = {},
+  opts: { env?: Record<string, string>; logger?: AppLogger; watcherDelay?: DelayFn; forwarderDelay?: DelayFn; extenderDelay?: DelayFn; webhookDelay?: DelayFn; now?: () => Date } = {},
 ): Promise<RunningRelay> {
   return startRelay({
     config: relayConfig(controlPlaneUrl, opts.env),
@@ -167,6 +186,9 @@ export async function startTestRelay(
     logger: opts.logger ?? recordingLogger(),
     forwarderDelay: opts.forwarderDelay ?? noDelay,
     watcherDelay: opts.watcherDelay ?? noDelay,
+    ...(opts.extenderDelay ? { extenderDelay: opts.extenderDelay } : {}),
+    ...(opts.webhookDelay ? { webhookDelay: opts.webhookDelay } : {}),
+    ...(opts.now ? { now: opts.now } : {}),
   });
 }
 

@@ -9,6 +9,7 @@ import { join } from 'node:path';
 import { notFoundStatus, renderSchedulerLog } from '../../../lib/diagnostics/schedulerLog';
 import type { AttemptRecord } from '../../../lib/diagnostics/record';
 import { run, type CliDeps, type ClusterAccess } from '../../../lib/cli/run';
+import { VERSION } from '../../../lib/version';
 import { fixtureCluster, fixtureDir, readFixture, record } from './golden';
 
 const token = 's3cr3t-token-value';
@@ -204,7 +205,11 @@ describe('hami-diag transport and server errors', () => {
 
 describe('hami-diag command line', () => {
   it.each([
-    [['pod', 'no-slash'], 'hami-diag: pod needs <namespace>/<name>, e.g. hami-diag pod default/gpu-pod\n'],
+    [['pod'], 'hami-diag: pod needs a name, e.g. hami-diag pod gpu-pod -n default\n'],
+    [['pod', 'ml/a', '-n', 'team'], 'hami-diag: the namespace is given twice: "ml/" and -n team\n'],
+    [['pod', 'a/b/c'], 'hami-diag: "a/b/c" is not a pod name; use <name> -n <namespace> or <namespace>/<name>\n'],
+    [['pod', 'a', '-o', 'yaml'], 'hami-diag: --output must be json or text (got "yaml")\n'],
+    [['node', 'n1', '-n', 'ml'], 'hami-diag: nodes have no namespace; -n applies to pod only\n'],
     [['node'], 'hami-diag: node needs a node name, e.g. hami-diag node gpu-node-1\n'],
     [['node', 'n1', '--history'], 'hami-diag: --detail and --history apply to pod only\n'],
     [['frobnicate', 'x'], 'hami-diag: unknown command "frobnicate"; use pod or node\n'],
@@ -225,7 +230,59 @@ describe('hami-diag command line', () => {
     for (const argv of [['--help'], []]) {
       const out = await hamiDiag(argv);
       expect(out.code).toBe(0);
-      expect(out.stdout).toMatch(/^Usage:\n {2}hami-diag pod <namespace>\/<name>/);
+      expect(out.stdout).toMatch(/^Usage:\n {2}hami-diag pod <name> \[-n <namespace>\]/);
+      expect(out.stdout).toContain('kubectl hami pod <name> -n <namespace>');
+    }
+  });
+
+  it('prints its version', async () => {
+    expect(await hamiDiag(['--version'])).toEqual({ code: 0, stdout: `hami-diag ${VERSION}\n`, stderr: '' });
+  });
+});
+
+describe('hami-diag follows kubectl habits', () => {
+  const seen: Seen[] = [];
+  const server = createServer(handler(seen));
+  let url = '';
+  beforeAll(async () => {
+    url = await listen(server);
+  });
+  afterAll(() => new Promise<void>((resolve) => server.close(() => resolve())));
+  beforeEach(() => {
+    seen.length = 0;
+  });
+
+  it.each([
+    ['-n', ['pod', 'trainer-5gpu', '-n', 'ml'], undefined, 'ml'],
+    ['--namespace=', ['pod', 'trainer-5gpu', '--namespace=ml'], undefined, 'ml'],
+    ['the kubeconfig context namespace', ['pod', 'trainer-5gpu'], 'ml', 'ml'],
+    ['"default" without -n or context namespace', ['pod', 'trainer-5gpu'], undefined, 'default'],
+    ['namespace/name', ['pod', 'ml/trainer-5gpu'], 'other', 'ml'],
+  ])('takes the namespace from %s', async (_case, argv, contextNamespace, namespace) => {
+    const out = await hamiDiag([...argv, '--server', url, '--token', token], { contextNamespace: () => contextNamespace });
+    expect(seen[0]?.url).toBe(`/api/v1/namespaces/${namespace}/pods/trainer-5gpu/schedulerlog`);
+    expect(out.code).toBe(0);
+  });
+
+  it('never reads the kubeconfig when the namespace is given', async () => {
+    const contextNamespace = jest.fn(() => 'ml');
+    await hamiDiag(['pod', 'trainer-5gpu', '-n', 'ml', '--server', url, '--token', token], { contextNamespace });
+    expect(contextNamespace).not.toHaveBeenCalled();
+  });
+
+  it('-o json prints every field the API returns, also ones this version does not know', async () => {
+    const extra = createServer((_req, res) => {
+      const body = JSON.parse(readFileSync(join(fixtureDir, 'node3.devices.json'), 'utf8')) as Record<string, unknown>;
+      res.writeHead(200, { 'content-type': 'application/json' });
+      res.end(JSON.stringify({ ...body, addedLater: { by: 'a newer control plane' } }));
+    });
+    const extraUrl = await listen(extra);
+    try {
+      const out = await hamiDiag(['node', 'node3', '-o', 'json', '--server', extraUrl]);
+      expect(out.code).toBe(0);
+      expect(JSON.parse(out.stdout)).toEqual(expect.objectContaining({ name: 'node3', addedLater: { by: 'a newer control plane' } }));
+    } finally {
+      await new Promise<void>((resolve) => extra.close(() => resolve()));
     }
   });
 });

@@ -3,7 +3,7 @@
  * generated CloudFormation template, for tests that check what would be deployed.
  */
 import { execFile } from 'node:child_process';
-import { mkdirSync, mkdtempSync, readFileSync, rmSync } from 'node:fs';
+import { cpSync, existsSync, mkdirSync, mkdtempSync, readFileSync, rmSync, symlinkSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { promisify } from 'node:util';
@@ -63,18 +63,38 @@ function packagingEnvironment(scratchDir: string): NodeJS.ProcessEnv {
   return env;
 }
 
+/** What `serverless package` reads from the service directory (serverless.yml, handlers, their code, configs). */
+const SERVICE_ENTRIES = ['serverless.yml', 'package.json', 'tsconfig.json', 'functions', 'lib', 'infra', 'types'] as const;
+
+/**
+ * A private copy of the service to package from. serverless and serverless-esbuild write scratch directories
+ * (`.serverless/`, `.esbuild/`) into the service directory and delete them when done; two packagings of one
+ * checkout at the same time (a second `npm test` beside this one) would pull them from under each other.
+ */
+function stageService(serviceDir: string, into: string): string {
+  const staged = path.join(into, 'service');
+  mkdirSync(staged);
+  for (const entry of SERVICE_ENTRIES) {
+    const from = path.join(serviceDir, entry);
+    if (existsSync(from)) cpSync(from, path.join(staged, entry), { recursive: true });
+  }
+  symlinkSync(path.join(serviceDir, 'node_modules'), path.join(staged, 'node_modules'), 'dir');
+  return staged;
+}
+
 export async function packageService(options: PackageOptions): Promise<PackagedService> {
   const workDir = mkdtempSync(path.join(tmpdir(), 'hami-sls-package-'));
   const cleanup = (): void => rmSync(workDir, { recursive: true, force: true });
   const outDir = path.join(workDir, 'out');
   const scratchDir = path.join(workDir, 'tmp');
   mkdirSync(scratchDir);
-  const cli = path.join(options.serviceDir, 'node_modules', 'serverless', 'bin', 'serverless.js');
+  const serviceDir = stageService(options.serviceDir, workDir);
+  const cli = path.join(serviceDir, 'node_modules', 'serverless', 'bin', 'serverless.js');
   const args = [cli, 'package', '--package', outDir, '--stage', options.stage, '--region', options.region];
   for (const [key, value] of Object.entries(options.params ?? {})) args.push(`--param=${key}=${value}`);
   try {
     await promisify(execFile)(process.execPath, args, {
-      cwd: options.serviceDir,
+      cwd: serviceDir,
       env: packagingEnvironment(scratchDir),
       maxBuffer: 16 * 1024 * 1024,
     });

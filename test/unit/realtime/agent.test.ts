@@ -119,11 +119,11 @@ describe('createNvidiaSmiRunner (real processes)', () => {
   });
 
   it('kills a hung nvidia-smi after the timeout', async () => {
-    // A real child process is the only way to show the kill happens; 150 ms keeps the test short.
+    // A real child process is the only way to show the kill happens. The child would sleep far past the
+    // test's own timeout, so only the runner's kill can settle this promise, and it settles as a timeout;
+    // no assertion on elapsed time, which a busy machine would stretch.
     const run = createNvidiaSmiRunner({ path: '/bin/sleep', timeoutMs: 150 });
-    const started = process.hrtime.bigint();
-    await expect(run(['30'])).rejects.toBeInstanceOf(NvidiaSmiTimeoutError);
-    expect(Number(process.hrtime.bigint() - started) / 1e6).toBeLessThan(5_000);
+    await expect(run(['600'])).rejects.toBeInstanceOf(NvidiaSmiTimeoutError);
   });
 });
 

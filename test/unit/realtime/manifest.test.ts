@@ -1,7 +1,6 @@
-import { readFileSync } from 'node:fs';
-import { join } from 'node:path';
-import { parseAllDocuments } from 'yaml';
+/** The node agent's objects in infra/k8s (rendered from the Helm chart with default values). */
 import { defaultNodeAgentSettings, loadNodeAgentConfig } from '../../../lib/realtime/config';
+import { renderedManifests } from '../../support/chart';
 
 interface K8sObject {
   kind: string;
@@ -28,10 +27,9 @@ interface PodSpec {
   containers: Container[];
 }
 
-const load = (file: string): K8sObject[] =>
-  parseAllDocuments(readFileSync(join(__dirname, '../../../infra/k8s', file), 'utf8')).map((d) => d.toJS() as K8sObject);
-
-const objects = load('node-agent.yaml');
+const rendered = renderedManifests().map((m) => m.object as unknown as K8sObject & { apiVersion: string; metadata: { labels?: Record<string, string> } });
+const agentObjects = rendered.filter((o) => o.metadata.labels?.['app.kubernetes.io/name'] === 'hami-node-agent');
+const objects = agentObjects.filter((o) => !o.apiVersion.startsWith('admissionregistration.'));
 const byKind = (kind: string): K8sObject => {
   const found = objects.filter((o) => o.kind === kind);
   expect(found).toHaveLength(1);
@@ -46,9 +44,9 @@ const container = (): Container => {
 const envOf = (c: Container): Record<string, string | undefined> =>
   Object.fromEntries((c.env ?? []).filter((e) => e.value !== undefined).map((e) => [e.name, e.value]));
 
-describe('infra/k8s/node-agent.yaml', () => {
+describe('infra/k8s: the node agent', () => {
   it('holds exactly a ServiceAccount, ClusterRole, ClusterRoleBinding and DaemonSet in the project namespace', () => {
-    const [namespace] = load('namespace.yaml');
+    const namespace = rendered.find((o) => o.kind === 'Namespace');
     expect(namespace?.kind).toBe('Namespace');
     expect(objects.map((o) => o.kind).sort()).toEqual(['ClusterRole', 'ClusterRoleBinding', 'DaemonSet', 'ServiceAccount']);
     expect(byKind('ServiceAccount').metadata.namespace).toBe(namespace?.metadata.name);
@@ -57,7 +55,7 @@ describe('infra/k8s/node-agent.yaml', () => {
 
   it('runs the image and command of the relay Deployment', () => {
     type Runnable = { image?: string; command?: string[] };
-    const relay = load('relay-deployment.yaml').find((o) => o.kind === 'Deployment');
+    const relay = rendered.find((o) => o.kind === 'Deployment' && o.metadata.name === 'hami-relay');
     const relayContainer = (relay?.spec as { template: { spec: { containers: Runnable[] } } } | undefined)?.template.spec.containers[0];
     expect(relayContainer?.image).toEqual(expect.any(String));
     const agent = container() as Container & Runnable;
@@ -110,8 +108,8 @@ describe('infra/k8s/node-agent.yaml', () => {
   });
 });
 
-describe('infra/k8s/node-agent-admission-policy.yaml', () => {
-  const policyObjects = load('node-agent-admission-policy.yaml');
+describe('infra/k8s: the node agent admission policy', () => {
+  const policyObjects: K8sObject[] = agentObjects.filter((o) => o.apiVersion.startsWith('admissionregistration.'));
   it('binds a Deny policy that applies only to the agent ServiceAccount', () => {
     expect(policyObjects.map((o) => o.kind)).toEqual(['ValidatingAdmissionPolicy', 'ValidatingAdmissionPolicyBinding']);
     const [policy, binding] = policyObjects as [K8sObject, K8sObject];

@@ -1,17 +1,16 @@
 /**
- * infra/k8s: every manifest parses and matches a schema for its kind (strict where a mistake would break
- * or over-privilege the deployment), RBAC is exactly least privilege, and the scheduler's extender
- * config points at the relay Service.
+ * infra/k8s (rendered from the Helm chart; test/unit/infra/chart.test.ts keeps it current): every manifest parses
+ * and matches a schema for its kind (strict where a mistake would break or over-privilege the deployment), RBAC
+ * is exactly least privilege, and the scheduler's extender config points at the relay Service.
  */
 import { readdirSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { parseAllDocuments } from 'yaml';
 import { z } from 'zod';
-import { DEFAULT_MANAGED_RESOURCES } from '../../../lib/relay/config';
+import { DEFAULT_MANAGED_RESOURCES, loadRelayConfig } from '../../../lib/relay/config';
+import { renderedManifests } from '../../support/chart';
 
 const DIR = join(__dirname, '../../../infra/k8s');
-// Written by the node-agent engineer; validated when listed, but not required to be listed.
-const OWNED_ELSEWHERE = /^node-agent/;
 
 type Manifest = { apiVersion: string; kind: string; metadata: { name: string; namespace?: string; labels?: Record<string, string> } } & Record<string, unknown>;
 
@@ -33,9 +32,10 @@ const quantity = z.union([z.string(), z.number()]);
 const container = z.object({
   name,
   image: z.string().regex(/^[^:\s]+(:[\w.-]+)$/, 'image must carry an explicit tag'),
-  ports: z.array(z.object({ name: z.string().optional(), containerPort: z.number().int() }).strict()).optional(),
+  ports: z.array(z.object({ name: z.string().optional(), containerPort: z.number().int(), protocol: z.literal('TCP').optional() }).strict()).optional(),
   livenessProbe: probe,
-  readinessProbe: probe,
+  // The node agent has no readiness (it serves nothing); the relay's is asserted below.
+  readinessProbe: probe.optional(),
   resources: z.object({
     requests: z.object({ cpu: quantity, memory: quantity }).strict(),
     limits: z.object({ cpu: quantity, memory: quantity }).strict(),
@@ -58,8 +58,33 @@ const policyRule = z
 const subject = z.object({ kind: z.literal('ServiceAccount'), name, namespace: name }).strict();
 const roleRef = z.object({ apiGroup: z.literal('rbac.authorization.k8s.io'), kind: z.enum(['ClusterRole', 'Role']), name }).strict();
 
+const selector = z.object({ matchExpressions: z.array(z.object({ key: z.string(), operator: z.enum(['In', 'NotIn', 'Exists', 'DoesNotExist']), values: z.array(z.string()).optional() }).strict()) }).strict();
 const schemas: Record<string, z.ZodType> = {
   'v1/Namespace': z.object({ metadata: meta(false) }).loose(),
+  'admissionregistration.k8s.io/v1/MutatingWebhookConfiguration': z
+    .object({
+      metadata: meta(false),
+      webhooks: z
+        .array(
+          z
+            .object({
+              name: z.string().includes('.'),
+              admissionReviewVersions: z.array(z.literal('v1')).length(1),
+              sideEffects: z.literal('None'),
+              failurePolicy: z.enum(['Ignore', 'Fail']),
+              timeoutSeconds: z.number().int().min(1).max(30),
+              clientConfig: z.object({ service: z.object({ name, namespace: name, path: z.string(), port: z.number().int() }).strict(), caBundle: z.string().optional() }).strict(),
+              rules: z.array(z.object({ apiGroups: z.array(z.string()), apiVersions: z.array(z.string()), operations: z.array(z.string()), resources: z.array(z.string()), scope: z.string() }).strict()),
+              namespaceSelector: selector,
+              objectSelector: selector,
+            })
+            .loose(),
+        )
+        .min(1),
+    })
+    .loose(),
+  'admissionregistration.k8s.io/v1/ValidatingAdmissionPolicy': z.object({ metadata: meta(false), spec: z.object({ failurePolicy: z.literal('Fail') }).loose() }).loose(),
+  'admissionregistration.k8s.io/v1/ValidatingAdmissionPolicyBinding': z.object({ metadata: meta(false), spec: z.object({ policyName: name, validationActions: z.array(z.literal('Deny')) }).strict() }).loose(),
   'v1/ServiceAccount': z.object({ metadata: meta(true) }).loose(),
   'v1/ConfigMap': z.object({ metadata: meta(true), data: z.record(z.string(), z.string()) }).loose(),
   'v1/Service': z
@@ -90,17 +115,10 @@ const kustomization = z
     kind: z.literal('Kustomization'),
     resources: z.array(z.string().endsWith('.yaml')).min(1),
   })
-  .loose()
+  .strict()
   .parse(parseAllDocuments(readFileSync(join(DIR, 'kustomization.yaml'), 'utf8'))[0]?.toJS());
 
-function load(file: string): Manifest[] {
-  return parseAllDocuments(readFileSync(join(DIR, file), 'utf8')).map((doc) => {
-    expect(doc.errors).toEqual([]);
-    return doc.toJS() as Manifest;
-  });
-}
-
-const manifests = kustomization.resources.flatMap((file) => load(file).map((m) => ({ file, m })));
+const manifests = renderedManifests().map(({ file, object }) => ({ file, m: object as Manifest }));
 const all = manifests.map((x) => x.m);
 const find = (kind: string, n: string) => {
   const found = all.find((m) => m.kind === kind && m.metadata.name === n);
@@ -109,9 +127,9 @@ const find = (kind: string, n: string) => {
 };
 
 describe('infra/k8s kustomization', () => {
-  it('lists every manifest in the directory (except the node agent, which another component owns)', () => {
-    const files = readdirSync(DIR).filter((f) => f.endsWith('.yaml') && f !== 'kustomization.yaml' && !OWNED_ELSEWHERE.test(f));
-    expect(kustomization.resources.filter((f) => !OWNED_ELSEWHERE.test(f)).sort()).toEqual(files.sort());
+  it('lists every manifest in the directory, with no kustomize feature newer than kubectl 1.27 needs (no `labels:`)', () => {
+    const files = readdirSync(DIR).filter((f) => f.endsWith('.yaml') && f !== 'kustomization.yaml');
+    expect([...kustomization.resources].sort()).toEqual(files.sort());
   });
 
   it.each(manifests.map(({ file, m }) => [`${file}: ${m.kind} ${m.metadata?.name}`, m] as const))('%s matches its schema', (_label, m) => {
@@ -144,9 +162,9 @@ describe('relay workload', () => {
   it('probes /healthz for liveness and /readyz for readiness on a declared port', () => {
     const portNames = (relayContainer.ports ?? []).flatMap((p) => [p.name, p.containerPort]);
     expect(relayContainer.livenessProbe.httpGet.path).toBe('/healthz');
-    expect(relayContainer.readinessProbe.httpGet.path).toBe('/readyz');
+    expect(relayContainer.readinessProbe?.httpGet.path).toBe('/readyz');
     expect(portNames).toContain(relayContainer.livenessProbe.httpGet.port);
-    expect(portNames).toContain(relayContainer.readinessProbe.httpGet.port);
+    expect(portNames).toContain(relayContainer.readinessProbe?.httpGet.port);
   });
 
   it('grants the relay exactly the least-privilege rules', () => {
@@ -162,8 +180,13 @@ describe('relay workload', () => {
         'core/events:create', 'core/events:patch',
         'authentication.k8s.io/tokenreviews:create',
         'authorization.k8s.io/subjectaccessreviews:create',
+        'admissionregistration.k8s.io/mutatingwebhookconfigurations:get',
+        'admissionregistration.k8s.io/mutatingwebhookconfigurations:update',
       ].sort(),
     );
+    // The webhook configuration it may change is its own only.
+    const webhookRule = (find('ClusterRole', 'hami-relay').rules as z.infer<typeof policyRule>[]).find((r) => r.resources.includes('mutatingwebhookconfigurations'));
+    expect(webhookRule?.resourceNames).toEqual([find('MutatingWebhookConfiguration', 'hami-webhook').metadata.name]);
     const binding = find('ClusterRoleBinding', 'hami-relay') as unknown as { roleRef: { name: string }; subjects: { name: string; namespace: string }[] };
     expect(binding.roleRef.name).toBe('hami-relay');
     expect(binding.subjects).toEqual([{ kind: 'ServiceAccount', name: spec.template.spec.serviceAccountName, namespace: deployment.metadata.namespace }]);
@@ -172,9 +195,23 @@ describe('relay workload', () => {
 
   it('every binding names a ServiceAccount defined here', () => {
     const accounts = all.filter((m) => m.kind === 'ServiceAccount').map((m) => `${m.metadata.namespace}/${m.metadata.name}`);
-    for (const b of all.filter((m) => m.kind.endsWith('Binding'))) {
+    for (const b of all.filter((m) => m.apiVersion.startsWith('rbac.') && m.kind.endsWith('Binding'))) {
       for (const s of (b as unknown as { subjects: { name: string; namespace: string }[] }).subjects) expect(accounts).toContain(`${s.namespace}/${s.name}`);
     }
+  });
+});
+
+describe('relay configuration', () => {
+  it('is accepted by the relay, once the control-plane URL is set', () => {
+    const data = find('ConfigMap', 'hami-relay').data ?? {};
+    expect(() => loadRelayConfig(data)).toThrow(/HAMI_CONTROL_PLANE_URL: still holds the placeholder/);
+    const relayPods = find('Deployment', 'hami-relay').spec as z.infer<typeof workloadSpec>;
+    const env = Object.fromEntries(
+      ((relayPods.template.spec.containers[0] as unknown as { env: { name: string; value?: string }[] }).env ?? []).map((e) => [e.name, e.value ?? 'hami-system']),
+    );
+    const config = loadRelayConfig({ ...data, ...env, HAMI_CONTROL_PLANE_URL: 'https://a1b2c3d4e5.execute-api.eu-west-1.amazonaws.com' });
+    expect(config.webhook).toEqual(expect.objectContaining({ tls: 'self-managed', port: 8443, namespace: 'hami-system', configurationName: 'hami-webhook', serviceName: 'hami-relay' }));
+    expect(config.controlPlane).toEqual({ url: 'https://a1b2c3d4e5.execute-api.eu-west-1.amazonaws.com', auth: 'iam', region: 'eu-west-1' });
   });
 });
 

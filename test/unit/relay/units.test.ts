@@ -39,23 +39,36 @@ describe('loadRelayConfig', () => {
     for (const key of ['HAMI_CONTROL_PLANE_URL', 'RELAY_PORT', 'RELAY_BATCH_MAX_EVENTS']) expect(problems).toContain(key);
   });
 
-  it('requires a region (not static keys) for IAM signing, and a token for token auth', () => {
-    let problems: readonly string[] = [];
-    try {
-      loadRelayConfig({ HAMI_CONTROL_PLANE_URL: 'https://x.example', HAMI_CONTROL_PLANE_AUTH: 'iam' });
-    } catch (err) {
-      problems = (err as RelayConfigError).problems;
-    }
-    expect(problems).toEqual(['AWS_REGION: is required when HAMI_CONTROL_PLANE_AUTH=iam (SigV4 signing)']);
-    // IRSA / EKS Pod Identity: a region and no keys in the environment is a complete configuration.
-    expect(loadRelayConfig({ HAMI_CONTROL_PLANE_URL: 'https://x.example', HAMI_CONTROL_PLANE_AUTH: 'iam', AWS_REGION: 'us-west-2' }).controlPlane).toEqual({
-      url: 'https://x.example',
-      auth: 'iam',
-      region: 'us-west-2',
-    });
+  it('requires a region (not keys: IRSA and Pod Identity supply credentials) for IAM signing, and a token for token auth', () => {
+    expect(() => loadRelayConfig({ HAMI_CONTROL_PLANE_URL: 'https://x.example', HAMI_CONTROL_PLANE_AUTH: 'iam' })).toThrow(/AWS_REGION/);
+    expect(loadRelayConfig({ HAMI_CONTROL_PLANE_URL: 'https://x.example', HAMI_CONTROL_PLANE_AUTH: 'iam', AWS_REGION: 'eu-west-1' }).controlPlane.auth).toBe('iam');
+    expect(loadRelayConfig({ HAMI_CONTROL_PLANE_URL: 'https://x.example', AWS_REGION: 'eu-west-1', AWS_WEB_IDENTITY_TOKEN_FILE: '/var/run/secrets/eks.amazonaws.com/serviceaccount/token' }).controlPlane.auth).toBe('iam');
+    expect(() => loadRelayConfig({ HAMI_CONTROL_PLANE_URL: 'https://x.example', HAMI_CONTROL_PLANE_AUTH: 'iam', AWS_REGION: 'eu-west-1', AWS_ACCESS_KEY_ID: 'AK' })).toThrow(/AWS_SECRET_ACCESS_KEY/);
     expect(() => loadRelayConfig({ HAMI_CONTROL_PLANE_URL: 'https://x.example', HAMI_CONTROL_PLANE_AUTH: 'token' })).toThrow(/HAMI_API_TOKEN/);
     const iam = loadRelayConfig({ HAMI_CONTROL_PLANE_URL: 'https://x.example', AWS_DEFAULT_REGION: 'eu-west-1', AWS_ACCESS_KEY_ID: 'AK', AWS_SECRET_ACCESS_KEY: 'SK' });
     expect(iam.controlPlane).toEqual({ url: 'https://x.example', auth: 'iam', region: 'eu-west-1' });
+  });
+});
+
+describe('loadRelayConfig: the admission webhook', () => {
+  const base = { HAMI_CONTROL_PLANE_URL: 'https://abc.execute-api.eu-west-1.amazonaws.com', HAMI_CONTROL_PLANE_AUTH: 'none' };
+
+  it('is off by default, and takes the engine settings from the control plane\'s own variables', () => {
+    const c = loadRelayConfig({ ...base, HAMI_RESOURCE_COUNT_NAME: 'example.com/vgpu', HAMI_DEFAULT_MEMORY: '1024' });
+    expect(c.webhook).toEqual(expect.objectContaining({ tls: 'off', port: 8443, secretName: 'hami-relay-webhook-tls', configurationName: 'hami-webhook', serviceName: 'hami-relay', checkIntervalMs: 60_000 }));
+    expect(c.admission).toEqual(expect.objectContaining({ schedulerName: 'hami-scheduler', defaultGpuNum: 1 }));
+    expect(c.admission.engine).toEqual(expect.objectContaining({ resourceCountName: 'example.com/vgpu', resourceMemoryName: 'nvidia.com/gpumem', defaultMemory: 1024 }));
+    expect(c.managedResources).toEqual(['example.com/vgpu', 'nvidia.com/gpumem', 'nvidia.com/gpumem-percentage', 'nvidia.com/gpucores']);
+  });
+
+  it.each([
+    [{ RELAY_WEBHOOK_TLS: 'self-managed' }, 'POD_NAMESPACE'],
+    [{ RELAY_WEBHOOK_TLS: 'letsencrypt' }, 'RELAY_WEBHOOK_TLS'],
+    [{ RELAY_WEBHOOK_TLS: 'files', RELAY_WEBHOOK_PORT: '8080' }, 'RELAY_WEBHOOK_PORT'],
+    [{ HAMI_MEMORY_FACTOR: '0' }, 'HAMI_MEMORY_FACTOR'],
+    [{ HAMI_CONTROL_PLANE_URL: 'https://REPLACE-ME.execute-api.eu-west-1.amazonaws.com' }, 'HAMI_CONTROL_PLANE_URL: still holds the placeholder'],
+  ])('refuses %j naming %s', (env, named) => {
+    expect(() => loadRelayConfig({ ...base, ...env })).toThrow(named);
   });
 });
 

@@ -1,0 +1,42 @@
+{{/* Object names: <namePrefix>-relay, -scheduler, -node-agent, -webhook. */}}
+{{- define "hami.relay" -}}{{ .Values.namePrefix }}-relay{{- end -}}
+{{- define "hami.scheduler" -}}{{ .Values.namePrefix }}-scheduler{{- end -}}
+{{- define "hami.nodeAgent" -}}{{ .Values.namePrefix }}-node-agent{{- end -}}
+{{- define "hami.webhook" -}}{{ .Values.namePrefix }}-webhook{{- end -}}
+{{- define "hami.webhookSecret" -}}{{ .Values.namePrefix }}-relay-webhook-tls{{- end -}}
+
+{{- define "hami.image" -}}{{ .Values.image.repository }}:{{ default .Chart.AppVersion .Values.image.tag }}{{- end -}}
+
+{{/* Labels every object carries; `component` is the workload it belongs to. */}}
+{{- define "hami.labels" -}}
+app.kubernetes.io/part-of: hami-explain
+app.kubernetes.io/managed-by: {{ .root.Release.Service }}
+app.kubernetes.io/instance: {{ .root.Release.Name }}
+app.kubernetes.io/version: {{ .root.Chart.AppVersion | quote }}
+helm.sh/chart: {{ .root.Chart.Name }}-{{ .root.Chart.Version }}
+app.kubernetes.io/name: {{ .name }}
+{{- end -}}
+
+{{- define "hami.selector" -}}
+app.kubernetes.io/name: {{ .name }}
+{{- end -}}
+
+{{/* The relay image's entry point (Dockerfile ENTRYPOINT). */}}
+{{- define "hami.command" -}}
+["/nodejs/bin/node", "/app/dist/relay.js"]
+{{- end -}}
+
+{{- define "hami.podSecurityContext" -}}
+runAsNonRoot: true
+runAsUser: 65532
+runAsGroup: 65532
+seccompProfile:
+  type: RuntimeDefault
+{{- end -}}
+
+{{- define "hami.containerSecurityContext" -}}
+allowPrivilegeEscalation: false
+readOnlyRootFilesystem: true
+capabilities:
+  drop: ["ALL"]
+{{- end -}}

@@ -1,0 +1,39 @@
+/**
+ * What the registered cards can hold at most, from the Node objects the relay's informer sees, read with the
+ * engine's own registration rules (`parseNodeRegistration`). The webhook warns about requests beyond it:
+ * such a pod can never be scheduled, however the cluster's usage changes, until bigger cards register.
+ */
+import { parseNodeRegistration } from '../engine/registration';
+import type { EngineConfig, NodeLike } from '../engine/types';
+
+export interface CardCapacity {
+  /** Registered nodes and their cards. */
+  readonly nodes: number;
+  readonly cards: number;
+  /** Largest `devmem` of any card, MiB. */
+  readonly largestMemoryMiB: number;
+  /** Most cards on one node (HAMi's NodeInsufficientDevice bound). */
+  readonly mostCardsOnANode: number;
+  /** A MIG card serves several instances of one container, so the per-node card count does not bound it. */
+  readonly hasMig: boolean;
+}
+
+export function cardCapacity(nodes: readonly NodeLike[], config: EngineConfig): CardCapacity {
+  let registered = 0;
+  let cards = 0;
+  let largestMemoryMiB = 0;
+  let mostCardsOnANode = 0;
+  let hasMig = false;
+  for (const node of nodes) {
+    const registration = parseNodeRegistration(node, config);
+    if (!registration.registered) continue;
+    registered++;
+    cards += registration.devices.length;
+    mostCardsOnANode = Math.max(mostCardsOnANode, registration.devices.length);
+    for (const device of registration.devices) {
+      largestMemoryMiB = Math.max(largestMemoryMiB, device.devmem);
+      if (device.mode === 'mig') hasMig = true;
+    }
+  }
+  return { nodes: registered, cards, largestMemoryMiB, mostCardsOnANode, hasMig };
+}

@@ -1,0 +1,238 @@
+/**
+ * The mutating admission webhook's decision (CONTRACT section 7a), pure: AdmissionReview v1 JSON and a view of
+ * the registered cards in, the AdmissionReview answer out. HAMi v2.10's webhook rules and texts, in HAMi's
+ * order, plus ours: forged scheduler annotations are denied, unreadable quantities are denied with the filter's
+ * own text (the engine's `podRequestProblems`, one rule set), and a request no registered card can ever hold is
+ * admitted with a warning. The relay serves it over TLS (lib/relay/webhook.ts).
+ */
+import { z } from 'zod';
+import { SchedulerOwnedPodAnnotations } from '../engine/podAnnotations';
+import { readQuantity } from '../engine/quantity';
+import { containerRequest, describeQuantityProblems, hasManagedResources, podRequestProblems } from '../engine/requests';
+import type { ContainerLike, EngineConfig, PodLike } from '../engine/types';
+import type { CardCapacity } from './cards';
+import { jsonPatch, type JsonPatchOperation } from './jsonPatch';
+
+/** Label on a namespace or pod that keeps the webhook away (also in the MutatingWebhookConfiguration's selectors). */
+export const WEBHOOK_IGNORE_LABEL = 'hami.io/webhook';
+export const WEBHOOK_IGNORE_VALUE = 'ignore';
+export const DEFAULT_SCHEDULER = 'default-scheduler';
+
+export interface AdmissionSettings {
+  readonly engine: EngineConfig;
+  /** The kube-scheduler profile that calls the extender; GPU pods get it. */
+  readonly schedulerName: string;
+  /** HAMi's `defaultGPUNum`: cards given to a container that asks only for memory or cores (0 = none). */
+  readonly defaultGpuNum: number;
+}
+
+/** HAMi's texts, and ours, in one place. */
+export const AdmissionText = {
+  noContainers: 'pod has no containers',
+  otherScheduler: 'pod already has different scheduler assigned',
+  privileged: (container: string) => `container ${container} is privileged`,
+  nodeAssigned: 'pod has node assigned',
+  percentage: (resource: string, value: string, container: string) => `invalid ${resource} value ${value} in container ${container}: must be an integer between 0 and 100`,
+  forged: (keys: readonly string[]) =>
+    `pod carries ${keys.join(', ')}: only the scheduler sets ${keys.length === 1 ? 'this annotation' : 'these annotations'} (a pod cannot be created with a device booking); remove ${keys.length === 1 ? 'it' : 'them'}`,
+  noCards: 'no node has registered GPUs yet (annotation hami.io/node-nvidia-register): the pod stays Pending until one does',
+  tooManyCards: (container: string, nums: number, resource: string, most: number) =>
+    `container ${JSON.stringify(container)} asks for ${nums} cards (${resource}) but no registered node has more than ${most}: the pod cannot be scheduled`,
+  tooMuchMemory: (container: string, mib: number, resource: string, largest: number) =>
+    `container ${JSON.stringify(container)} asks for ${mib} MiB of GPU memory (${resource}) but the largest registered card has ${largest} MiB: the pod cannot be scheduled`,
+} as const;
+
+const quantities = z.record(z.string(), z.union([z.string(), z.number()]));
+const containerSchema = z
+  .object({
+    name: z.string(),
+    resources: z.object({ limits: quantities.optional(), requests: quantities.optional() }).loose().optional(),
+    securityContext: z.object({ privileged: z.boolean().optional() }).loose().nullable().optional(),
+  })
+  .loose();
+const podSchema = z
+  .object({
+    metadata: z
+      .object({
+        name: z.string().optional(),
+        generateName: z.string().optional(),
+        namespace: z.string().optional(),
+        labels: z.record(z.string(), z.string()).optional(),
+        annotations: z.record(z.string(), z.string()).optional(),
+      })
+      .loose()
+      .default({}),
+    spec: z
+      .object({
+        schedulerName: z.string().optional(),
+        nodeName: z.string().optional(),
+        containers: z.array(containerSchema).default([]),
+        initContainers: z.array(containerSchema).optional(),
+      })
+      .loose(),
+  })
+  .loose();
+type Pod = z.infer<typeof podSchema>;
+
+const reviewSchema = z.object({
+  apiVersion: z.literal('admission.k8s.io/v1'),
+  kind: z.literal('AdmissionReview'),
+  request: z
+    .object({
+      uid: z.string().min(1),
+      kind: z.object({ group: z.string(), version: z.string(), kind: z.string() }).loose(),
+      operation: z.string(),
+      namespace: z.string().optional(),
+      object: z.unknown().optional(),
+    })
+    .loose(),
+});
+
+export type AdmissionDecision =
+  | { readonly allowed: true; readonly patch: readonly JsonPatchOperation[]; readonly warnings: readonly string[] }
+  | { readonly allowed: false; readonly code: 400 | 403; readonly message: string };
+
+export interface AdmissionResponse {
+  readonly apiVersion: 'admission.k8s.io/v1';
+  readonly kind: 'AdmissionReview';
+  readonly response: {
+    readonly uid: string;
+    readonly allowed: boolean;
+    readonly status?: { readonly code: number; readonly reason: string; readonly message: string };
+    readonly patchType?: 'JSONPatch';
+    readonly patch?: string;
+    readonly warnings?: readonly string[];
+  };
+}
+
+export type AdmissionOutcome = { readonly kind: 'answer'; readonly review: AdmissionResponse; readonly decision: AdmissionDecision } | { readonly kind: 'badRequest'; readonly message: string };
+
+const allow = (patch: readonly JsonPatchOperation[] = [], warnings: readonly string[] = []): AdmissionDecision => ({ allowed: true, patch, warnings });
+const deny = (message: string, code: 400 | 403 = 403): AdmissionDecision => ({ allowed: false, code, message });
+
+/** Answers one AdmissionReview; `badRequest` when the body is not a v1 AdmissionReview at all. */
+export function reviewAdmission(body: unknown, settings: AdmissionSettings, capacity: CardCapacity | undefined): AdmissionOutcome {
+  const parsed = reviewSchema.safeParse(body);
+  if (!parsed.success) {
+    const issue = parsed.error.issues[0];
+    return { kind: 'badRequest', message: `not an admission.k8s.io/v1 AdmissionReview: ${issue?.path.join('.') || '(body)'}: ${issue?.message ?? 'invalid'}` };
+  }
+  const request = parsed.data.request;
+  const isPodCreate = request.kind.group === '' && request.kind.kind === 'Pod' && request.operation === 'CREATE';
+  const decision = isPodCreate ? decidePod(request.object, request.namespace, settings, capacity) : allow();
+  return { kind: 'answer', decision, review: toResponse(request.uid, decision) };
+}
+
+function toResponse(uid: string, decision: AdmissionDecision): AdmissionResponse {
+  if (!decision.allowed) {
+    const reason = decision.code === 400 ? 'BadRequest' : 'Forbidden';
+    return { apiVersion: 'admission.k8s.io/v1', kind: 'AdmissionReview', response: { uid, allowed: false, status: { code: decision.code, reason, message: decision.message } } };
+  }
+  return {
+    apiVersion: 'admission.k8s.io/v1',
+    kind: 'AdmissionReview',
+    response: {
+      uid,
+      allowed: true,
+      ...(decision.patch.length > 0 ? { patchType: 'JSONPatch' as const, patch: Buffer.from(JSON.stringify(decision.patch)).toString('base64') } : {}),
+      ...(decision.warnings.length > 0 ? { warnings: decision.warnings } : {}),
+    },
+  };
+}
+
+/** The rules for one pod CREATE, in HAMi's order with ours where they belong. */
+export function decidePod(raw: unknown, namespace: string | undefined, settings: AdmissionSettings, capacity: CardCapacity | undefined): AdmissionDecision {
+  const parsed = podSchema.safeParse(raw);
+  // Not a pod this webhook can read (the API server sends only valid pods): not ours to judge.
+  if (!parsed.success) return allow();
+  const pod = parsed.data;
+  if (pod.metadata.labels?.[WEBHOOK_IGNORE_LABEL] === WEBHOOK_IGNORE_VALUE) return allow();
+
+  // Ours, beyond HAMi v2.10 (HAMi's later #3042): checked whatever scheduler the pod names.
+  const forged = Object.keys(pod.metadata.annotations ?? {}).filter((key) => SchedulerOwnedPodAnnotations.includes(key)).sort();
+  if (forged.length > 0) return deny(AdmissionText.forged(forged));
+
+  if (pod.spec.containers.length === 0) return deny(AdmissionText.noContainers);
+  const scheduler = pod.spec.schedulerName ?? '';
+  if (scheduler !== '' && scheduler !== DEFAULT_SCHEDULER && scheduler !== settings.schedulerName) return allow();
+
+  // Ours: quantities the filter could not read are refused now, with the filter's words.
+  const engine = settings.engine;
+  const problems = podRequestProblems(asPodLike(pod, namespace), engine);
+  if (problems.length > 0) return deny(describeQuantityProblems(problems), 400);
+
+  const mutated = structuredClone(raw) as Pod;
+  const containers = [...(mutated.spec.initContainers ?? []), ...mutated.spec.containers];
+  for (const container of containers) {
+    const refused = applyNvidiaDefaults(container, settings);
+    if (refused !== undefined) return deny(refused, 400);
+  }
+  if (!hasManagedResources(asPodLike(mutated, namespace), engine)) return allow(jsonPatch(raw, mutated));
+
+  const privileged = containers.find((c) => c.securityContext?.privileged === true);
+  if (privileged !== undefined) return deny(AdmissionText.privileged(privileged.name));
+  if ((pod.spec.nodeName ?? '') !== '') return deny(AdmissionText.nodeAssigned);
+  mutated.spec.schedulerName = settings.schedulerName;
+
+  return allow(jsonPatch(raw, mutated), capacity === undefined ? [] : neverFits(mutated, settings, capacity));
+}
+
+/**
+ * HAMi's NVIDIA `MutateAdmission` for one container: a percentage above 100 is refused; a container asking for
+ * memory or cores without a card count gets `defaultGpuNum` cards; a counted container without cores, asking for
+ * a whole card's memory (no memory, or 100 %), gets cores 100 (an exclusive card). Returns a refusal text or
+ * undefined; mutates `container`.
+ */
+function applyNvidiaDefaults(container: z.infer<typeof containerSchema>, settings: AdmissionSettings): string | undefined {
+  const { resourceCountName: count, resourceMemoryName: memory, resourceMemoryPercentageName: percentage, resourceCoreName: cores } = settings.engine;
+  const resources = (container.resources ??= {});
+  const limits = (resources.limits ??= {});
+  const requests = resources.requests ?? {};
+  const percentageLimit = limits[percentage];
+  if (percentageLimit !== undefined) {
+    const reading = readQuantity(percentageLimit);
+    if (reading.kind !== 'integer' || reading.value > 100n) return AdmissionText.percentage(percentage, String(percentageLimit), container.name);
+  }
+  if (!(count in limits) && (cores in limits || memory in limits || percentage in limits) && settings.defaultGpuNum > 0) {
+    limits[count] = String(settings.defaultGpuNum);
+  }
+  const counted = count in limits || count in requests;
+  const coresGiven = cores in limits || cores in requests;
+  if (counted && !coresGiven) {
+    const percentageValue = limits[percentage] ?? requests[percentage];
+    const reading = percentageValue === undefined ? undefined : readQuantity(percentageValue);
+    const wholeCard = reading === undefined ? !(memory in limits) && !(memory in requests) : reading.kind === 'integer' && reading.value === 100n;
+    if (wholeCard) limits[cores] = '100';
+  }
+  if (Object.keys(limits).length === 0) delete resources.limits;
+  if (Object.keys(resources).length === 0) delete container.resources;
+  return undefined;
+}
+
+/** Warnings for requests beyond every registered card: the pod is admitted, and told why it will stay Pending. */
+function neverFits(pod: Pod, settings: AdmissionSettings, capacity: CardCapacity): string[] {
+  const engine = settings.engine;
+  const asked = [...(pod.spec.initContainers ?? []), ...pod.spec.containers]
+    .map((c) => ({ name: c.name, request: containerRequest(c as ContainerLike, engine) }))
+    .filter((x) => x.request !== undefined);
+  if (asked.length === 0) return [];
+  if (capacity.cards === 0) return [AdmissionText.noCards];
+  const warnings: string[] = [];
+  for (const { name, request } of asked) {
+    if (request === undefined) continue;
+    if (!capacity.hasMig && request.nums > capacity.mostCardsOnANode) {
+      warnings.push(AdmissionText.tooManyCards(name, request.nums, engine.resourceCountName, capacity.mostCardsOnANode));
+    }
+    if (request.memreq > capacity.largestMemoryMiB) {
+      warnings.push(AdmissionText.tooMuchMemory(name, request.memreq, engine.resourceMemoryName, capacity.largestMemoryMiB));
+    }
+  }
+  return warnings;
+}
+
+function asPodLike(pod: Pod, namespace: string | undefined): PodLike {
+  return {
+    metadata: { name: pod.metadata.name ?? pod.metadata.generateName ?? '', ...(namespace !== undefined ? { namespace } : {}), ...(pod.metadata.annotations ? { annotations: pod.metadata.annotations } : {}) },
+    spec: { containers: pod.spec.containers as ContainerLike[], ...(pod.spec.initContainers ? { initContainers: pod.spec.initContainers as ContainerLike[] } : {}) },
+  };
+}

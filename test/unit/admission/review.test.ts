@@ -1,0 +1,278 @@
+/**
+ * The admission webhook's rules, driven with AdmissionReview v1 JSON as kube-apiserver sends it; each mutation is
+ * checked by applying the answered JSON patch to the pod, as the API server does.
+ */
+import { cardCapacity, type CardCapacity } from '../../../lib/admission/cards';
+import { reviewAdmission, type AdmissionResponse, type AdmissionSettings } from '../../../lib/admission/review';
+import { jsonPatch, pointerToken } from '../../../lib/admission/jsonPatch';
+import { defaultEngineConfig } from '../../../lib/engine/types';
+import { applyJsonPatch, decodeAdmissionPatch } from '../../support/jsonPatch';
+
+const settings: AdmissionSettings = { engine: defaultEngineConfig, schedulerName: 'hami-scheduler', defaultGpuNum: 1 };
+const register = (cards: { devmem: number }[]) => JSON.stringify(cards.map((c, i) => ({ id: `GPU-${i}`, index: i, count: 10, devmem: c.devmem, devcore: 100, type: 'NVIDIA-T4', health: true })));
+const capacity: CardCapacity = cardCapacity(
+  [
+    { metadata: { name: 'node1', annotations: { 'hami.io/node-nvidia-register': register([{ devmem: 16384 }, { devmem: 16384 }]) } } },
+    { metadata: { name: 'node2', annotations: { 'hami.io/node-nvidia-register': register([{ devmem: 81920 }, { devmem: 81920 }, { devmem: 81920 }, { devmem: 81920 }]) } } },
+    { metadata: { name: 'cpu-node' } },
+  ],
+  defaultEngineConfig,
+);
+
+type Limits = Record<string, string>;
+interface PodInput {
+  limits?: Limits;
+  requests?: Limits;
+  schedulerName?: string;
+  nodeName?: string;
+  annotations?: Record<string, string>;
+  labels?: Record<string, string>;
+  privileged?: boolean;
+  init?: { name: string; limits?: Limits; privileged?: boolean }[];
+  containers?: unknown[];
+}
+
+function pod(p: PodInput = {}): Record<string, unknown> {
+  const container = (name: string, limits: Limits | undefined, requests: Limits | undefined, privileged: boolean | undefined) => ({
+    name,
+    image: 'cuda:12',
+    ...(limits || requests ? { resources: { ...(limits ? { limits } : {}), ...(requests ? { requests } : {}) } } : {}),
+    ...(privileged !== undefined ? { securityContext: { privileged } } : {}),
+  });
+  return {
+    apiVersion: 'v1',
+    kind: 'Pod',
+    metadata: { name: 'train', namespace: 'ml', ...(p.labels ? { labels: p.labels } : {}), ...(p.annotations ? { annotations: p.annotations } : {}) },
+    spec: {
+      ...(p.schedulerName !== undefined ? { schedulerName: p.schedulerName } : {}),
+      ...(p.nodeName !== undefined ? { nodeName: p.nodeName } : {}),
+      ...(p.init ? { initContainers: p.init.map((c) => container(c.name, c.limits, undefined, c.privileged)) } : {}),
+      containers: p.containers ?? [container('main', p.limits, p.requests, p.privileged)],
+    },
+  };
+}
+
+function review(object: unknown, overrides: Record<string, unknown> = {}): Record<string, unknown> {
+  return {
+    apiVersion: 'admission.k8s.io/v1',
+    kind: 'AdmissionReview',
+    request: {
+      uid: '705ab4f5-6393-11e8-b7cc-42010a800002',
+      kind: { group: '', version: 'v1', kind: 'Pod' },
+      resource: { group: '', version: 'v1', resource: 'pods' },
+      requestKind: { group: '', version: 'v1', kind: 'Pod' },
+      requestResource: { group: '', version: 'v1', resource: 'pods' },
+      name: 'train',
+      namespace: 'ml',
+      operation: 'CREATE',
+      userInfo: { username: 'alice', groups: ['system:authenticated'] },
+      object,
+      oldObject: null,
+      dryRun: false,
+      options: { apiVersion: 'meta.k8s.io/v1', kind: 'CreateOptions' },
+      ...overrides,
+    },
+  };
+}
+
+function answer(object: unknown, opts: { capacity?: CardCapacity; settings?: AdmissionSettings; overrides?: Record<string, unknown> } = {}): AdmissionResponse['response'] {
+  const outcome = reviewAdmission(review(object, opts.overrides), opts.settings ?? settings, 'capacity' in opts ? opts.capacity : capacity);
+  if (outcome.kind !== 'answer') throw new Error(outcome.message);
+  expect(outcome.review.apiVersion).toBe('admission.k8s.io/v1');
+  expect(outcome.review.kind).toBe('AdmissionReview');
+  expect(outcome.review.response.uid).toBe('705ab4f5-6393-11e8-b7cc-42010a800002');
+  return outcome.review.response;
+}
+
+/** The pod as the API server stores it after applying the webhook's patch. */
+function admitted(object: Record<string, unknown>, opts: Parameters<typeof answer>[1] = {}): { pod: ReturnType<typeof pod>; warnings: readonly string[] } {
+  const response = answer(object, opts);
+  expect(response.allowed).toBe(true);
+  return { pod: applyJsonPatch(object, decodeAdmissionPatch(response)) as ReturnType<typeof pod>, warnings: response.warnings ?? [] };
+}
+
+const spec = (p: Record<string, unknown>) => p.spec as { schedulerName?: string; containers: { resources?: { limits?: Limits } }[]; initContainers?: { resources?: { limits?: Limits } }[] };
+
+describe('routing GPU pods to the extender (HAMi parity)', () => {
+  it.each([
+    ['no schedulerName', undefined],
+    ['default-scheduler', 'default-scheduler'],
+    ['already ours', 'hami-scheduler'],
+  ])('a GPU pod with %s gets schedulerName hami-scheduler', (_case, schedulerName) => {
+    const { pod: after } = admitted(pod({ limits: { 'nvidia.com/gpu': '1', 'nvidia.com/gpumem': '3000' }, ...(schedulerName ? { schedulerName } : {}) }));
+    expect(spec(after).schedulerName).toBe('hami-scheduler');
+  });
+
+  it('leaves a pod for another scheduler alone: no patch, no further checks', () => {
+    const response = answer(pod({ limits: { 'nvidia.com/gpu': '1' }, schedulerName: 'volcano', nodeName: 'n1', privileged: true }));
+    expect(response).toEqual({ uid: expect.any(String), allowed: true });
+  });
+
+  it('leaves a pod without managed resources alone', () => {
+    expect(answer(pod({ limits: { cpu: '2', memory: '1Gi' } }))).toEqual({ uid: expect.any(String), allowed: true });
+  });
+
+  it('answers JSON patches with escaped resource names, and only what changed', () => {
+    const response = answer(pod({ limits: { 'nvidia.com/gpu': '1' } }));
+    expect(decodeAdmissionPatch(response)).toEqual([
+      { op: 'add', path: '/spec/containers/0/resources/limits/nvidia.com~1gpucores', value: '100' },
+      { op: 'add', path: '/spec/schedulerName', value: 'hami-scheduler' },
+    ]);
+  });
+
+  it('uses the configured scheduler and resource names', () => {
+    const custom: AdmissionSettings = { engine: { ...defaultEngineConfig, resourceCountName: 'example.com/vgpu', resourceCoreName: 'example.com/vcores' }, schedulerName: 'gpu-sched', defaultGpuNum: 1 };
+    const { pod: after } = admitted(pod({ limits: { 'example.com/vgpu': '2' } }), { settings: custom });
+    expect(spec(after).schedulerName).toBe('gpu-sched');
+    expect(spec(after).containers[0]?.resources?.limits).toEqual({ 'example.com/vgpu': '2', 'example.com/vcores': '100' });
+  });
+});
+
+describe("HAMi's request defaults", () => {
+  it.each([
+    ['a card count alone becomes an exclusive card (cores 100)', { 'nvidia.com/gpu': '1' }, undefined, { 'nvidia.com/gpu': '1', 'nvidia.com/gpucores': '100' }],
+    ['count in requests only: cores 100 go to limits', undefined, { 'nvidia.com/gpu': '1' }, { 'nvidia.com/gpucores': '100' }],
+    ['memory alone gets one card and keeps sharing cores', { 'nvidia.com/gpumem': '3000' }, undefined, { 'nvidia.com/gpumem': '3000', 'nvidia.com/gpu': '1' }],
+    ['cores alone get one card', { 'nvidia.com/gpucores': '30' }, undefined, { 'nvidia.com/gpucores': '30', 'nvidia.com/gpu': '1' }],
+    ['100 % of the memory is an exclusive card', { 'nvidia.com/gpu': '1', 'nvidia.com/gpumem-percentage': '100' }, undefined, { 'nvidia.com/gpu': '1', 'nvidia.com/gpumem-percentage': '100', 'nvidia.com/gpucores': '100' }],
+    ['50 % of the memory shares the cores', { 'nvidia.com/gpu': '1', 'nvidia.com/gpumem-percentage': '50' }, undefined, { 'nvidia.com/gpu': '1', 'nvidia.com/gpumem-percentage': '50' }],
+    ['given cores are kept', { 'nvidia.com/gpu': '2', 'nvidia.com/gpucores': '20' }, undefined, { 'nvidia.com/gpu': '2', 'nvidia.com/gpucores': '20' }],
+    ['given memory keeps cores unset', { 'nvidia.com/gpu': '1', 'nvidia.com/gpumem': '4096' }, undefined, { 'nvidia.com/gpu': '1', 'nvidia.com/gpumem': '4096' }],
+  ])('%s', (_case, limits, requests, expected) => {
+    const { pod: after } = admitted(pod({ ...(limits ? { limits } : {}), ...(requests ? { requests } : {}) }));
+    expect(spec(after).containers[0]?.resources?.limits).toEqual(expected);
+    expect(spec(after).schedulerName).toBe('hami-scheduler');
+  });
+
+  it('applies them to init containers too', () => {
+    const { pod: after } = admitted(pod({ init: [{ name: 'warmup', limits: { 'nvidia.com/gpumem': '1000' } }], limits: { cpu: '1' } }));
+    expect(spec(after).initContainers?.[0]?.resources?.limits).toEqual({ 'nvidia.com/gpumem': '1000', 'nvidia.com/gpu': '1' });
+    expect(spec(after).containers[0]?.resources?.limits).toEqual({ cpu: '1' });
+    expect(spec(after).schedulerName).toBe('hami-scheduler');
+  });
+
+  it('without a default card count, memory alone is not a GPU request (HAMi with defaultGPUNum 0)', () => {
+    expect(answer(pod({ limits: { 'nvidia.com/gpumem': '3000' } }), { settings: { ...settings, defaultGpuNum: 0 } })).toEqual({ uid: expect.any(String), allowed: true });
+  });
+});
+
+describe("denials with HAMi's texts", () => {
+  it.each([
+    ['a privileged GPU container', pod({ limits: { 'nvidia.com/gpu': '1' }, privileged: true }), 'container main is privileged'],
+    ['a privileged init container of a GPU pod (init containers first)', pod({ limits: { 'nvidia.com/gpu': '1' }, privileged: true, init: [{ name: 'setup', privileged: true }] }), 'container setup is privileged'],
+    ['a GPU pod with nodeName preset', pod({ limits: { 'nvidia.com/gpu': '1' }, nodeName: 'node1' }), 'pod has node assigned'],
+    ['a pod without containers', pod({ containers: [] }), 'pod has no containers'],
+  ])('denies %s', (_case, object, message) => {
+    expect(answer(object)).toEqual({ uid: expect.any(String), allowed: false, status: { code: 403, reason: 'Forbidden', message } });
+  });
+
+  it('denies a memory percentage above 100 with HAMi\'s text', () => {
+    expect(answer(pod({ limits: { 'nvidia.com/gpu': '1', 'nvidia.com/gpumem-percentage': '150' } }))).toEqual({
+      uid: expect.any(String),
+      allowed: false,
+      status: { code: 400, reason: 'BadRequest', message: 'invalid nvidia.com/gpumem-percentage value 150 in container main: must be an integer between 0 and 100' },
+    });
+  });
+
+  it('admits a privileged pod or a preset nodeName when it asks for no GPU', () => {
+    expect(answer(pod({ limits: { cpu: '1' }, privileged: true, nodeName: 'node1' }))).toEqual({ uid: expect.any(String), allowed: true });
+  });
+});
+
+describe('our own rules', () => {
+  it.each([
+    ['hami.io/vgpu-devices-to-allocate', { 'hami.io/vgpu-devices-to-allocate': 'GPU-a,NVIDIA,20000,100:;' }, 'hami.io/vgpu-devices-to-allocate: only the scheduler sets this annotation'],
+    [
+      'a whole forged booking (HAMi #3041)',
+      { 'hami.io/bind-time': '1746093600', 'hami.io/bind-phase': 'allocating', 'hami.io/vgpu-node': 'node1', 'hami.io/vgpu-devices-allocated': 'GPU-a,NVIDIA,20000,100:;' },
+      'hami.io/bind-phase, hami.io/bind-time, hami.io/vgpu-devices-allocated, hami.io/vgpu-node: only the scheduler sets these annotations',
+    ],
+  ])('denies a pod created with %s, whatever scheduler it names', (_case, annotations, text) => {
+    for (const schedulerName of [undefined, 'default-scheduler', 'volcano']) {
+      const response = answer(pod({ annotations, ...(schedulerName ? { schedulerName } : {}) }));
+      expect(response.allowed).toBe(false);
+      expect(response.status?.message).toContain(`pod carries ${text}`);
+    }
+  });
+
+  it('admits user steering annotations', () => {
+    const { pod: after } = admitted(pod({ limits: { 'nvidia.com/gpu': '1' }, annotations: { 'nvidia.com/use-gputype': 'A100', 'hami.io/node-scheduler-policy': 'spread' } }));
+    expect(spec(after).schedulerName).toBe('hami-scheduler');
+  });
+
+  it.each([
+    [{ 'nvidia.com/gpu': '1', 'nvidia.com/gpumem': '1500.5' }, 'invalid GPU resource request: container "main": nvidia.com/gpumem "1500.5" is not a whole number'],
+    [{ 'nvidia.com/gpu': '-1' }, 'invalid GPU resource request: container "main": nvidia.com/gpu "-1" is negative'],
+    [{ 'nvidia.com/gpu': '1', 'nvidia.com/gpucores': '4294967196' }, 'invalid GPU resource request: container "main": nvidia.com/gpucores "4294967196" is larger than 2147483647 (HAMi computes it in int32)'],
+    [{ 'nvidia.com/gpu': 'lots' }, 'invalid GPU resource request: container "main": nvidia.com/gpu "lots" is not a Kubernetes quantity'],
+  ])('denies unreadable quantities %j with the filter\'s text', (limits, message) => {
+    expect(answer(pod({ limits }))).toEqual({ uid: expect.any(String), allowed: false, status: { code: 400, reason: 'BadRequest', message } });
+  });
+
+  it('skips a pod labelled hami.io/webhook: ignore entirely', () => {
+    const object = pod({ limits: { 'nvidia.com/gpu': '1' }, labels: { 'hami.io/webhook': 'ignore' }, annotations: { 'hami.io/vgpu-node': 'node1' }, privileged: true });
+    expect(answer(object)).toEqual({ uid: expect.any(String), allowed: true });
+  });
+});
+
+describe('warnings for requests no registered card can hold', () => {
+  it.each([
+    ['more memory than the largest card', { 'nvidia.com/gpu': '1', 'nvidia.com/gpumem': '90000' }, ['container "main" asks for 90000 MiB of GPU memory (nvidia.com/gpumem) but the largest registered card has 81920 MiB: the pod cannot be scheduled']],
+    ['more cards than any node has', { 'nvidia.com/gpu': '5' }, ['container "main" asks for 5 cards (nvidia.com/gpu) but no registered node has more than 4: the pod cannot be scheduled']],
+    ['a request that fits a card', { 'nvidia.com/gpu': '4', 'nvidia.com/gpumem': '81920' }, []],
+  ])('%s', (_case, limits, warnings) => {
+    const { pod: after, warnings: got } = admitted(pod({ limits }));
+    expect(got).toEqual(warnings);
+    expect(spec(after).schedulerName).toBe('hami-scheduler');
+  });
+
+  it('says so when no node has registered any card', () => {
+    expect(admitted(pod({ limits: { 'nvidia.com/gpu': '1' } }), { capacity: cardCapacity([], defaultEngineConfig) }).warnings).toEqual([
+      'no node has registered GPUs yet (annotation hami.io/node-nvidia-register): the pod stays Pending until one does',
+    ]);
+  });
+
+  it('warns about nothing while the relay has not seen the nodes yet', () => {
+    expect(admitted(pod({ limits: { 'nvidia.com/gpu': '9', 'nvidia.com/gpumem': '999999' } }), { capacity: undefined }).warnings).toEqual([]);
+  });
+});
+
+describe('requests that are not pod creations', () => {
+  it.each([
+    ['an UPDATE', { operation: 'UPDATE' }],
+    ['another kind', { kind: { group: 'apps', version: 'v1', kind: 'Deployment' } }],
+  ])('allows %s untouched', (_case, overrides) => {
+    expect(answer(pod({ limits: { 'nvidia.com/gpu': '1' }, privileged: true }), { overrides })).toEqual({ uid: expect.any(String), allowed: true });
+  });
+
+  it.each([
+    ['an AdmissionReview v1beta1', { ...review(pod()), apiVersion: 'admission.k8s.io/v1beta1' }],
+    ['a request without uid', { apiVersion: 'admission.k8s.io/v1', kind: 'AdmissionReview', request: { kind: { group: '', version: 'v1', kind: 'Pod' }, operation: 'CREATE' } }],
+    ['not JSON object', 'hello'],
+  ])('refuses %s as a bad request', (_case, body) => {
+    expect(reviewAdmission(body, settings, capacity)).toEqual({ kind: 'badRequest', message: expect.stringMatching(/^not an admission\.k8s\.io\/v1 AdmissionReview: /) });
+  });
+});
+
+describe('jsonPatch', () => {
+  it.each([
+    [{ a: 1 }, { a: 1 }, []],
+    [{ a: 1 }, { a: 2 }, [{ op: 'replace', path: '/a', value: 2 }]],
+    [{ a: 1 }, {}, [{ op: 'remove', path: '/a' }]],
+    [{ 'x/y~z': { b: [1, 2] } }, { 'x/y~z': { b: [1, 3], c: true } }, [{ op: 'replace', path: '/x~1y~0z/b/1', value: 3 }, { op: 'add', path: '/x~1y~0z/c', value: true }]],
+    [{ l: [1] }, { l: [1, 2] }, [{ op: 'replace', path: '/l', value: [1, 2] }]],
+  ])('%j -> %j', (before, after, ops) => {
+    expect(jsonPatch(before, after)).toEqual(ops);
+    expect(applyJsonPatch(before, jsonPatch(before, after))).toEqual(after);
+  });
+
+  it('escapes pointer tokens', () => {
+    expect(pointerToken('nvidia.com/gpu')).toBe('nvidia.com~1gpu');
+  });
+});
+
+describe('cardCapacity', () => {
+  it('reads registrations with the engine rules and ignores unregistered nodes', () => {
+    expect(capacity).toEqual({ nodes: 2, cards: 6, largestMemoryMiB: 81920, mostCardsOnANode: 4, hasMig: false });
+  });
+});
