@@ -42,8 +42,11 @@ function demoRuntime(): Runtime & { advance(seconds: number): void } {
   let ids = 0;
   return {
     clock: { now: () => nowMs },
-    // Only the store's table creation waits; a real delay there changes nothing printed.
-    sleep: (ms) => new Promise((resolve) => setTimeout(resolve, ms)),
+    // Waiting moves the demo clock on (a bind waiting for a lock waits in demo time, not for real).
+    sleep: (ms) => {
+      nowMs += ms;
+      return new Promise((resolve) => setImmediate(resolve));
+    },
     random: () => 0.5,
     newId: () => `00000000-0000-4000-8000-${String(++ids).padStart(12, '0')}`,
     advance: (seconds) => {
@@ -80,9 +83,10 @@ function relay(baseUrl: string, token: string | undefined) {
   };
   const podRef = (pod: PodObject) => ({ PodName: pod.metadata.name, PodNamespace: pod.metadata.namespace, PodUID: pod.metadata.uid });
   return {
-    forward: async (type: 'ADDED' | 'MODIFIED', objects: readonly unknown[]) => {
-      const answer = await post<{ accepted: number; rejected: unknown[] }>('/cluster/events', { events: objects.map((object) => ({ type, object })) });
+    forward: async (type: 'ADDED' | 'MODIFIED', objects: readonly unknown[]): Promise<Effect[]> => {
+      const answer = await post<{ accepted: number; rejected: unknown[]; Effects?: Effect[] }>('/cluster/events', { events: objects.map((object) => ({ type, object })) });
       if (answer.rejected.length > 0) throw new DemoError(`cluster events rejected: ${JSON.stringify(answer.rejected)}`);
+      return answer.Effects ?? [];
     },
     filter: (pod: PodObject, nodes: readonly string[]) => post<FilterAnswer>('/filter', { Pod: pod, Nodes: null, NodeNames: nodes }),
     bind: (pod: PodObject, node: string) => post<BindAnswer>('/bind', { ...podRef(pod), Node: node }),
@@ -96,8 +100,7 @@ const allNodes = demoNodes.map((n) => n.name);
 
 export async function runDemo(out: Out, options: DemoOptions = {}): Promise<void> {
   const runtime = demoRuntime();
-  // Scenario 3 replays HAMi's own lock contention: HAMi's exact choice, and binds that do not wait.
-  const env = { HAMI_LOCK_AWARE: 'false', HAMI_BIND_LOCK_WAIT_SECONDS: '0', HAMI_LOG_VERBOSITY: process.env.HAMI_LOG_VERBOSITY ?? '0', ...options.env };
+  const env = { HAMI_LOG_VERBOSITY: process.env.HAMI_LOG_VERBOSITY ?? '0', ...options.env };
   const server = options.url === undefined ? await startLocalServer({ runtime, env }) : { url: options.url.replace(/\/+$/, ''), close: async () => undefined };
   // A running server keeps its own clock: the demo's fixed clock only moves the in-process one.
   const clock = options.url === undefined ? runtime : { ...runtime, clock: { now: () => Date.now() }, advance: () => undefined };
@@ -113,7 +116,9 @@ export async function runDemo(out: Out, options: DemoOptions = {}): Promise<void
     clock.advance(60);
     await podFitsNowhere(api, hamiDiag, out);
     clock.advance(60);
-    await bindMeetsLockedNode(api, hamiDiag, out, clock);
+    const first = await secondPodAvoidsAllocatingNode(api, hamiDiag, out);
+    clock.advance(2);
+    await bindMeetsLockedNode(api, hamiDiag, out, first);
     if (options.url !== undefined) {
       out('');
       out(`The records stay on ${server.url}; for example:`);
@@ -162,34 +167,62 @@ async function podFitsNowhere(api: Relay, hamiDiag: HamiDiag, out: Out): Promise
   for (const line of JSON.stringify(excerpt, null, 2).split('\n')) out(line);
 }
 
-/** Scenario 3 (seed: "node ... has been locked within 5min"): two pods meet at one node's lock. */
-async function bindMeetsLockedNode(api: Relay, hamiDiag: HamiDiag, out: Out, runtime: Pick<ReturnType<typeof demoRuntime>, 'advance'>): Promise<void> {
+interface Allocating {
+  readonly pod: PodObject;
+  readonly node: string;
+  readonly filter: FilterAnswer;
+}
+
+/**
+ * Scenario 3 (HAMi's users' most reported pain): two notebooks arrive together. HAMi would send both to the same
+ * node, and the second would meet the first one's node lock; lock-aware placement sends it where no allocation is
+ * under way, and the scheduler log says which node it passed over and why.
+ */
+async function secondPodAvoidsAllocatingNode(api: Relay, hamiDiag: HamiDiag, out: Out): Promise<Allocating> {
   const ask = [{ name: 'jupyter', gpu: 1, mem: 8192, cores: 30 }];
   const alice = pendingPod('default', 'notebook-alice', ask);
   const bob = pendingPod('default', 'notebook-bob', ask);
-  heading(out, 3, 'two notebooks filtered to the same node: the first binds, the second meets the node lock');
+  heading(out, 3, 'two notebooks at once: the second goes where no allocation is under way');
   const filterAlice = await api.filter(alice, allNodes);
-  const filterBob = await api.filter(bob, allNodes);
   const node = filterAlice.NodeNames?.[0];
   if (node === undefined) throw new DemoError(`scenario 3: no node for notebook-alice: ${JSON.stringify(filterAlice.FailedNodes)}`);
-  expectNodes(filterBob, [node], 'scenario 3');
   const bindAlice = await api.bind(alice, node);
   if (bindAlice.Error) throw new DemoError(`scenario 3: the first bind failed: ${bindAlice.Error}`);
   await api.outcome(alice, node);
-  runtime.advance(2);
-  const bindBob = await api.bind(bob, node);
-  if (!bindBob.Error?.endsWith('node lock contention')) throw new DemoError(`scenario 3: expected lock contention, got ${JSON.stringify(bindBob.Error)}`);
-
-  printEvents(out, bob, [...filterBob.Effects, ...bindBob.Effects]);
+  const filterBob = await api.filter(bob, allNodes);
+  const other = filterBob.NodeNames?.[0];
+  if (other === undefined || other === node) throw new DemoError(`scenario 3: expected notebook-bob on another node than ${node}, got ${JSON.stringify(filterBob.NodeNames)}`);
+  const bindBob = await api.bind(bob, other);
+  if (bindBob.Error) throw new DemoError(`scenario 3: the second bind failed: ${bindBob.Error}`);
+  printEvents(out, bob, [...filterBob.Effects, ...bindBob.Effects, ...(await api.outcome(bob, other)).Effects]);
   await hamiDiag(out, ['pod', 'default/notebook-bob']);
-  await hamiDiag(out, ['node', node]);
+  return { pod: alice, node, filter: filterAlice };
+}
 
-  // The device plugin finishes alice's allocation; kube-scheduler retries bob, who now binds.
-  runtime.advance(5);
-  await api.forward('MODIFIED', [withAnnotations(withAnnotations(alice, patchOf(filterAlice)), { 'hami.io/bind-phase': 'success' }, 'Running', '3')]);
-  const retry = await api.bind(bob, node);
-  if (retry.Error) throw new DemoError(`scenario 3: the retried bind failed: ${retry.Error}`);
-  out(`After the device plugin marks notebook-alice allocated (hami.io/bind-phase: success) the lock is free: bob's retried bind to ${node} succeeds.`);
+/**
+ * Scenario 4 (seed: "node ... has been locked within 5m0s"): a pod only the allocating node can take. Its bind
+ * waits for the lock (HAMI_BIND_LOCK_WAIT_SECONDS), gives up with HAMi's text, and is nudged the moment the device
+ * plugin reports the allocation, so kube-scheduler retries it at once.
+ */
+async function bindMeetsLockedNode(api: Relay, hamiDiag: HamiDiag, out: Out, first: Allocating): Promise<void> {
+  const carol = pendingPod('default', 'notebook-carol', [{ name: 'jupyter', gpu: 1, mem: 8192, cores: 30 }]);
+  heading(out, 4, `a notebook only ${first.node} may take (node affinity): its bind waits for the node lock, then is nudged`);
+  const filterCarol = await api.filter(carol, [first.node]);
+  expectNodes(filterCarol, [first.node], 'scenario 4');
+  const bindCarol = await api.bind(carol, first.node);
+  if (!bindCarol.Error?.endsWith('node lock contention')) throw new DemoError(`scenario 4: expected lock contention, got ${JSON.stringify(bindCarol.Error)}`);
+
+  printEvents(out, carol, [...filterCarol.Effects, ...bindCarol.Effects]);
+  await hamiDiag(out, ['pod', 'default/notebook-carol']);
+  await hamiDiag(out, ['node', first.node]);
+
+  // The device plugin finishes alice's allocation; the answer to that event nudges carol, whose retried bind now succeeds.
+  const effects = await api.forward('MODIFIED', [withAnnotations(withAnnotations(first.pod, patchOf(first.filter)), { 'hami.io/bind-phase': 'success' }, 'Running', '3')]);
+  const nudged = effects.some((e) => e.kind === 'PatchPodAnnotations' && e.name === 'notebook-carol' && e.annotations['hami.io/requeue'] !== undefined);
+  if (!nudged) throw new DemoError(`scenario 4: expected a nudge for notebook-carol, got ${JSON.stringify(effects)}`);
+  const retry = await api.bind(carol, first.node);
+  if (retry.Error) throw new DemoError(`scenario 4: the retried bind failed: ${retry.Error}`);
+  out(`The device plugin marks notebook-alice allocated (hami.io/bind-phase: success): the lock ends, and the answer nudges notebook-carol (hami.io/requeue), so kube-scheduler retries it at once; its bind to ${first.node} succeeds.`);
 }
 
 type HamiDiag = (out: Out | undefined, args: readonly string[]) => Promise<string>;

@@ -107,17 +107,27 @@ describe('npm run demo', () => {
     });
   });
 
-  it('scenario 3: the second pod meets the first one\'s node lock, and hami-diag node names the holder', () => {
+  it('scenario 3: the second notebook goes where no allocation is under way, and hami-diag says which node it passed over', () => {
     const s3 = scenario(lines, 3);
-    const contention = 'node node1 has been locked within 5m0s: node lock contention';
     expect(events(s3)).toEqual([
-      ['Normal', 'FilteringSucceed', expect.stringMatching(/^find fit node\(node1\), 3 nodes not fit, 7 nodes fit\(.*node1:16\.12\)$/)],
+      ['Normal', 'FilteringSucceed', expect.stringMatching(/^find fit node\(node3\), 3 nodes not fit, 7 nodes fit\(.*node3:9\.50,node1:16\.12\)$/)],
+      ['Normal', 'BindingSucceed', 'Successfully binding node [node3] to default/notebook-bob'],
+    ]);
+    expect(s3).toContain('          passed over node1: default/notebook-alice is allocating there');
+  });
+
+  it('scenario 4: a pod only the allocating node may take waits for the lock, gives up with HAMi text, and is nudged when it ends', () => {
+    const s4 = scenario(lines, 4);
+    const contention = 'node node1 has been locked within 5m0s: node lock contention';
+    expect(events(s4)).toEqual([
+      ['Normal', 'FilteringSucceed', 'find fit node(node1), 0 nodes not fit, 1 nodes fit(node1:16.12)'],
       ['Warning', 'BindingFailed', contention],
     ]);
-    expect(s3).toContain(`Bind      failed  ${contention}  (node1, 2025-04-22T02:18:44.000Z)`);
-    expect(s3).toContain('$ hami-diag node node1');
-    expect(s3).toContain('Lock         held by default/notebook-alice since 2025-04-22T02:18:42.000Z, 2s ago');
-    expect(s3[s3.length - 1]).toMatch(/bob's retried bind to node1 succeeds\.$/);
+    // The bind waited (HAMI_BIND_LOCK_WAIT_SECONDS, 5 s of demo time) before giving up.
+    expect(s4).toContain(`Bind      failed  ${contention}  (node1, 2025-04-22T02:18:48.750Z)`);
+    expect(s4).toContain('$ hami-diag node node1');
+    expect(s4).toContain('Lock         held by default/notebook-alice since 2025-04-22T02:18:42.000Z, 6s ago');
+    expect(s4[s4.length - 1]).toMatch(/nudges notebook-carol \(hami\.io\/requeue\), so kube-scheduler retries it at once; its bind to node1 succeeds\.$/);
   });
 
   it('prints the same text on every run (fixed names, uids, ids and clock)', async () => {
@@ -138,7 +148,8 @@ describe('npm run demo -- --url (against a running server)', () => {
   let lines: string[];
 
   beforeAll(async () => {
-    server = await startLocalServer({ port: 0, host: '127.0.0.1', token: TOKEN, env: { HAMI_STORE_SHARDS: '4' } });
+    // A short lock wait: this server's clock is real, and scenario 4 waits for a lock.
+    server = await startLocalServer({ port: 0, host: '127.0.0.1', token: TOKEN, env: { HAMI_BIND_LOCK_WAIT_SECONDS: '1' } });
     lines = await demoOutput({ url: server.url, token: TOKEN });
   });
 
