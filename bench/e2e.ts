@@ -19,7 +19,9 @@
  * Before the run the cluster is taken over as the relay's first list does: every node, then
  * `--running-per-card` running pods per card (sorted by node, as the relay replays them); the rate is reported.
  * In the same run the engine alone decides the same pods on the same cluster (what an in-process scheduler
- * like HAMi pays). Last line: one JSON object.
+ * like HAMi pays). `cpuMsPerPod` splits the run's CPU time between the filter's control plane, the other one, the
+ * store and this harness: here they share the machine's cores, on AWS each Lambda environment has its own.
+ * Last line: one JSON object.
  *
  * `--burst` (docs/locks.md): every pod arrives at once, binpack, and the run is made twice: `lockAware` (our
  * defaults: lock-aware placement, binds that wait, nudges) and `hamiExact` (HAMi's behaviour: its exact choice,
@@ -31,6 +33,7 @@
 import { spawn, type ChildProcess } from 'node:child_process';
 import { performance } from 'node:perf_hooks';
 import { resolve } from 'node:path';
+import { existsSync, readFileSync } from 'node:fs';
 import { decide } from '../lib/engine/decide';
 import { parseNodeRegistration } from '../lib/engine/registration';
 import { defaultEngineConfig, type DeviceUsage, type NodeState } from '../lib/engine/types';
@@ -132,6 +135,29 @@ function percentile(values: readonly number[], p: number): number {
 }
 
 const round = (v: number, digits = 2) => Math.round(v * 10 ** digits) / 10 ** digits;
+
+type CpuShare = 'filterControlPlane' | 'otherControlPlane' | 'store' | 'harness';
+
+/**
+ * CPU milliseconds (user + system, all threads) each group of processes has used, from /proc; null where /proc
+ * is not there. Reported per pod, so a run on a small shared machine shows what each part costs on its own.
+ */
+function cpuTimes(groups: Record<CpuShare, readonly (number | undefined)[]>): Record<CpuShare, number> | null {
+  if (!existsSync('/proc/self/stat')) return null;
+  const ticksPerMs = 100 / 1000; // USER_HZ is 100 on Linux
+  const of = (pid: number | undefined): number => {
+    if (pid === undefined) return 0;
+    try {
+      const fields = readFileSync(`/proc/${pid}/stat`, 'utf8').split(') ')[1]!.split(' ');
+      return (Number(fields[11]) + Number(fields[12])) / ticksPerMs;
+    } catch {
+      return 0;
+    }
+  };
+  const out = {} as Record<CpuShare, number>;
+  for (const [share, pids] of Object.entries(groups) as [CpuShare, readonly (number | undefined)[]][]) out[share] = pids.reduce((sum: number, pid) => sum + of(pid), 0);
+  return out;
+}
 
 interface Effect {
   readonly kind: string;
@@ -365,6 +391,14 @@ async function runOnce(options: Options, mode: Mode): Promise<Record<string, unk
       filterGateways.push(await proxy(filter.url, options.gatewayRttMs));
     }
 
+    // Whose CPU the run spends (all share this machine's cores; on AWS each Lambda environment has its own).
+    const processes: Record<CpuShare, readonly (number | undefined)[]> = {
+      filterControlPlane: children.slice(1).map((c) => c.pid),
+      otherControlPlane: [other.child.pid],
+      store: [store.pid],
+      harness: [process.pid],
+    };
+
     // Take the cluster over as the relay's first list does: nodes, then running pods sorted by node.
     const names = Array.from({ length: options.nodes }, (_, i) => `node-${String(i).padStart(5, '0')}`);
     const relist: unknown[] = names.map((name) => ({ type: 'ADDED', object: nodeObject(name, 1) }));
@@ -391,11 +425,13 @@ async function runOnce(options: Options, mode: Mode): Promise<Record<string, unk
     relay.viewSeq = viewSeq;
     const callsBefore = proxies.map((p) => p.calls.length);
     process.stdout.write(`bench: ${options.pods} pods, policy ${options.policy}, store rtt ${options.storeRttMs} ms, gateway rtt ${options.gatewayRttMs} ms, ${options.schedulers} scheduler(s)\n`);
+    const cpuBefore = cpuTimes(processes);
     const started = now();
     const results = await Promise.all(queues.map((queue, s) => runScheduler(queue, names, filterGateways[s]!.url, otherGateway.url, relay, options)));
     const placed = results.reduce((sum, r) => sum + r.placed, 0);
     const elapsedS = (Math.max(...results.map((r) => r.lastPlacedAt)) - started) / 1000;
     await relay.close();
+    const cpuAfter = cpuTimes(processes);
 
     // Every store call of the run, per proxy, and what the filters' own calls cost.
     const runCalls = proxies.map((p, i) => p.calls.slice(callsBefore[i]));
@@ -428,6 +464,7 @@ async function runOnce(options: Options, mode: Mode): Promise<Record<string, unk
       storeCallsPerPod: perPod(storeCalls.length),
       filtersPerPod: round(filters / Math.max(placed, 1), 3),
       lockRetriesPerPod: round(lockRetries / Math.max(placed, 1), 3),
+      cpuMsPerPod: cpuAfter && cpuBefore ? Object.fromEntries(Object.entries(cpuAfter).map(([k, ms]) => [k, round((ms - (cpuBefore[k as CpuShare] ?? 0)) / Math.max(placed, 1), 1)])) : null,
       overAllocations,
       ingestEventsPerSecond: Math.round(relist.length / relistSeconds),
       nodes: options.nodes,

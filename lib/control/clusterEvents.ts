@@ -184,7 +184,7 @@ export async function ingestClusterEvents(deps: ControlDeps, events: readonly un
   const touched = new Set([...changes.keys(), ...lockHolders.keys(), ...lockNotes.keys()]);
   const current = touched.size > 0 ? await deps.ledger.readNodes([...touched], { consistent: true }) : new Map<string, NodeLedger>();
   // Locks first: a finished allocation frees its node at once, whatever the bookings' writes cost.
-  const lockEffects = await settleLocks(deps, current, lockHolders, lockNotes);
+  const { effects: lockEffects, changed: lockChanged } = await settleLocks(deps, current, lockHolders, lockNotes);
 
   const written: Record<string, number> = {};
   const notices: Notice[] = [];
@@ -227,8 +227,8 @@ export async function ingestClusterEvents(deps: ControlDeps, events: readonly un
   if (created.length > 0) await deps.ledger.addToDirectory(created);
   if (removed.length > 0) await deps.ledger.removeFromDirectory(removed);
   const viewSeq =
-    Object.keys(written).length + namespaces.length > 0
-      ? await deps.ledger.appendJournal({ atMs: deps.runtime.clock.now(), nodes: written, namespaces: [...new Set(namespaces)] })
+    Object.keys(written).length + namespaces.length + lockChanged.length > 0
+      ? await deps.ledger.appendJournal({ atMs: deps.runtime.clock.now(), nodes: written, namespaces: [...new Set(namespaces)], ...(lockChanged.length > 0 ? { locks: lockChanged } : {}) })
       : undefined;
 
   const unique = [...new Map(rejected.filter((r) => r.index >= 0).map((r) => [r.index, r])).values()].sort((a, b) => a.index - b.index);
@@ -245,8 +245,10 @@ async function settleLocks(
   current: ReadonlyMap<string, NodeLedger>,
   holdersDone: ReadonlyMap<string, ReadonlySet<string>>,
   lockNotes: ReadonlyMap<string, string | null>,
-): Promise<Effect[]> {
+): Promise<{ effects: Effect[]; changed: string[] }> {
   const effects: Effect[] = [];
+  /** Nodes whose lock these events changed: the journal names them, so every view learns of it (lock-aware placement). */
+  const changed: string[] = [];
   for (const name of new Set([...holdersDone.keys(), ...lockNotes.keys()])) {
     const lock = current.get(name)?.lock;
     if (!lock) continue;
@@ -254,16 +256,18 @@ async function settleLocks(
     const note = lockNotes.get(name);
     if (!release && note !== undefined) {
       if (nodeLockHolder(note ?? undefined) === lock.holder) {
-        if (!lock.mirrored) await deps.ledger.markLockMirrored(name, lock.holderUid);
+        if (!lock.mirrored && (await deps.ledger.markLockMirrored(name, lock.holderUid)).ok) changed.push(name);
       } else if (lock.mirrored) {
         release = true;
       }
     }
     if (!release) continue;
     const released = await deps.ledger.releaseLock(name, lock.holderUid);
-    if (released.ok) effects.push(...nudges(released.released.waiters, deps.runtime.clock.now()));
+    if (!released.ok) continue;
+    changed.push(name);
+    effects.push(...nudges(released.released.waiters, deps.runtime.clock.now()));
   }
-  return effects;
+  return { effects, changed };
 }
 
 /**

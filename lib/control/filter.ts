@@ -270,7 +270,7 @@ async function finishWithoutFit(
 function observe(deps: ControlDeps, pod: string, attemptId: string, decision: Decision, started: number): void {
   const ctx = { attemptId, pod };
   if (decision.kind !== 'error') {
-    logDecision(deps.logger, ctx, decision.evidence);
+    logDecision(deps.logger, ctx, () => decision.evidence);
     logRealtime(deps.logger, ctx, decision.realtime);
   }
   recordDecisionMetrics(deps.metrics, decision, deps.runtime.clock.now() - started);

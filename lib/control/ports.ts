@@ -20,6 +20,8 @@ export interface JournalEntry {
   readonly atMs: number;
   readonly nodes: Readonly<Record<string, number>>;
   readonly namespaces: readonly string[];
+  /** Nodes whose lock changed (mirrored or released): lock writes do not move a node's version, so views re-read these whatever version they hold. */
+  readonly locks?: readonly string[];
 }
 
 /** A filter's booking: added to the cards' counters under the engine's guards, not under the node's version. */

@@ -240,11 +240,13 @@ export class ClusterView {
       return;
     }
     const wanted = new Map<string, number>();
+    const relock = new Set<string>();
     for (const entry of entries) {
       for (const [name, version] of Object.entries(entry.nodes)) wanted.set(name, Math.max(version, wanted.get(name) ?? 0));
       for (const namespace of entry.namespaces) this.quotas.delete(namespace);
+      for (const name of entry.locks ?? []) relock.add(name);
     }
-    const stale = [...wanted].filter(([name, version]) => (this.nodes.get(name)?.version ?? -1) < version).map(([name]) => name);
+    const stale = [...new Set([...wanted.keys(), ...relock])].filter((name) => relock.has(name) || (this.nodes.get(name)?.version ?? -1) < (wanted.get(name) ?? 0));
     if (stale.length > 0) {
       const fresh = await this.store.readNodes(stale, { consistent: true });
       for (const name of stale) {

@@ -8,7 +8,7 @@ import { MetricUnit } from '@aws-lambda-powertools/metrics';
 import { ReasonCode, type CardEvidence, type ContainerEvidence, type Decision, type NodeEvidence, type RealtimeNote } from '../engine/types';
 import { v } from '../powertools';
 import { LogMessage } from './logMessages';
-import { countNodesByReason, filterErrorKey } from './reasons';
+import { countFailedNodesByReason, filterErrorKey } from './reasons';
 import { float32Json } from './schedulerLog';
 
 /** The part of the Powertools logger these functions use (tests pass a recorder). */
@@ -23,9 +23,10 @@ export interface DecisionContext {
   readonly pod: string;
 }
 
-export function logDecision(logger: DecisionLogger, ctx: DecisionContext, evidence: readonly NodeEvidence[]): void {
+/** `evidence` is read only when level 4 is on: the evidence objects of a thousand nodes cost about what deciding does. */
+export function logDecision(logger: DecisionLogger, ctx: DecisionContext, evidence: () => readonly NodeEvidence[]): void {
   if (!v(4)) return;
-  for (const node of evidence) {
+  for (const node of evidence()) {
     const base = { pod: ctx.pod, node: node.name, attemptId: ctx.attemptId };
     if (node.status === 'passed') {
       logger.info(LogMessage.NodeFitPod, { ...base, v: 4, score: float32Json(node.score) });
@@ -161,11 +162,13 @@ export function recordDecisionMetrics(metrics: DecisionMetrics, decision: Decisi
     recordReason(metrics, filterErrorKey(decision.message), 1);
     return;
   }
-  const fit = decision.evidence.filter((node) => node.status === 'passed').length;
-  metrics.addMetric(MetricName.NodesEvaluated, MetricUnit.Count, decision.evidence.length);
+  // From the fit list and the failure texts: the evidence objects of a thousand nodes cost what deciding does.
+  const fit = decision.kind === 'fit' ? decision.fitNodes.length : 0;
+  const unfit = Object.keys(decision.failedNodes).length;
+  metrics.addMetric(MetricName.NodesEvaluated, MetricUnit.Count, fit + unfit);
   metrics.addMetric(MetricName.NodesFit, MetricUnit.Count, fit);
-  metrics.addMetric(MetricName.NodesUnfit, MetricUnit.Count, decision.evidence.length - fit);
-  for (const [key, nodes] of countNodesByReason(decision.evidence)) recordReason(metrics, key, nodes);
+  metrics.addMetric(MetricName.NodesUnfit, MetricUnit.Count, unfit);
+  for (const [key, nodes] of countFailedNodesByReason(decision.failedNodes)) recordReason(metrics, key, nodes);
   const outcomes = new Map<RealtimeNote['outcome'], number>();
   for (const note of decision.realtime) outcomes.set(note.outcome, (outcomes.get(note.outcome) ?? 0) + 1);
   for (const [outcome, count] of outcomes) recordRealtime(metrics, outcome, count);

@@ -71,7 +71,20 @@ export function nodeReasonKeys(node: NodeEvidence): ReasonKey[] {
 
 /** How many nodes show each reason, most first; ties keep first appearance. */
 export function countNodesByReason(nodes: readonly NodeEvidence[]): [ReasonKey, number][] {
+  return countKeys(nodes.map(nodeReasonKeys));
+}
+
+/**
+ * The same count from the decision's failure text per failed node (HAMi's FailedNodes), which names what
+ * `nodeReasonKeys` finds in that node's evidence (a node fails on its first failing container), without building
+ * the evidence.
+ */
+export function countFailedNodesByReason(failedNodes: Readonly<Record<string, string>>): [ReasonKey, number][] {
+  return countKeys(Object.values(failedNodes).map(reasonKeysOf));
+}
+
+function countKeys(perNode: readonly (readonly ReasonKey[])[]): [ReasonKey, number][] {
   const counts = new Map<ReasonKey, number>();
-  for (const node of nodes) for (const key of nodeReasonKeys(node)) counts.set(key, (counts.get(key) ?? 0) + 1);
+  for (const keys of perNode) for (const key of new Set(keys)) counts.set(key, (counts.get(key) ?? 0) + 1);
   return [...counts.entries()].sort((a, b) => b[1] - a[1]);
 }

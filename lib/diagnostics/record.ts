@@ -3,7 +3,7 @@
  * which the scheduler log (CONTRACT section 5) is rendered. The filter part is the engine's evidence,
  * stored as produced, never recomputed.
  */
-import type { PackedEvidence } from '../engine/evidence';
+import type { StoredEvidence } from '../engine/evidence';
 import type { NodeEvidence, PodDevices } from '../engine/types';
 
 export interface PodRef {
@@ -24,7 +24,7 @@ export interface FilterRecord {
   /** Engine evidence, one entry per candidate node, in candidate order (empty when written packed). */
   readonly nodes: readonly NodeEvidence[];
   /** The same evidence packed, as the filter writes it; the record store turns it back into `nodes` on read. */
-  readonly packed?: PackedEvidence;
+  readonly packed?: StoredEvidence;
   /** Devices chosen per container (init first) when passed. */
   readonly devices?: PodDevices;
   /** Fitting nodes passed over because another allocation was under way on them, and by whom (lock-aware placement). */

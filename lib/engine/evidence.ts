@@ -77,6 +77,22 @@ class Rows {
   set(row: number, column: number, value: number): void {
     this.data[row * this.width + column] = value;
   }
+
+  /** One column as runs of equal values (see `Runs`). */
+  runs(column: number): (number | null)[] {
+    const runs: (number | null)[] = [];
+    const { data, width, count } = this;
+    let row = 0;
+    while (row < count) {
+      const value = data[row * width + column]!;
+      let end = row + 1;
+      // Equal, or both absent (NaN).
+      while (end < count && (data[end * width + column] === value || (value !== value && data[end * width + column] !== data[end * width + column]))) end++;
+      runs.push(Number.isNaN(value) ? null : asSmallIntegerWhenIntegral(value), end - row);
+      row = end;
+    }
+    return runs;
+  }
 }
 
 /**
@@ -89,21 +105,133 @@ function asSmallIntegerWhenIntegral(value: number): number {
 }
 
 /**
- * A decision's evidence in its packed form, for storage: column by column (runs of equal figures, which gzip
- * folds to almost nothing), counts instead of row offsets, and of each node's cards only those the rows refer
- * to. Built from the rows without making any evidence object.
+ * A column of numbers as runs of equal values: `[value, count, value, count, ...]`, null standing for an absent
+ * figure. Most columns of a large decision are a handful of runs (the same outcome, request and card size on
+ * node after node), so a record costs little to serialise and to compress, and stays small before compression.
+ */
+export type Runs = readonly (number | null)[];
+
+/**
+ * A decision's evidence in its packed form, for storage: column by column, each column as runs, counts instead
+ * of row offsets, and of each node's cards only those the rows refer to. Built from the rows without making any
+ * evidence object.
  */
 export interface PackedEvidence {
+  readonly v: 3;
+  readonly containers: readonly TracedContainer[];
+  readonly texts: readonly string[];
+  readonly nodes: { readonly name: readonly string[]; readonly failed: Runs; readonly score: Runs; readonly reason: Runs; readonly containers: Runs };
+  readonly containerRows: { readonly container: Runs; readonly status: Runs; readonly reason: Runs; readonly cards: Runs; readonly picks: Runs };
+  /** Tried cards: the columns of `CardColumn`, in its order. */
+  readonly cards: readonly Runs[];
+  readonly picks: { readonly position: Runs; readonly usedMem: Runs; readonly usedCores: Runs };
+  /** The cards the rows refer to: how many per node, then their columns, node after node. */
+  readonly devices: {
+    readonly perNode: Runs;
+    readonly position: Runs;
+    readonly id: readonly string[];
+    readonly index: Runs;
+    readonly devmem: Runs;
+    readonly devcore: Runs;
+    readonly count: Runs;
+  };
+}
+
+/** The packed form records written before runs were used still have (read, never written). */
+interface PackedEvidenceV2 {
   readonly v: 2;
   readonly containers: readonly TracedContainer[];
   readonly texts: readonly string[];
   readonly nodes: { readonly name: readonly string[]; readonly failed: readonly number[]; readonly score: readonly number[]; readonly reason: readonly number[]; readonly containers: readonly number[] };
   readonly containerRows: { readonly container: readonly number[]; readonly status: readonly number[]; readonly reason: readonly number[]; readonly cards: readonly number[]; readonly picks: readonly number[] };
-  /** Tried cards: the columns of `CardColumn`, in its order (null where a real-time figure is absent). */
   readonly cards: readonly (readonly (number | null)[])[];
   readonly picks: { readonly position: readonly number[]; readonly usedMem: readonly number[]; readonly usedCores: readonly number[] };
-  /** Per node: [position, id, index, devmem, devcore, count] of the cards its rows refer to. */
   readonly devices: readonly (readonly [number, string, number, number, number, number])[][];
+}
+
+/** Any packed evidence a stored record may hold. */
+export type StoredEvidence = PackedEvidence | PackedEvidenceV2;
+
+function runsOf(length: number, valueAt: (i: number) => number): (number | null)[] {
+  const runs: (number | null)[] = [];
+  let i = 0;
+  while (i < length) {
+    const value = valueAt(i);
+    let end = i + 1;
+    while (end < length && Object.is(valueAt(end), value)) end++;
+    runs.push(Number.isNaN(value) ? null : value, end - i);
+    i = end;
+  }
+  return runs;
+}
+
+/** The values of a column given as runs; a column whose runs do not add up to its row count is corrupt. */
+function expandRuns(runs: Runs, length: number, column: string): (number | null)[] {
+  const values: (number | null)[] = [];
+  for (let i = 0; i < runs.length; i += 2) {
+    const count = runs[i + 1];
+    if (typeof count !== 'number' || !Number.isInteger(count) || count < 1 || values.length + count > length) break;
+    const value = runs[i] ?? null;
+    for (let k = 0; k < count; k++) values.push(value);
+  }
+  if (values.length !== length || runs.length % 2 !== 0) throw new Error(`packed evidence column ${column} does not hold ${length} values`);
+  return values;
+}
+
+const sum = (values: readonly (number | null)[]) => values.reduce<number>((total, v) => total + (v ?? 0), 0);
+
+/** Version 3 in the shape version 2 had, for the one unpacking routine. */
+function asV2(packed: PackedEvidence): PackedEvidenceV2 {
+  const numbers = (runs: Runs, length: number, column: string) => expandRuns(runs, length, column).map((v) => v ?? 0);
+  const nodeCount = packed.nodes.name.length;
+  const containersPerNode = numbers(packed.nodes.containers, nodeCount, 'nodes.containers');
+  const containerCount = sum(containersPerNode);
+  const cardsPerContainer = numbers(packed.containerRows.cards, containerCount, 'containerRows.cards');
+  const picksPerContainer = numbers(packed.containerRows.picks, containerCount, 'containerRows.picks');
+  const cardCount = sum(cardsPerContainer);
+  const pickCount = sum(picksPerContainer);
+  const d = packed.devices;
+  const devicesPerNode = numbers(d.perNode, nodeCount, 'devices.perNode');
+  const deviceCount = d.id.length;
+  if (sum(devicesPerNode) !== deviceCount) throw new Error('packed evidence devices do not add up');
+  const position = numbers(d.position, deviceCount, 'devices.position');
+  const index = numbers(d.index, deviceCount, 'devices.index');
+  const devmem = numbers(d.devmem, deviceCount, 'devices.devmem');
+  const devcore = numbers(d.devcore, deviceCount, 'devices.devcore');
+  const count = numbers(d.count, deviceCount, 'devices.count');
+  let next = 0;
+  const devices = devicesPerNode.map((n) =>
+    Array.from({ length: n }, () => {
+      const k = next++;
+      return [position[k]!, d.id[k]!, index[k]!, devmem[k]!, devcore[k]!, count[k]!] as [number, string, number, number, number, number];
+    }),
+  );
+  return {
+    v: 2,
+    containers: packed.containers,
+    texts: packed.texts,
+    nodes: {
+      name: packed.nodes.name,
+      failed: numbers(packed.nodes.failed, nodeCount, 'nodes.failed'),
+      score: numbers(packed.nodes.score, nodeCount, 'nodes.score'),
+      reason: numbers(packed.nodes.reason, nodeCount, 'nodes.reason'),
+      containers: containersPerNode,
+    },
+    containerRows: {
+      container: numbers(packed.containerRows.container, containerCount, 'containerRows.container'),
+      status: numbers(packed.containerRows.status, containerCount, 'containerRows.status'),
+      reason: numbers(packed.containerRows.reason, containerCount, 'containerRows.reason'),
+      cards: cardsPerContainer,
+      picks: picksPerContainer,
+    },
+    cards: packed.cards.map((runs, c) => expandRuns(runs, cardCount, `cards.${c}`)),
+    picks: {
+      position: numbers(packed.picks.position, pickCount, 'picks.position'),
+      usedMem: numbers(packed.picks.usedMem, pickCount, 'picks.usedMem'),
+      usedCores: numbers(packed.picks.usedCores, pickCount, 'picks.usedCores'),
+    },
+    devices,
+  };
 }
 
 // Columns of each kind of row.
@@ -315,26 +443,34 @@ export class DecisionTrace {
 
   /** The packed form of everything recorded (see `PackedEvidence`). */
   pack(): PackedEvidence {
-    const column = (rows: Rows, col: number): number[] => {
-      const out = new Array<number>(rows.length);
-      for (let r = 0; r < rows.length; r++) out[r] = rows.get(r, col);
-      return out;
-    };
-    const cardColumns = Object.values(CardColumn).map((col) =>
-      column(this.cardRows, col).map((v) => (Number.isNaN(v) ? null : v)),
-    );
-    const referenced = this.nodeDevices.map(() => new Set<number>());
+    const column = (rows: Rows, col: number): Runs => rows.runs(col);
+    // The cards each node's rows refer to, in first-seen order.
+    const referenced: number[][] = [];
     for (let node = 0; node < this.nodeRows.length; node++) {
+      const positions: number[] = [];
+      const add = (position: number) => {
+        if (!positions.includes(position)) positions.push(position);
+      };
       const first = this.nodeRows.get(node, NodeColumn.firstContainer);
       for (let row = first; row < first + this.nodeRows.get(node, NodeColumn.containerCount); row++) {
         const firstCard = this.containerRows.get(row, ContainerColumn.firstCard);
-        for (let card = firstCard; card < firstCard + this.containerRows.get(row, ContainerColumn.cardCount); card++) referenced[node]!.add(this.cardRows.get(card, CardColumn.position));
+        for (let card = firstCard; card < firstCard + this.containerRows.get(row, ContainerColumn.cardCount); card++) add(this.cardRows.get(card, CardColumn.position));
         const firstPick = this.containerRows.get(row, ContainerColumn.firstPick);
-        for (let pick = firstPick; pick < firstPick + this.containerRows.get(row, ContainerColumn.pickCount); pick++) referenced[node]!.add(this.pickRows.get(pick, PickColumn.position));
+        for (let pick = firstPick; pick < firstPick + this.containerRows.get(row, ContainerColumn.pickCount); pick++) add(this.pickRows.get(pick, PickColumn.position));
       }
+      referenced.push(positions);
     }
+    const devices: DeviceInfo[] = [];
+    const positions: number[] = [];
+    referenced.forEach((list, node) => {
+      for (const position of list) {
+        positions.push(position);
+        devices.push(this.nodeDevices[node]![position]!);
+      }
+    });
+    const deviceColumn = (value: (d: DeviceInfo) => number): Runs => runsOf(devices.length, (i) => value(devices[i]!));
     return {
-      v: 2,
+      v: 3,
       containers: this.containers,
       texts: this.texts,
       nodes: {
@@ -351,19 +487,24 @@ export class DecisionTrace {
         cards: column(this.containerRows, ContainerColumn.cardCount),
         picks: column(this.containerRows, ContainerColumn.pickCount),
       },
-      cards: cardColumns,
+      cards: Object.values(CardColumn).map((col) => column(this.cardRows, col)),
       picks: { position: column(this.pickRows, PickColumn.position), usedMem: column(this.pickRows, PickColumn.usedMem), usedCores: column(this.pickRows, PickColumn.usedCores) },
-      devices: referenced.map((positions, node) =>
-        [...positions].map((position) => {
-          const d = this.nodeDevices[node]![position]!;
-          return [position, d.id, d.index, d.devmem, d.devcore, d.count] as const;
-        }),
-      ),
+      devices: {
+        perNode: runsOf(referenced.length, (node) => referenced[node]!.length),
+        position: runsOf(positions.length, (i) => positions[i]!),
+        id: devices.map((d) => d.id),
+        index: deviceColumn((d) => d.index),
+        devmem: deviceColumn((d) => d.devmem),
+        devcore: deviceColumn((d) => d.devcore),
+        count: deviceColumn((d) => d.count),
+      },
     };
   }
 
   /** The trace a packed evidence was made from, able to build the same evidence objects. */
-  static unpack(packed: PackedEvidence): DecisionTrace {
+  static unpack(stored: StoredEvidence): DecisionTrace {
+    if (stored.v !== 2 && stored.v !== 3) throw new Error(`packed evidence of unknown version ${String((stored as { v?: unknown }).v)}`);
+    const packed = stored.v === 3 ? asV2(stored) : stored;
     const trace = new DecisionTrace(packed.containers, packed.nodes.name.length);
     trace.texts.push(...packed.texts);
     let container = 0;

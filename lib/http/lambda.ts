@@ -50,7 +50,8 @@ export function lambdaHandler(route: Route, deps: () => ControlDeps): LambdaHand
       return { ...response, headers: { ...response.headers } };
     }
   };
-  const handler = middy(run).use(captureLambdaHandler(tracer)).use(injectLambdaContext(logger, { clearState: true }));
+  const traced = tracer ? middy(run).use(captureLambdaHandler(tracer)) : middy(run);
+  const handler = traced.use(injectLambdaContext(logger, { clearState: true }));
   // Metrics off (the local server's default): no flush at all, so no "nothing to publish" warning on every request.
   return (metricsOn ? handler.use(logMetrics(metrics)) : handler) as unknown as LambdaHandler;
 }

@@ -15,6 +15,8 @@ export type EmbeddedStoreMode = 'in-process' | 'child-process';
 
 export interface EmbeddedStore {
   readonly endpoint: string;
+  /** The process serving it (this one, in-process). */
+  readonly pid: number | undefined;
   stop(): Promise<void>;
 }
 
@@ -47,6 +49,7 @@ async function startInProcess(dataDir: string | undefined): Promise<EmbeddedStor
   await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', () => resolve()));
   return {
     endpoint: `http://127.0.0.1:${(server.address() as AddressInfo).port}`,
+    pid: process.pid,
     stop: () => new Promise<void>((resolve) => server.close(() => resolve())),
   };
 }
@@ -70,6 +73,7 @@ async function startChild(dataDir: string | undefined): Promise<EmbeddedStore> {
   });
   return {
     endpoint: `http://127.0.0.1:${port}`,
+    pid: child.pid,
     stop: () =>
       new Promise<void>((resolve) => {
         if (child.exitCode !== null) return resolve();

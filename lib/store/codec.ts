@@ -456,6 +456,7 @@ const journalItem = z.object({
   t: z.number(),
   n: z.record(z.string(), z.number()).optional(),
   q: z.array(z.string()).optional(),
+  l: z.array(z.string()).optional(),
 });
 
 /** Journal entries are kept this long: a view further behind reloads the whole cluster. */
@@ -467,6 +468,7 @@ export function encodeJournalEntry(entry: JournalEntry): Item {
     t: entry.atMs,
     ...(Object.keys(entry.nodes).length > 0 ? { n: entry.nodes } : {}),
     ...(entry.namespaces.length > 0 ? { q: [...entry.namespaces] } : {}),
+    ...(entry.locks && entry.locks.length > 0 ? { l: [...entry.locks] } : {}),
     ttl: Math.floor(entry.atMs / 1000) + JOURNAL_RETENTION_SECONDS,
   };
 }
@@ -476,7 +478,7 @@ export function decodeJournalEntry(item: Item): JournalEntry | { readonly seq: n
   const parsed = journalItem.safeParse(item);
   const seq = typeof item.sk === 'string' ? Number(item.sk) : NaN;
   if (!parsed.success) return { seq: Number.isFinite(seq) ? seq : 0, unreadable: true };
-  return { seq, atMs: parsed.data.t, nodes: parsed.data.n ?? {}, namespaces: parsed.data.q ?? [] };
+  return { seq, atMs: parsed.data.t, nodes: parsed.data.n ?? {}, namespaces: parsed.data.q ?? [], ...(parsed.data.l ? { locks: parsed.data.l } : {}) };
 }
 
 const quotaItem = z.object({

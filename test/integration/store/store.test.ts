@@ -207,6 +207,9 @@ describe.each(implementations)('storage ports on %s', (_name, factory) => {
     const after = await stores.ledger.readJournal(3, { consistent: true });
     expect(after.map((e) => e.seq)).toEqual([4, 5, 6]);
     expect(Object.keys(after[0]!.nodes)).toHaveLength(1);
+    // Lock changes travel by name (a lock does not move a node's version).
+    const seq = await stores.ledger.appendJournal({ atMs: 7, nodes: {}, namespaces: [], locks: ['gpu-a'] });
+    expect(await stores.other.readJournal(seq - 1, { consistent: true })).toEqual([{ seq, atMs: 7, nodes: {}, namespaces: [], locks: ['gpu-a'] }]);
   });
 
   it('keeps the node directory as names are added and removed', async () => {

@@ -4,6 +4,7 @@
  */
 import { filterPod, type FilterRequest } from '../../../lib/control/filter';
 import { ingestClusterEvents } from '../../../lib/control/clusterEvents';
+import { bindPodToNode } from '../../../lib/control/bind';
 import { emptyLedger, MAX_BOOKINGS_PER_NODE, nextLedger, type Booking } from '../../../lib/control/ledger';
 import { readNodeDevices, readSchedulerLog } from '../../../lib/control/views';
 import { parseNodeRegistration } from '../../../lib/engine/registration';
@@ -21,10 +22,10 @@ function filterOf(pod: ReturnType<typeof gpuPod>, nodeNames: string[], minViewSe
   };
 }
 
-const nodeEvent = (name: string, cards = 2, spec: { devmem?: number; devcore?: number; count?: number } = {}) => ({
-  type: 'ADDED',
-  object: gpuNode(name, Array.from({ length: cards }, (_, i) => card(`GPU-${name}-${i}`, { devmem: spec.devmem ?? 16384, devcore: spec.devcore ?? 100, count: spec.count ?? 10 }))),
-});
+const cardsOf = (name: string, cards = 2, spec: { devmem?: number; devcore?: number; count?: number } = {}) =>
+  Array.from({ length: cards }, (_, i) => card(`GPU-${name}-${i}`, { devmem: spec.devmem ?? 16384, devcore: spec.devcore ?? 100, count: spec.count ?? 10 }));
+
+const nodeEvent = (name: string, cards = 2, spec: { devmem?: number; devcore?: number; count?: number } = {}) => ({ type: 'ADDED', object: gpuNode(name, cardsOf(name, cards, spec)) });
 
 const pod = (name: string, containers: ContainerSpec[] = [{ name: 'c', gpu: 1, mem: 4000, cores: 20 }]) => gpuPod(name, containers);
 
@@ -175,6 +176,26 @@ describe('filter: lock-aware placement', () => {
     await ingestClusterEvents(env.deps, [{ type: 'MODIFIED', object: forwardedPod(first, { ...patch.annotations, 'hami.io/bind-phase': 'success' }, { phase: 'Running' }) }]);
     // Binpack's choice again: the node already in use.
     expect((await filterPod(env.deps, filterOf(pod('second'), ['n1', 'n2']))).result.NodeNames).toEqual([node]);
+  });
+  it('another environment’s view learns of a lock taken and ended, though locks do not move a node’s version', async () => {
+    const w = world();
+    const events = w.environment();
+    const filters = w.environment();
+    await registered(events, 'n1');
+    const first = pod('first');
+    await filterPod(filters.deps, filterOf(first, ['n1']));
+    const bound = await bindPodToNode(events.deps, { pod: { namespace: 'default', name: 'first', uid: first.metadata.uid }, node: 'n1' });
+    const lockValue = (bound.effects[0] as { annotations: Record<string, string> }).annotations['hami.io/mutex.lock']!;
+    const versionBefore = w.store.stored('n1')!.version;
+    const mirrored = await ingestClusterEvents(events.deps, [{ type: 'MODIFIED', object: gpuNode('n1', cardsOf('n1'), { rv: '2', annotations: { 'hami.io/mutex.lock': lockValue } }) }]);
+    expect(w.store.stored('n1')!.version).toBe(versionBefore);
+    await filters.deps.view.prepare(mirrored.viewSeq);
+    expect(filters.deps.view.get('n1')?.lock?.holder).toBe('default/first');
+    // The device plugin deletes the annotation: the lock ends, and the journal says so.
+    const ended = await ingestClusterEvents(events.deps, [{ type: 'MODIFIED', object: gpuNode('n1', cardsOf('n1'), { rv: '3' }) }]);
+    expect(ended.viewSeq).toBeGreaterThan(mirrored.viewSeq!);
+    await filters.deps.view.prepare(ended.viewSeq);
+    expect(filters.deps.view.get('n1')?.lock).toBeUndefined();
   });
 });
 

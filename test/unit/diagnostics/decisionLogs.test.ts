@@ -6,7 +6,7 @@ import {
   recordLockContention,
   recordRealtime,
 } from '../../../lib/diagnostics/decisionLogs';
-import type { Decision, RealtimeNote } from '../../../lib/engine/types';
+import type { Decision, NodeEvidence, RealtimeNote } from '../../../lib/engine/types';
 import { setVerbosity } from '../../../lib/powertools';
 import { captureLogger, captureMetrics, type LogLine } from './capture';
 import { record } from './fixtures';
@@ -18,7 +18,7 @@ function logAt(level: number, evidence = record('nofit').filter.nodes): LogLine[
   const capture = captureLogger();
   setVerbosity(level);
   try {
-    logDecision(capture.logger, ctx, evidence);
+    logDecision(capture.logger, ctx, () => evidence);
   } finally {
     setVerbosity(0);
     capture.restore();
@@ -33,6 +33,22 @@ function fieldsOf(line: LogLine): Record<string, unknown> {
 describe('logDecision', () => {
   it.each([0, 3])('writes nothing at verbosity %i', (level) => {
     expect(logAt(level)).toEqual([]);
+  });
+
+  it.each([0, 3])('does not build the evidence at verbosity %i (it costs what deciding does)', (level) => {
+    const capture = captureLogger();
+    setVerbosity(level);
+    let built = 0;
+    try {
+      logDecision(capture.logger, ctx, () => {
+        built += 1;
+        return record('nofit').filter.nodes;
+      });
+    } finally {
+      setVerbosity(0);
+      capture.restore();
+    }
+    expect(built).toBe(0);
   });
 
   it('writes one line per node at verbosity 4, with the aggregated reason', () => {
@@ -175,15 +191,23 @@ describe('decision metrics (EMF)', () => {
   const notPacked = (): never => {
     throw new Error('metrics never pack evidence');
   };
+  /** HAMi's FailedNodes of a recorded decision: each failed node's text. */
+  const failedNodesOf = (nodes: readonly NodeEvidence[]) => Object.fromEntries(nodes.filter((n) => n.status === 'failed').map((n) => [n.name, n.reason ?? '']));
+  /** Metrics count without building the evidence (its objects cost what deciding does). */
+  const unread = (): never => {
+    throw new Error('metrics never read the evidence');
+  };
 
   it('records latency, node counts and one Reason metric per code', () => {
     const nofit = record('nofit');
     const decision: Decision = {
       kind: 'noFit',
-      failedNodes: {},
+      failedNodes: failedNodesOf(nofit.filter.nodes),
       message: nofit.filter.summary,
       reasonEvents: [],
-      evidence: nofit.filter.nodes,
+      get evidence() {
+        return unread();
+      },
       realtime: notes,
       packEvidence: notPacked,
     };
@@ -222,9 +246,11 @@ describe('decision metrics (EMF)', () => {
       packEvidence: notPacked,
       fitNodes: [{ name: 'node3', score: 2.35 }],
       passedOver: [],
-      failedNodes: {},
+      failedNodes: failedNodesOf(success.filter.nodes),
       message: success.filter.summary,
-      evidence: success.filter.nodes,
+      get evidence() {
+        return unread();
+      },
       realtime: [],
     };
     const documents = emit((metrics) => {

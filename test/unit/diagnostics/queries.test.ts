@@ -22,7 +22,7 @@ function emittedLines(): LogLine[] {
       for (const name of ['success', 'nofit', 'bindfail'] as const) {
         const attempt = record(name);
         const ctx = { attemptId: attempt.attemptId, pod: `${attempt.pod.namespace}/${attempt.pod.name}` };
-        logDecision(capture.logger, ctx, attempt.filter.nodes);
+        logDecision(capture.logger, ctx, () => attempt.filter.nodes);
         logRealtime(capture.logger, ctx, [
           { node: 'node2', uuid: 'GPU-a', outcome: 'failed', requestedMem: 4096, realUsedMem: 6144, totalMem: 8192, cachedUsedMem: 0 },
           { node: 'node3', uuid: 'GPU-c', outcome: 'fallback', requestedMem: 4096, cachedUsedMem: 2048 },

@@ -6,7 +6,8 @@
  */
 import fc from 'fast-check';
 import { decide } from '../../../lib/engine/decide';
-import { DecisionTrace } from '../../../lib/engine/evidence';
+import { DecisionTrace, type StoredEvidence } from '../../../lib/engine/evidence';
+import previousRelease from './packed-evidence-v2.json';
 import type { CardEvidence, ContainerEvidence, Decision, DeviceInfo, DeviceUsage, NodeEvidence, NodeState, ReasonCode } from '../../../lib/engine/types';
 import { card, cards, config, gpu, input, node, pod } from './fixtures';
 
@@ -133,6 +134,25 @@ describe('evidence as plain data', () => {
     if (d.kind === 'error') throw new Error(d.message);
     const stored = JSON.parse(JSON.stringify(d.packEvidence()));
     expect(JSON.stringify(DecisionTrace.unpack(stored).evidence())).toBe(JSON.stringify(d.evidence));
+  });
+
+  it('records written in the previous packed form (version 2, no runs) still read as the same evidence', () => {
+    // Written by the release before runs were introduced, for this very input.
+    const { packed, evidence } = previousRelease as unknown as { packed: StoredEvidence; evidence: NodeEvidence[] };
+    expect(packed.v).toBe(2);
+    expect(JSON.stringify(DecisionTrace.unpack(packed).evidence())).toBe(JSON.stringify(evidence));
+    expect(DecisionTrace.unpack(packed).evidence()).toEqual(mixedEvidence);
+  });
+
+  it('packs equal figures as runs, and refuses columns whose runs do not add up', () => {
+    const d = decided(decide(mixedInput()));
+    const packed = JSON.parse(JSON.stringify(d.packEvidence())) as StoredEvidence & { v: 3 };
+    expect(packed.v).toBe(3);
+    // Three nodes: n1 and n2 failed-flags differ from ghost's.
+    expect(packed.nodes.failed).toEqual([0, 1, 1, 2]);
+    const corrupt = { ...packed, nodes: { ...packed.nodes, failed: [0, 1, 1, 1] } };
+    expect(() => DecisionTrace.unpack(corrupt)).toThrow('packed evidence column nodes.failed does not hold 3 values');
+    expect(() => DecisionTrace.unpack({ ...packed, v: 9 } as unknown as StoredEvidence)).toThrow('unknown version 9');
   });
 
   it('keeps container keys in the order they always had', () => {
