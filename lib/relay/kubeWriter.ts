@@ -1,6 +1,7 @@
 /**
  * ClusterWriter over @kubernetes/client-node: merge-patches pods, creates Bindings, records Events.
- * Kubernetes errors are translated to KubeWriteError here, never further up.
+ * Every pod write names the pod's uid as a precondition. Kubernetes errors are translated to KubeWriteError
+ * here, never further up.
  */
 import { ApiException, PatchStrategy, setHeaderOptions, type CoreV1Api } from '@kubernetes/client-node';
 import type { BindPodEffect, ClusterWriter, PatchNodeAnnotationsEffect, PatchPodAnnotationsEffect, RecordEventEffect } from './effects';
@@ -35,7 +36,9 @@ function statusCode(err: unknown): number | undefined {
 
 export function createKubeWriter(core: CoreV1Api, correlator: EventCorrelator): ClusterWriter {
   const patchPodMetadata = async (e: PatchPodAnnotationsEffect): Promise<void> => {
-    const body = { metadata: { annotations: e.annotations, ...(e.labels !== undefined ? { labels: e.labels } : {}) } };
+    // The uid is a precondition: a pod deleted and recreated under the same name is never patched with a
+    // decision made for its predecessor (the API server answers 409 Conflict).
+    const body = { metadata: { ...(e.uid !== '' ? { uid: e.uid } : {}), annotations: e.annotations, ...(e.labels !== undefined ? { labels: e.labels } : {}) } };
     try {
       await core.patchNamespacedPod({ name: e.name, namespace: e.namespace, body }, mergePatch);
     } catch (err) {
@@ -44,6 +47,7 @@ export function createKubeWriter(core: CoreV1Api, correlator: EventCorrelator): 
   };
 
   const bindPod = async (e: BindPodEffect): Promise<void> => {
+    // metadata.uid is the Binding's precondition, as for the patches above.
     const body = {
       apiVersion: 'v1',
       kind: 'Binding',

@@ -60,7 +60,7 @@ export async function startRelay(opts: StartRelayOptions): Promise<RunningRelay>
     requestTimeoutMs: config.extenderDeadlineMs,
     ...(opts.forwarderDelay ? { delay: opts.forwarderDelay } : {}),
     onEffects: async (effects) => {
-      await applyEffects(effects, writer, logger);
+      await applyEffects(effects, writer, logger, { independent: true });
     },
   });
   const watcher = new ClusterWatcher({

@@ -69,6 +69,8 @@ describe('POST /filter', () => {
     expect(patch?.contentType).toBe('application/merge-patch+json');
     expect(patch?.body).toEqual({
       metadata: {
+        // The uid is the patch's precondition.
+        uid,
         annotations: { 'hami.io/vgpu-node': 'node-1', 'hami.io/vgpu-devices-to-allocate': 'GPU-0,NVIDIA,3000,0:;', 'hami.io/stale': null },
         labels: { 'hami.io/vgpu-node': 'node-1' },
       },
