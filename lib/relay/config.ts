@@ -38,7 +38,8 @@ const optionalText = z
 const envSchema = z
   .object({
     RELAY_MODE: z.enum(['relay', 'node-agent']).default('relay'),
-    RELAY_HOST: z.string().trim().min(1).default('0.0.0.0'),
+    /** Where the listeners bind: loopback unless told (in a pod, the chart sets the pod IP). */
+    RELAY_HOST: z.string().trim().min(1).default('127.0.0.1'),
     /** kube-scheduler's extender verbs (/filter, /bind) and probes. */
     RELAY_PORT: intFromEnv(8080, 0, 65535),
     /** Users' scheduler-log route and probes; a separate port so a NetworkPolicy can keep /filter and /bind for the scheduler. */
@@ -64,6 +65,10 @@ const envSchema = z
     RELAY_WATCH_TIMEOUT_SECONDS: intFromEnv(300, 1, 3_600),
     RELAY_BACKOFF_INITIAL_MS: intFromEnv(500, 1, 600_000),
     RELAY_BACKOFF_MAX_MS: intFromEnv(30_000, 1, 3_600_000),
+    /** Nudges after a (re)start or an outage of the control plane: patches per second per replica (0: none). */
+    RELAY_NUDGE_PER_SECOND: intFromEnv(10, 0, 1_000),
+    /** A pod nudged less than this long ago (by any replica, or the control plane) is not nudged again. */
+    RELAY_NUDGE_WINDOW_SECONDS: intFromEnv(30, 1, 3_600),
     /** Admission webhook TLS: `self-managed` (own CA in a Secret), `files` (cert-manager's Secret mounted), `off` (no webhook). */
     RELAY_WEBHOOK_TLS: z.enum(['self-managed', 'files', 'off'], { message: 'must be self-managed, files or off' }).default('off'),
     RELAY_WEBHOOK_PORT: intFromEnv(8443, 0, 65535),
@@ -142,6 +147,7 @@ export interface RelayConfig {
   readonly resyncIntervalMs: number;
   readonly watchTimeoutSeconds: number;
   readonly backoff: { readonly initialMs: number; readonly maxMs: number };
+  readonly nudge: { readonly perSecond: number; readonly windowMs: number };
   readonly webhook: {
     readonly tls: 'self-managed' | 'files' | 'off';
     readonly port: number;
@@ -209,6 +215,7 @@ export function loadRelayConfig(env: NodeJS.ProcessEnv = process.env): RelayConf
     resyncIntervalMs: e.RELAY_RESYNC_INTERVAL_MS,
     watchTimeoutSeconds: e.RELAY_WATCH_TIMEOUT_SECONDS,
     backoff: { initialMs: e.RELAY_BACKOFF_INITIAL_MS, maxMs: e.RELAY_BACKOFF_MAX_MS },
+    nudge: { perSecond: e.RELAY_NUDGE_PER_SECOND, windowMs: e.RELAY_NUDGE_WINDOW_SECONDS * 1000 },
     webhook: {
       tls: e.RELAY_WEBHOOK_TLS,
       port: e.RELAY_WEBHOOK_PORT,

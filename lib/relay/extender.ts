@@ -19,6 +19,8 @@ export interface ExtenderDeps {
   readonly delay?: DelayFn;
   /** The change-journal entry the relay's forwarded cluster events last produced (sent with every /filter). */
   readonly viewSeq?: () => number;
+  /** Told after every control-plane call whether it was answered (nudges follow an outage's end). */
+  readonly reachability?: (answered: boolean, error?: string) => void;
 }
 
 export type ExtenderAnswer = Record<string, unknown>;
@@ -70,13 +72,16 @@ async function callControlPlane(
 ): Promise<{ ok: true; answer: unknown } | { ok: false; error: string }> {
   try {
     const res = await deps.controlPlane.post(path, body, { signal, headers });
+    deps.reachability?.(res.status !== 429 && res.status < 500, `HTTP ${res.status}`);
     if (res.status !== 200) {
       return { ok: false, error: `control plane answered ${path} with HTTP ${res.status}: ${res.text.slice(0, 300)}` };
     }
     if (res.body === undefined) return { ok: false, error: `control plane answered ${path} with a body that is not JSON` };
     return { ok: true, answer: res.body };
   } catch (err) {
-    return { ok: false, error: err instanceof Error ? err.message : String(err) };
+    const error = err instanceof Error ? err.message : String(err);
+    deps.reachability?.(false, error);
+    return { ok: false, error };
   }
 }
 

@@ -7,6 +7,7 @@ import { ApiException, PatchStrategy, setHeaderOptions, type CoreV1Api } from '@
 import type { BindPodEffect, ClusterWriter, PatchNodeAnnotationsEffect, PatchPodAnnotationsEffect, RecordEventEffect } from './effects';
 import { KubeWriteError } from './errors';
 import { EventCorrelator } from './eventCorrelator';
+import type { NudgeResult, NudgeTarget } from './nudger';
 
 const mergePatch = setHeaderOptions('Content-Type', PatchStrategy.MergePatch);
 
@@ -98,4 +99,22 @@ export function createKubeWriter(core: CoreV1Api, correlator: EventCorrelator): 
   };
 
   return { patchPodMetadata, bindPod, recordEvent, patchNodeMetadata };
+}
+
+/**
+ * The nudger's write: a merge patch of pod annotations whose uid and resourceVersion are preconditions. A 409
+ * means the pod changed since the informer saw it (or was replaced); 404 that it is gone.
+ */
+export function createNudgePatcher(core: Pick<CoreV1Api, 'patchNamespacedPod'>): (target: NudgeTarget, annotations: Readonly<Record<string, string>>) => Promise<NudgeResult> {
+  return async (t, annotations) => {
+    const body = { metadata: { uid: t.uid, resourceVersion: t.resourceVersion, annotations } };
+    try {
+      await core.patchNamespacedPod({ name: t.name, namespace: t.namespace, body }, mergePatch);
+      return 'nudged';
+    } catch (err) {
+      if (statusCode(err) === 409) return 'changed';
+      if (statusCode(err) === 404) return 'gone';
+      throw new KubeWriteError(`patch pod ${t.namespace}/${t.name}: ${statusMessage(err)}`, statusCode(err), { cause: err });
+    }
+  };
 }

@@ -9,11 +9,13 @@ import type { NodeLike } from '../engine/types';
 import type { AppLogger } from '../powertools';
 import type { RelayConfig } from './config';
 import { createControlPlaneClient, signerFromConfig, type RequestSigner } from './controlPlane';
-import type { DelayFn } from './delay';
+import { realDelay, type DelayFn } from './delay';
 import { EventCorrelator } from './eventCorrelator';
 import { ClusterEventForwarder } from './forwarder';
 import { applyEffects } from './effects';
-import { createKubeWriter } from './kubeWriter';
+import { createKubeWriter, createNudgePatcher } from './kubeWriter';
+import { Nudger } from './nudger';
+import { ControlPlaneReachability } from './reachability';
 import { closeServer, createRelayServer, listen } from './server';
 import { SelfManagedWebhookTls, defaultValidity } from './tls/webhookCertificates';
 import { ClusterWatcher } from './watcher';
@@ -33,6 +35,10 @@ export interface StartRelayOptions {
   readonly extenderDelay?: DelayFn;
   /** Waits between the webhook's certificate checks (and its retries). */
   readonly webhookDelay?: DelayFn;
+  /** Waits between probes of an unreachable control plane. */
+  readonly reachabilityDelay?: DelayFn;
+  /** Spaces the nudges (their rate bound). */
+  readonly nudgeDelay?: DelayFn;
   readonly now?: () => Date;
 }
 
@@ -43,6 +49,8 @@ export interface RunningRelay {
   readonly forwarder: ClusterEventForwarder;
   /** The admission webhook, unless RELAY_WEBHOOK_TLS=off. */
   readonly webhook?: RunningWebhook;
+  readonly nudger: Nudger;
+  readonly reachability: ControlPlaneReachability;
   close(): Promise<void>;
 }
 
@@ -51,6 +59,42 @@ export async function startRelay(opts: StartRelayOptions): Promise<RunningRelay>
   const controlPlane = createControlPlaneClient(config.controlPlane.url, opts.signer ?? signerFromConfig(config.controlPlane));
   const core = kubeConfig.makeApiClient(CoreV1Api);
   const writer = createKubeWriter(core, new EventCorrelator(config.eventSourceComponent, opts.now));
+  const now = opts.now ?? (() => new Date());
+
+  // Nudges (docs/relay.md, "Nothing stalls"): once the pods are listed and the control plane answers, at start and
+  // again after every outage of the control plane.
+  let podsListed = false;
+  let nudgeDue: string | undefined = 'relay started';
+  const nudger = new Nudger({
+    schedulerName: config.admission.schedulerName,
+    perSecond: config.nudge.perSecond,
+    windowMs: config.nudge.windowMs,
+    // The watcher is built below; this runs only once it has listed.
+    pods: () => watcher.cached('Pod'),
+    patch: createNudgePatcher(core),
+    logger,
+    delay: opts.nudgeDelay ?? realDelay,
+    now,
+  });
+  const maybeNudge = () => {
+    if (nudgeDue === undefined || !podsListed || reachability.current() !== 'up') return;
+    const reason = nudgeDue;
+    nudgeDue = undefined;
+    void nudger.nudgeAll(reason);
+  };
+  const reachability = new ControlPlaneReachability({
+    probe: async () => (await controlPlane.get('/healthz', { timeoutMs: 2_000 })).status === 200,
+    delay: opts.reachabilityDelay ?? realDelay,
+    backoff: config.backoff,
+    logger,
+    onUp: (before) => {
+      // A start round still due covers the outage too.
+      if (before === 'down') nudgeDue ??= 'control plane reachable again';
+      maybeNudge();
+    },
+  });
+  const report = (answered: boolean, error?: string) => reachability.report(answered, error);
+
   const forwarder = new ClusterEventForwarder({
     controlPlane,
     logger,
@@ -62,6 +106,7 @@ export async function startRelay(opts: StartRelayOptions): Promise<RunningRelay>
     onEffects: async (effects) => {
       await applyEffects(effects, writer, logger, { independent: true });
     },
+    onReachability: report,
   });
   const watcher = new ClusterWatcher({
     kubeConfig,
@@ -73,6 +118,11 @@ export async function startRelay(opts: StartRelayOptions): Promise<RunningRelay>
     watchTimeoutSeconds: config.watchTimeoutSeconds,
     resyncIntervalMs: config.resyncIntervalMs,
     ...(opts.watcherDelay ? { delay: opts.watcherDelay } : {}),
+    onListed: (kind) => {
+      if (kind !== 'Pod' || podsListed) return;
+      podsListed = true;
+      maybeNudge();
+    },
   });
   const deps = {
     extender: {
@@ -81,6 +131,7 @@ export async function startRelay(opts: StartRelayOptions): Promise<RunningRelay>
       logger,
       deadlineMs: config.extenderDeadlineMs,
       viewSeq: () => forwarder.viewSeq,
+      reachability: report,
       ...(opts.extenderDelay ? { delay: opts.extenderDelay } : {}),
     },
     controlPlane,
@@ -95,6 +146,7 @@ export async function startRelay(opts: StartRelayOptions): Promise<RunningRelay>
   const extenderUrl = await listen(extenderServer, config.port, config.host);
   const userUrl = await listen(userServer, config.userPort, config.host);
   watcher.start();
+  reachability.start();
   const webhook = config.webhook.tls === 'off' ? undefined : startWebhook({
     host: config.host,
     port: config.webhook.port,
@@ -116,8 +168,12 @@ export async function startRelay(opts: StartRelayOptions): Promise<RunningRelay>
     watcher,
     forwarder,
     ...(webhook ? { webhook } : {}),
+    nudger,
+    reachability,
     async close() {
       watcher.stop();
+      reachability.stop();
+      nudger.stop();
       forwarder.close();
       await Promise.all([...servers.map(closeServer), webhook?.close()]);
     },
