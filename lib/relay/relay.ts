@@ -3,7 +3,7 @@
  * the two HTTP listeners. Used by main.ts and by the tests (which inject a logger, a delay and ports).
  */
 import type { Server } from 'node:http';
-import { AdmissionregistrationV1Api, AuthenticationV1Api, AuthorizationV1Api, CoreV1Api, type KubeConfig } from '@kubernetes/client-node';
+import { AdmissionregistrationV1Api, ApiException, AuthenticationV1Api, AuthorizationV1Api, CoreV1Api, type KubeConfig } from '@kubernetes/client-node';
 import { cardCapacity } from '../admission/cards';
 import type { NodeLike } from '../engine/types';
 import type { AppLogger } from '../powertools';
@@ -13,7 +13,7 @@ import { realDelay, type DelayFn } from './delay';
 import { EventCorrelator } from './eventCorrelator';
 import { ClusterEventForwarder } from './forwarder';
 import { applyEffects } from './effects';
-import { createKubeWriter, createNudgePatcher } from './kubeWriter';
+import { createKubeWriter, createNudgePatcher, statusMessage } from './kubeWriter';
 import { Nudger } from './nudger';
 import { ControlPlaneReachability } from './reachability';
 import { closeServer, createRelayServer, listen } from './server';
@@ -132,6 +132,18 @@ export async function startRelay(opts: StartRelayOptions): Promise<RunningRelay>
       deadlineMs: config.extenderDeadlineMs,
       viewSeq: () => forwarder.viewSeq,
       reachability: report,
+      pods: {
+        schedulerName: config.admission.schedulerName,
+        cached: (namespace: string, name: string) => watcher.cachedObject('Pod', namespace, name),
+        read: async (namespace: string, name: string) => {
+          try {
+            return await core.readNamespacedPod({ namespace, name });
+          } catch (err) {
+            if (err instanceof ApiException && err.code === 404) return undefined;
+            throw new Error(statusMessage(err), { cause: err });
+          }
+        },
+      },
       ...(opts.extenderDelay ? { delay: opts.extenderDelay } : {}),
     },
     controlPlane,
