@@ -16,7 +16,8 @@ import { applyEffects } from './effects';
 import { createKubeWriter, createNudgePatcher, statusMessage } from './kubeWriter';
 import { Nudger } from './nudger';
 import { ControlPlaneReachability } from './reachability';
-import { closeServer, createRelayServer, listen } from './server';
+import { closeServer, createRelayServer, listen, relayHandler } from './server';
+import { coalesced, startTlsListener, type RunningTlsListener } from './tls/listener';
 import { SelfManagedWebhookTls, defaultValidity } from './tls/webhookCertificates';
 import { ClusterWatcher } from './watcher';
 import { filesSource, startWebhook, type RunningWebhook, type ServingSource } from './webhook';
@@ -43,7 +44,9 @@ export interface StartRelayOptions {
 }
 
 export interface RunningRelay {
+  /** The plain-HTTP extender's URL; empty with mutual TLS (then `extenderTls.ready()` gives it). */
   readonly extenderUrl: string;
+  readonly extenderTls?: RunningTlsListener;
   readonly userUrl: string;
   readonly watcher: ClusterWatcher;
   readonly forwarder: ClusterEventForwarder;
@@ -152,17 +155,36 @@ export async function startRelay(opts: StartRelayOptions): Promise<RunningRelay>
     watcherSynced: () => watcher.status().synced,
     probeTimeoutMs: 2_000,
     schedulerLogTimeoutMs: config.extenderDeadlineMs,
+    ...(config.extender.tls !== 'off' ? { extenderListening: () => extenderTls?.listening() === true } : {}),
   };
-  const servers: Server[] = [createRelayServer('extender', deps), createRelayServer('user', deps)];
-  const [extenderServer, userServer] = servers as [Server, Server];
-  const extenderUrl = await listen(extenderServer, config.port, config.host);
-  const userUrl = await listen(userServer, config.userPort, config.host);
+  const sources = tlsSources(config, kubeConfig, core, logger, opts.now);
+  // The extender port: mutual TLS (kube-scheduler's client certificate required), or plain HTTP when asked for.
+  const plainExtender = config.extender.tls === 'off' ? createRelayServer('extender', deps) : undefined;
+  const extenderHandler = relayHandler('extender', deps);
+  const extenderTls =
+    sources.extender === undefined
+      ? undefined
+      : startTlsListener({
+          logPrefix: 'Extender',
+          host: config.host,
+          port: config.port,
+          source: sources.extender,
+          handler: async (req, res) => extenderHandler(req, res),
+          logger,
+          checkIntervalMs: config.webhook.checkIntervalMs,
+          backoff: config.backoff,
+          clientAuth: { commonName: config.extender.clientName },
+          ...(opts.webhookDelay ? { delay: opts.webhookDelay } : {}),
+        });
+  const servers: Server[] = [...(plainExtender ? [plainExtender] : []), createRelayServer('user', deps)];
+  const extenderUrl = plainExtender ? await listen(plainExtender, config.port, config.host) : '';
+  const userUrl = await listen(servers[servers.length - 1] as Server, config.userPort, config.host);
   watcher.start();
   reachability.start();
-  const webhook = config.webhook.tls === 'off' ? undefined : startWebhook({
+  const webhook = sources.webhook === undefined ? undefined : startWebhook({
     host: config.host,
     port: config.webhook.port,
-    source: webhookSource(config, kubeConfig, core, logger, opts.now),
+    source: sources.webhook,
     admission: config.admission,
     capacity: () => {
       const nodes = watcher.cached('Node');
@@ -173,9 +195,10 @@ export async function startRelay(opts: StartRelayOptions): Promise<RunningRelay>
     backoff: config.backoff,
     ...(opts.webhookDelay ? { delay: opts.webhookDelay } : {}),
   });
-  logger.info('RelayStarted', { extenderUrl, userUrl, controlPlane: config.controlPlane.url, auth: config.controlPlane.auth });
+  logger.info('RelayStarted', { extenderUrl: extenderUrl || `https on port ${config.port} (client certificate required)`, userUrl, controlPlane: config.controlPlane.url, auth: config.controlPlane.auth });
   return {
     extenderUrl,
+    ...(extenderTls ? { extenderTls } : {}),
     userUrl,
     watcher,
     forwarder,
@@ -187,22 +210,35 @@ export async function startRelay(opts: StartRelayOptions): Promise<RunningRelay>
       reachability.stop();
       nudger.stop();
       forwarder.close();
-      await Promise.all([...servers.map(closeServer), webhook?.close()]);
+      await Promise.all([...servers.map(closeServer), webhook?.close(), extenderTls?.close()]);
     },
   };
 }
 
-function webhookSource(config: RelayConfig, kubeConfig: KubeConfig, core: CoreV1Api, logger: AppLogger, now?: () => Date): ServingSource {
-  if (config.webhook.tls === 'files') return filesSource(config.webhook.certDir);
-  const tls = new SelfManagedWebhookTls(
-    {
-      namespace: config.webhook.namespace,
-      secretName: config.webhook.secretName,
-      webhookConfigurationName: config.webhook.configurationName,
-      serviceName: config.webhook.serviceName,
-      ...defaultValidity,
-    },
-    { core, admission: kubeConfig.makeApiClient(AdmissionregistrationV1Api), logger, now: now ?? (() => new Date()) },
-  );
-  return () => tls.refresh();
+/**
+ * Where the webhook's and the extender's certificates come from: files (cert-manager), or the relay's own CA in a
+ * Secret, one instance shared by both listeners (its refreshes coalesced), which also issues kube-scheduler's
+ * client certificate when the extender port takes mutual TLS.
+ */
+function tlsSources(config: RelayConfig, kubeConfig: KubeConfig, core: CoreV1Api, logger: AppLogger, now?: () => Date): { webhook?: ServingSource; extender?: ServingSource } {
+  const selfManaged = config.webhook.tls === 'self-managed' || config.extender.tls === 'self-managed';
+  let shared: ServingSource | undefined;
+  if (selfManaged) {
+    const tls = new SelfManagedWebhookTls(
+      {
+        namespace: config.webhook.namespace,
+        secretName: config.webhook.secretName,
+        webhookConfigurationName: config.webhook.tls === 'off' ? '' : config.webhook.configurationName,
+        serviceName: config.webhook.serviceName,
+        ...(config.extender.tls === 'self-managed' ? { client: { secretName: config.extender.clientSecretName, commonName: config.extender.clientName } } : {}),
+        ...defaultValidity,
+      },
+      { core, admission: kubeConfig.makeApiClient(AdmissionregistrationV1Api), logger, now: now ?? (() => new Date()) },
+    );
+    shared = coalesced(() => tls.refresh());
+  }
+  const pick = (mode: 'self-managed' | 'files' | 'off', dir: string): ServingSource | undefined => (mode === 'off' ? undefined : mode === 'files' ? filesSource(dir) : shared);
+  const webhook = pick(config.webhook.tls, config.webhook.certDir);
+  const extender = pick(config.extender.tls, config.extender.certDir);
+  return { ...(webhook ? { webhook } : {}), ...(extender ? { extender } : {}) };
 }
