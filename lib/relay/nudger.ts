@@ -2,7 +2,7 @@
  * Nudges: after the relay (re)starts, and when the control plane answers again after failures, every pod Pending
  * for our scheduler with no node gets the annotation `hami.io/requeue` set to the time. kube-scheduler parks a pod
  * whose extender call failed until an event moves it, or for up to five minutes; an update of the pod itself moves
- * it back to the active queue at once (a Node update does not, for GPU pods). docs/relay.md, "Nothing stalls".
+ * it back to the active queue at once (a Node update does not, for GPU pods). docs/relay.md, "Nothing lost, nothing stalled".
  *
  * Bounded: at most `perSecond` patches per second per replica, and a pod whose `hami.io/requeue` is younger than
  * the window is skipped. Each patch names the uid and the resourceVersion the informer showed, so when two

@@ -64,7 +64,7 @@ export async function startRelay(opts: StartRelayOptions): Promise<RunningRelay>
   const writer = createKubeWriter(core, new EventCorrelator(config.eventSourceComponent, opts.now));
   const now = opts.now ?? (() => new Date());
 
-  // Nudges (docs/relay.md, "Nothing stalls"): once the pods are listed and the control plane answers, at start and
+  // Nudges (docs/relay.md, "Nothing lost, nothing stalled"): once the pods are listed and the control plane answers, at start and
   // again after every outage of the control plane.
   let podsListed = false;
   let nudgeDue: string | undefined = 'relay started';
