@@ -38,7 +38,8 @@ const optionalText = z
 const envSchema = z
   .object({
     RELAY_MODE: z.enum(['relay', 'node-agent']).default('relay'),
-    RELAY_HOST: z.string().trim().min(1).default('0.0.0.0'),
+    /** Where the listeners bind: loopback unless told (in a pod, the chart sets the pod IP). */
+    RELAY_HOST: z.string().trim().min(1).default('127.0.0.1'),
     /** kube-scheduler's extender verbs (/filter, /bind) and probes. */
     RELAY_PORT: intFromEnv(8080, 0, 65535),
     /** Users' scheduler-log route and probes; a separate port so a NetworkPolicy can keep /filter and /bind for the scheduler. */
@@ -64,6 +65,20 @@ const envSchema = z
     RELAY_WATCH_TIMEOUT_SECONDS: intFromEnv(300, 1, 3_600),
     RELAY_BACKOFF_INITIAL_MS: intFromEnv(500, 1, 600_000),
     RELAY_BACKOFF_MAX_MS: intFromEnv(30_000, 1, 3_600_000),
+    /** Nudges after a (re)start or an outage of the control plane: patches per second per replica (0: none). */
+    RELAY_NUDGE_PER_SECOND: intFromEnv(10, 0, 1_000),
+    /** A pod nudged less than this long ago (by any replica, or the control plane) is not nudged again. */
+    RELAY_NUDGE_WINDOW_SECONDS: intFromEnv(30, 1, 3_600),
+    /**
+     * The extender port: `self-managed` or `files` serve TLS and require kube-scheduler's client certificate
+     * (mutual TLS); `off` is plain HTTP, only when asked for (local runs, tests). No default: a choice to make.
+     */
+    RELAY_EXTENDER_TLS: z.enum(['self-managed', 'files', 'off'], { message: 'must be self-managed, files or off (off: plain HTTP without client certificates, for local runs and tests)' }),
+    RELAY_EXTENDER_CERT_DIR: z.string().trim().min(1).default('/tls'),
+    /** The common name kube-scheduler's client certificate must carry (and the relay issues, self-managed). */
+    RELAY_EXTENDER_CLIENT_NAME: z.string().trim().min(1).default('hami-scheduler'),
+    /** self-managed: the Secret the relay writes kube-scheduler's client certificate into. */
+    RELAY_EXTENDER_CLIENT_SECRET: z.string().trim().min(1).default('hami-scheduler-extender-tls'),
     /** Admission webhook TLS: `self-managed` (own CA in a Secret), `files` (cert-manager's Secret mounted), `off` (no webhook). */
     RELAY_WEBHOOK_TLS: z.enum(['self-managed', 'files', 'off'], { message: 'must be self-managed, files or off' }).default('off'),
     RELAY_WEBHOOK_PORT: intFromEnv(8443, 0, 65535),
@@ -104,8 +119,8 @@ const envSchema = z
     if (env.RELAY_WEBHOOK_TLS !== 'off' && env.RELAY_WEBHOOK_PORT !== 0 && [env.RELAY_PORT, env.RELAY_USER_PORT].includes(env.RELAY_WEBHOOK_PORT)) {
       ctx.addIssue({ code: 'custom', path: ['RELAY_WEBHOOK_PORT'], message: 'must differ from RELAY_PORT and RELAY_USER_PORT' });
     }
-    if (env.RELAY_WEBHOOK_TLS === 'self-managed' && env.POD_NAMESPACE === undefined) {
-      ctx.addIssue({ code: 'custom', path: ['POD_NAMESPACE'], message: 'is required when RELAY_WEBHOOK_TLS=self-managed (set it from the downward API)' });
+    if ((env.RELAY_WEBHOOK_TLS === 'self-managed' || env.RELAY_EXTENDER_TLS === 'self-managed') && env.POD_NAMESPACE === undefined) {
+      ctx.addIssue({ code: 'custom', path: ['POD_NAMESPACE'], message: 'is required when RELAY_WEBHOOK_TLS or RELAY_EXTENDER_TLS is self-managed (set it from the downward API)' });
     }
     if (/REPLACE-ME|CHANGE-ME/i.test(env.HAMI_CONTROL_PLANE_URL)) {
       ctx.addIssue({ code: 'custom', path: ['HAMI_CONTROL_PLANE_URL'], message: 'still holds the placeholder: set it to your API URL (`serverless info` shows HttpApiUrl)' });
@@ -142,6 +157,13 @@ export interface RelayConfig {
   readonly resyncIntervalMs: number;
   readonly watchTimeoutSeconds: number;
   readonly backoff: { readonly initialMs: number; readonly maxMs: number };
+  readonly nudge: { readonly perSecond: number; readonly windowMs: number };
+  readonly extender: {
+    readonly tls: 'self-managed' | 'files' | 'off';
+    readonly certDir: string;
+    readonly clientName: string;
+    readonly clientSecretName: string;
+  };
   readonly webhook: {
     readonly tls: 'self-managed' | 'files' | 'off';
     readonly port: number;
@@ -209,6 +231,8 @@ export function loadRelayConfig(env: NodeJS.ProcessEnv = process.env): RelayConf
     resyncIntervalMs: e.RELAY_RESYNC_INTERVAL_MS,
     watchTimeoutSeconds: e.RELAY_WATCH_TIMEOUT_SECONDS,
     backoff: { initialMs: e.RELAY_BACKOFF_INITIAL_MS, maxMs: e.RELAY_BACKOFF_MAX_MS },
+    nudge: { perSecond: e.RELAY_NUDGE_PER_SECOND, windowMs: e.RELAY_NUDGE_WINDOW_SECONDS * 1000 },
+    extender: { tls: e.RELAY_EXTENDER_TLS, certDir: e.RELAY_EXTENDER_CERT_DIR, clientName: e.RELAY_EXTENDER_CLIENT_NAME, clientSecretName: e.RELAY_EXTENDER_CLIENT_SECRET },
     webhook: {
       tls: e.RELAY_WEBHOOK_TLS,
       port: e.RELAY_WEBHOOK_PORT,

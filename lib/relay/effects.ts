@@ -59,9 +59,11 @@ export type ApplyOutcome = { readonly ok: true } | { readonly ok: false; readonl
 
 /**
  * Applies effects in order. Stops at the first failed patch or binding and returns its text; a failed
- * event is logged and skipped.
+ * event is logged and skipped. `independent`: every effect is tried whatever failed before it (the answers to
+ * /cluster/events carry unrelated writes: warnings, nudges, a lock mirror), and the first failure is returned.
  */
-export async function applyEffects(effects: readonly Effect[], writer: ClusterWriter, logger: AppLogger): Promise<ApplyOutcome> {
+export async function applyEffects(effects: readonly Effect[], writer: ClusterWriter, logger: AppLogger, opts: { readonly independent?: boolean } = {}): Promise<ApplyOutcome> {
+  let firstFailure: ApplyOutcome | undefined;
   for (const effect of effects) {
     switch (effect.kind) {
       case 'PatchPodAnnotations':
@@ -75,7 +77,8 @@ export async function applyEffects(effects: readonly Effect[], writer: ClusterWr
           const error = err instanceof Error ? err.message : String(err);
           const target = effect.kind === 'PatchNodeAnnotations' ? { node: effect.name } : { namespace: effect.namespace, pod: effect.name };
           logger.warn('EffectFailed', { effect: effect.kind, ...target, error });
-          return { ok: false, error };
+          if (!opts.independent) return { ok: false, error };
+          firstFailure ??= { ok: false, error };
         }
         break;
       case 'RecordEvent':
@@ -92,7 +95,7 @@ export async function applyEffects(effects: readonly Effect[], writer: ClusterWr
         break;
     }
   }
-  return { ok: true };
+  return firstFailure ?? { ok: true };
 }
 
 /**

@@ -1,6 +1,6 @@
 /**
- * kube-scheduler's extender verbs, relayed: forward to the control plane, apply the Effects it returns,
- * answer without them. Every answer is HTTP 200 (kube-scheduler discards other bodies) and arrives
+ * kube-scheduler's extender verbs, relayed: check the request against the cluster (podCheck.ts), forward to the
+ * control plane, apply the Effects it returns, answer without them. Every answer is HTTP 200 (kube-scheduler discards other bodies) and arrives
  * within the deadline; failures are `Error` strings kube-scheduler retries with backoff.
  */
 import type { AppLogger } from '../powertools';
@@ -8,6 +8,7 @@ import { MIN_VIEW_SEQ_HEADER } from '../wire';
 import type { ControlPlaneClient } from './controlPlane';
 import { realDelay, type DelayFn } from './delay';
 import { applyEffects, splitEffects, type ClusterWriter } from './effects';
+import { clusterPod, requestDiffers, type PodSource } from './podCheck';
 
 export interface ExtenderDeps {
   readonly controlPlane: ControlPlaneClient;
@@ -19,6 +20,10 @@ export interface ExtenderDeps {
   readonly delay?: DelayFn;
   /** The change-journal entry the relay's forwarded cluster events last produced (sent with every /filter). */
   readonly viewSeq?: () => number;
+  /** Told after every control-plane call whether it was answered (nudges follow an outage's end). */
+  readonly reachability?: (answered: boolean, error?: string) => void;
+  /** Where requests are checked against the cluster (podCheck.ts). */
+  readonly pods: PodSource;
 }
 
 export type ExtenderAnswer = Record<string, unknown>;
@@ -30,6 +35,8 @@ function field(obj: unknown, key: string): unknown {
   for (const [k, val] of Object.entries(obj)) if (k.toLowerCase() === wanted) return val;
   return undefined;
 }
+
+const text = (v: unknown): string => (typeof v === 'string' ? v : '');
 
 function parseBody(raw: string): { ok: true; value: unknown } | { ok: false; error: string } {
   try {
@@ -70,13 +77,16 @@ async function callControlPlane(
 ): Promise<{ ok: true; answer: unknown } | { ok: false; error: string }> {
   try {
     const res = await deps.controlPlane.post(path, body, { signal, headers });
+    deps.reachability?.(res.status !== 429 && res.status < 500, `HTTP ${res.status}`);
     if (res.status !== 200) {
       return { ok: false, error: `control plane answered ${path} with HTTP ${res.status}: ${res.text.slice(0, 300)}` };
     }
     if (res.body === undefined) return { ok: false, error: `control plane answered ${path} with a body that is not JSON` };
     return { ok: true, answer: res.body };
   } catch (err) {
-    return { ok: false, error: err instanceof Error ? err.message : String(err) };
+    const error = err instanceof Error ? err.message : String(err);
+    deps.reachability?.(false, error);
+    return { ok: false, error };
   }
 }
 
@@ -85,9 +95,21 @@ export async function relayFilter(rawBody: string, deps: ExtenderDeps): Promise<
     const parsed = parseBody(rawBody);
     if (!parsed.ok) return filterError(parsed.error);
     const pod = field(parsed.value, 'Pod');
-    const podName = `${String(field(field(pod, 'metadata'), 'namespace') ?? '')}/${String(field(field(pod, 'metadata'), 'name') ?? '')}`;
+    const metadata = field(pod, 'metadata');
+    const want = { namespace: text(field(metadata, 'namespace')), name: text(field(metadata, 'name')), uid: text(field(metadata, 'uid')) };
+    const podName = `${want.namespace}/${want.name}`;
+    const checked = await clusterPod(deps.pods, want);
+    if (!checked.ok) {
+      deps.logger.warn('ExtenderRequestRefused', { verb: 'filter', pod: podName, reason: checked.reason });
+      return filterError(checked.reason);
+    }
+    const differs = requestDiffers(pod, checked.pod);
+    if (differs.length > 0) deps.logger.warn('FilterPodReplaced', { pod: podName, differs });
+    // The control plane decides on the pod as the cluster has it.
+    const args: Record<string, unknown> = { Pod: checked.pod };
+    for (const [k, v] of Object.entries(parsed.value as Record<string, unknown>)) if (k.toLowerCase() !== 'pod') args[k] = v;
     const seq = deps.viewSeq?.() ?? 0;
-    const reply = await callControlPlane(deps, '/filter', parsed.value, signal, seq > 0 ? { [MIN_VIEW_SEQ_HEADER]: String(seq) } : {});
+    const reply = await callControlPlane(deps, '/filter', args, signal, seq > 0 ? { [MIN_VIEW_SEQ_HEADER]: String(seq) } : {});
     if (!reply.ok) {
       deps.logger.warn('FilterNotRelayed', { pod: podName, error: reply.error });
       return filterError(reply.error);
@@ -111,12 +133,17 @@ export async function relayBind(rawBody: string, deps: ExtenderDeps): Promise<Ex
     if (!parsed.ok) return bindError(parsed.error);
     const args = parsed.value;
     const identity = {
-      PodUID: String(field(args, 'PodUID') ?? ''),
-      PodNamespace: String(field(args, 'PodNamespace') ?? ''),
-      PodName: String(field(args, 'PodName') ?? ''),
-      Node: String(field(args, 'Node') ?? ''),
+      PodUID: text(field(args, 'PodUID')),
+      PodNamespace: text(field(args, 'PodNamespace')),
+      PodName: text(field(args, 'PodName')),
+      Node: text(field(args, 'Node')),
     };
     const logKeys = { pod: `${identity.PodNamespace}/${identity.PodName}`, node: identity.Node };
+    const checked = await clusterPod(deps.pods, { namespace: identity.PodNamespace, name: identity.PodName, uid: identity.PodUID });
+    if (!checked.ok) {
+      deps.logger.warn('ExtenderRequestRefused', { verb: 'bind', ...logKeys, reason: checked.reason });
+      return bindError(checked.reason);
+    }
     const reply = await callControlPlane(deps, '/bind', args, signal);
     if (!reply.ok) {
       deps.logger.warn('BindNotRelayed', { ...logKeys, error: reply.error });

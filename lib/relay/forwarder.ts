@@ -1,7 +1,8 @@
 /**
- * Forwards watch events to the control plane's `POST /cluster/events` (CONTRACT section 4) in batches
- * bounded by size and by time, one batch in flight at a time so order is kept, retrying with exponential
- * backoff until the control plane takes them: nothing the relay saw is dropped because of an outage.
+ * Forwards watch events to the control plane's `POST /cluster/events` (docs/relay.md) in batches bounded by
+ * size and by time, one batch in flight at a time so order is kept, retrying with exponential backoff until the
+ * control plane takes them: nothing the relay saw is dropped because of an outage. Complete lists (what a
+ * finished list or re-list holds) travel in the same queue, behind the events they cover.
  */
 import type { AppLogger } from '../powertools';
 import type { ControlPlaneClient } from './controlPlane';
@@ -13,6 +14,26 @@ export interface ClusterWatchEvent {
   readonly object: Record<string, unknown>;
 }
 
+/**
+ * The full set of live objects of one kind the relay's informer holds, as of `resourceVersion` (docs/state.md,
+ * "Re-lists converge"): Pods by uid (those the relay forwards), Nodes by name, ResourceQuotas as `namespace/name`.
+ * The control plane drops what its ledger holds of that kind, is missing here and is not newer.
+ */
+export interface CompleteList {
+  readonly kind: 'Pod' | 'Node' | 'ResourceQuota';
+  readonly resourceVersion: string;
+  readonly keys: readonly string[];
+}
+
+/** The most keys one complete list may carry (the control plane's bound). */
+export const MAX_COMPLETE_KEYS = 200_000;
+
+interface QueuedList {
+  readonly complete: CompleteList;
+  readonly refusedBefore: number;
+}
+type QueueItem = { readonly event: ClusterWatchEvent } | QueuedList;
+
 export interface ForwarderOptions {
   readonly controlPlane: ControlPlaneClient;
   readonly logger: AppLogger;
@@ -23,6 +44,8 @@ export interface ForwarderOptions {
   readonly delay?: DelayFn;
   /** Kubernetes writes the control plane returns for applied events (Warning events); applied best effort. */
   readonly onEffects?: (effects: readonly Effect[]) => Promise<void>;
+  /** Told after every attempt whether the control plane answered (any status below 500 but 429) or not. */
+  readonly onReachability?: (reachable: boolean, error?: string) => void;
 }
 
 export interface ForwarderStats {
@@ -33,7 +56,11 @@ export interface ForwarderStats {
 }
 
 export class ClusterEventForwarder {
-  private pending: ClusterWatchEvent[] = [];
+  private pending: QueueItem[] = [];
+  private pendingEvents = 0;
+  private pendingLists = 0;
+  /** Batches the control plane refused for good (4xx): a complete list whose events one of them carried is not sent. */
+  private refusedBatches = 0;
   private pump: Promise<void> | undefined;
   private wakeBatch: (() => void) | undefined;
   private readonly closing = new AbortController();
@@ -49,8 +76,32 @@ export class ClusterEventForwarder {
 
   enqueue(event: ClusterWatchEvent): void {
     if (this.closing.signal.aborted) return;
-    this.pending.push(event);
-    if (this.pending.length >= this.opts.maxEvents) this.wakeBatch?.();
+    this.pending.push({ event });
+    this.pendingEvents++;
+    if (this.pendingEvents >= this.opts.maxEvents) this.wakeBatch?.();
+    this.startPump();
+  }
+
+  /**
+   * Queues a complete list behind every event enqueued so far (the list's own events included): it closes the
+   * batch that carries them, so the control plane has them all before it drops what the list lacks. `mark` is
+   * `refusals()` taken before the list's events were enqueued; if a batch is refused for good after that, the
+   * list is not sent (a list whose events did not all arrive must not drop anything).
+   */
+  enqueueComplete(list: CompleteList, mark: number): void {
+    if (this.closing.signal.aborted) return;
+    this.pending.push({ complete: list, refusedBefore: mark });
+    this.pendingLists++;
+    this.wakeBatch?.();
+    this.startPump();
+  }
+
+  /** How many batches were refused for good so far (see enqueueComplete). */
+  refusals(): number {
+    return this.refusedBatches;
+  }
+
+  private startPump(): void {
     this.pump ??= this.run().finally(() => {
       this.pump = undefined;
     });
@@ -65,7 +116,7 @@ export class ClusterEventForwarder {
   }
 
   stats(): ForwarderStats {
-    return { accepted: this.accepted, rejected: this.rejected, failedAttempts: this.failedAttempts, pending: this.pending.length };
+    return { accepted: this.accepted, rejected: this.rejected, failedAttempts: this.failedAttempts, pending: this.pendingEvents };
   }
 
   /** Resolves once everything enqueued so far has been delivered (or the forwarder closed). */
@@ -82,7 +133,8 @@ export class ClusterEventForwarder {
   private async run(): Promise<void> {
     const signal = this.closing.signal;
     while (this.pending.length > 0 && !signal.aborted) {
-      if (this.pending.length < this.opts.maxEvents && this.opts.maxDelayMs > 0) {
+      // A waiting complete list goes at once: its batch is closed already.
+      if (this.pendingEvents < this.opts.maxEvents && this.opts.maxDelayMs > 0 && this.pendingLists === 0) {
         // Time bound: wait a little for more events, unless the batch fills first.
         const full = new Promise<void>((resolve) => {
           this.wakeBatch = resolve;
@@ -93,14 +145,41 @@ export class ClusterEventForwarder {
         // Without a window, still let events enqueued in the same turn (a list's items) share the batch.
         await new Promise<void>((resolve) => setImmediate(resolve));
       }
-      const batch = this.pending.splice(0, this.opts.maxEvents);
-      await this.deliver(batch, signal);
+      const { events, complete } = this.takeBatch();
+      await this.deliver(events, complete, signal);
     }
   }
 
-  private async deliver(batch: ClusterWatchEvent[], signal: AbortSignal): Promise<void> {
+  /** Up to maxEvents events, in order; a complete list ends the batch it falls in. */
+  private takeBatch(): { events: ClusterWatchEvent[]; complete: QueuedList | undefined } {
+    const events: ClusterWatchEvent[] = [];
+    let taken = 0;
+    let complete: QueuedList | undefined;
+    for (const item of this.pending) {
+      if ('complete' in item) {
+        taken++;
+        complete = item;
+        this.pendingLists--;
+        break;
+      }
+      if (events.length >= this.opts.maxEvents) break;
+      events.push(item.event);
+      taken++;
+    }
+    this.pending.splice(0, taken);
+    this.pendingEvents -= events.length;
+    return { events, complete };
+  }
+
+  private async deliver(batch: ClusterWatchEvent[], queued: QueuedList | undefined, signal: AbortSignal): Promise<void> {
+    let complete = queued?.complete;
+    if (queued !== undefined && this.refusedBatches > queued.refusedBefore) {
+      this.opts.logger.warn('CompleteListNotSent', { kind: queued.complete.kind, resourceVersion: queued.complete.resourceVersion, reason: 'a batch of its events was refused' });
+      complete = undefined;
+    }
+    if (batch.length === 0 && complete === undefined) return;
     for (let attempt = 0; !signal.aborted; attempt++) {
-      const failure = await this.send(batch);
+      const failure = await this.send(batch, complete);
       if (failure === undefined) return;
       this.failedAttempts++;
       const wait = backoffMs(attempt, this.opts.backoff.initialMs, this.opts.backoff.maxMs);
@@ -110,16 +189,27 @@ export class ClusterEventForwarder {
   }
 
   /** Returns undefined when the batch is done with (delivered, or refused for good), else the retryable error. */
-  private async send(batch: ClusterWatchEvent[]): Promise<string | undefined> {
+  private async send(batch: ClusterWatchEvent[], complete: CompleteList | undefined): Promise<string | undefined> {
     let res;
     try {
-      res = await this.opts.controlPlane.post('/cluster/events', { events: batch }, { timeoutMs: this.opts.requestTimeoutMs });
+      const body = { events: batch, ...(complete !== undefined ? { complete: [complete] } : {}) };
+      res = await this.opts.controlPlane.post('/cluster/events', body, { timeoutMs: this.opts.requestTimeoutMs });
     } catch (err) {
-      return err instanceof Error ? err.message : String(err);
+      const error = err instanceof Error ? err.message : String(err);
+      this.opts.onReachability?.(false, error);
+      return error;
     }
-    if (res.status === 429 || res.status >= 500) return `HTTP ${res.status}: ${res.text.slice(0, 300)}`;
+    if (res.status === 429 || res.status >= 500) {
+      this.opts.onReachability?.(false, `HTTP ${res.status}`);
+      return `HTTP ${res.status}: ${res.text.slice(0, 300)}`;
+    }
+    this.opts.onReachability?.(true);
+    if (complete !== undefined && res.status === 200) {
+      this.opts.logger.info('CompleteListSent', { kind: complete.kind, resourceVersion: complete.resourceVersion, keys: complete.keys.length });
+    }
     if (res.status !== 200) {
       // The whole batch was refused as malformed; sending it again cannot help.
+      this.refusedBatches++;
       this.rejected += batch.length;
       this.opts.logger.error('ClusterEventsRefused', { events: batch.length, status: res.status, body: res.text.slice(0, 300) });
       return undefined;

@@ -1,11 +1,13 @@
 /**
  * ClusterWriter over @kubernetes/client-node: merge-patches pods, creates Bindings, records Events.
- * Kubernetes errors are translated to KubeWriteError here, never further up.
+ * Every pod write names the pod's uid as a precondition. Kubernetes errors are translated to KubeWriteError
+ * here, never further up.
  */
 import { ApiException, PatchStrategy, setHeaderOptions, type CoreV1Api } from '@kubernetes/client-node';
 import type { BindPodEffect, ClusterWriter, PatchNodeAnnotationsEffect, PatchPodAnnotationsEffect, RecordEventEffect } from './effects';
 import { KubeWriteError } from './errors';
 import { EventCorrelator } from './eventCorrelator';
+import type { NudgeResult, NudgeTarget } from './nudger';
 
 const mergePatch = setHeaderOptions('Content-Type', PatchStrategy.MergePatch);
 
@@ -35,7 +37,9 @@ function statusCode(err: unknown): number | undefined {
 
 export function createKubeWriter(core: CoreV1Api, correlator: EventCorrelator): ClusterWriter {
   const patchPodMetadata = async (e: PatchPodAnnotationsEffect): Promise<void> => {
-    const body = { metadata: { annotations: e.annotations, ...(e.labels !== undefined ? { labels: e.labels } : {}) } };
+    // The uid is a precondition: a pod deleted and recreated under the same name is never patched with a
+    // decision made for its predecessor (the API server answers 409 Conflict).
+    const body = { metadata: { ...(e.uid !== '' ? { uid: e.uid } : {}), annotations: e.annotations, ...(e.labels !== undefined ? { labels: e.labels } : {}) } };
     try {
       await core.patchNamespacedPod({ name: e.name, namespace: e.namespace, body }, mergePatch);
     } catch (err) {
@@ -44,6 +48,7 @@ export function createKubeWriter(core: CoreV1Api, correlator: EventCorrelator): 
   };
 
   const bindPod = async (e: BindPodEffect): Promise<void> => {
+    // metadata.uid is the Binding's precondition, as for the patches above.
     const body = {
       apiVersion: 'v1',
       kind: 'Binding',
@@ -94,4 +99,22 @@ export function createKubeWriter(core: CoreV1Api, correlator: EventCorrelator): 
   };
 
   return { patchPodMetadata, bindPod, recordEvent, patchNodeMetadata };
+}
+
+/**
+ * The nudger's write: a merge patch of pod annotations whose uid and resourceVersion are preconditions. A 409
+ * means the pod changed since the informer saw it (or was replaced); 404 that it is gone.
+ */
+export function createNudgePatcher(core: Pick<CoreV1Api, 'patchNamespacedPod'>): (target: NudgeTarget, annotations: Readonly<Record<string, string>>) => Promise<NudgeResult> {
+  return async (t, annotations) => {
+    const body = { metadata: { uid: t.uid, resourceVersion: t.resourceVersion, annotations } };
+    try {
+      await core.patchNamespacedPod({ name: t.name, namespace: t.namespace, body }, mergePatch);
+      return 'nudged';
+    } catch (err) {
+      if (statusCode(err) === 409) return 'changed';
+      if (statusCode(err) === 404) return 'gone';
+      throw new KubeWriteError(`patch pod ${t.namespace}/${t.name}: ${statusMessage(err)}`, statusCode(err), { cause: err });
+    }
+  };
 }

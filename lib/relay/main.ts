@@ -49,7 +49,11 @@ async function main(): Promise<void> {
   logger.info('ClusterCredentials', { source: source.kind, detail: source.detail, server: kubeConfig.getCurrentCluster()?.server });
   const relay = await startRelay({ config, kubeConfig, logger });
   // Printed plainly too, so `npm run relay` shows where it listens.
-  console.log(`relay listening: extender ${relay.extenderUrl}, users ${relay.userUrl}`);
+  if (relay.extenderTls === undefined) console.log(`relay listening: extender ${relay.extenderUrl} (plain HTTP), users ${relay.userUrl}`);
+  else {
+    console.log(`relay listening: users ${relay.userUrl}`);
+    void relay.extenderTls.ready().then((url) => console.log(`extender listening: ${url} (client certificate required)`), () => undefined);
+  }
   void relay.webhook?.ready().then((url) => console.log(`admission webhook listening: ${url}/webhook`), () => undefined);
   onShutdown(() => {
     logger.info('RelayStopping');

@@ -3,18 +3,21 @@
  * the two HTTP listeners. Used by main.ts and by the tests (which inject a logger, a delay and ports).
  */
 import type { Server } from 'node:http';
-import { AdmissionregistrationV1Api, AuthenticationV1Api, AuthorizationV1Api, CoreV1Api, type KubeConfig } from '@kubernetes/client-node';
+import { AdmissionregistrationV1Api, ApiException, AuthenticationV1Api, AuthorizationV1Api, CoreV1Api, type KubeConfig } from '@kubernetes/client-node';
 import { cardCapacity } from '../admission/cards';
 import type { NodeLike } from '../engine/types';
 import type { AppLogger } from '../powertools';
 import type { RelayConfig } from './config';
 import { createControlPlaneClient, signerFromConfig, type RequestSigner } from './controlPlane';
-import type { DelayFn } from './delay';
+import { realDelay, type DelayFn } from './delay';
 import { EventCorrelator } from './eventCorrelator';
 import { ClusterEventForwarder } from './forwarder';
 import { applyEffects } from './effects';
-import { createKubeWriter } from './kubeWriter';
-import { closeServer, createRelayServer, listen } from './server';
+import { createKubeWriter, createNudgePatcher, statusMessage } from './kubeWriter';
+import { Nudger } from './nudger';
+import { ControlPlaneReachability } from './reachability';
+import { closeServer, createRelayServer, listen, relayHandler } from './server';
+import { coalesced, startTlsListener, type RunningTlsListener } from './tls/listener';
 import { SelfManagedWebhookTls, defaultValidity } from './tls/webhookCertificates';
 import { ClusterWatcher } from './watcher';
 import { filesSource, startWebhook, type RunningWebhook, type ServingSource } from './webhook';
@@ -33,16 +36,24 @@ export interface StartRelayOptions {
   readonly extenderDelay?: DelayFn;
   /** Waits between the webhook's certificate checks (and its retries). */
   readonly webhookDelay?: DelayFn;
+  /** Waits between probes of an unreachable control plane. */
+  readonly reachabilityDelay?: DelayFn;
+  /** Spaces the nudges (their rate bound). */
+  readonly nudgeDelay?: DelayFn;
   readonly now?: () => Date;
 }
 
 export interface RunningRelay {
+  /** The plain-HTTP extender's URL; empty with mutual TLS (then `extenderTls.ready()` gives it). */
   readonly extenderUrl: string;
+  readonly extenderTls?: RunningTlsListener;
   readonly userUrl: string;
   readonly watcher: ClusterWatcher;
   readonly forwarder: ClusterEventForwarder;
   /** The admission webhook, unless RELAY_WEBHOOK_TLS=off. */
   readonly webhook?: RunningWebhook;
+  readonly nudger: Nudger;
+  readonly reachability: ControlPlaneReachability;
   close(): Promise<void>;
 }
 
@@ -51,6 +62,42 @@ export async function startRelay(opts: StartRelayOptions): Promise<RunningRelay>
   const controlPlane = createControlPlaneClient(config.controlPlane.url, opts.signer ?? signerFromConfig(config.controlPlane));
   const core = kubeConfig.makeApiClient(CoreV1Api);
   const writer = createKubeWriter(core, new EventCorrelator(config.eventSourceComponent, opts.now));
+  const now = opts.now ?? (() => new Date());
+
+  // Nudges (docs/relay.md, "Nothing lost, nothing stalled"): once the pods are listed and the control plane answers, at start and
+  // again after every outage of the control plane.
+  let podsListed = false;
+  let nudgeDue: string | undefined = 'relay started';
+  const nudger = new Nudger({
+    schedulerName: config.admission.schedulerName,
+    perSecond: config.nudge.perSecond,
+    windowMs: config.nudge.windowMs,
+    // The watcher is built below; this runs only once it has listed.
+    pods: () => watcher.cached('Pod'),
+    patch: createNudgePatcher(core),
+    logger,
+    delay: opts.nudgeDelay ?? realDelay,
+    now,
+  });
+  const maybeNudge = () => {
+    if (nudgeDue === undefined || !podsListed || reachability.current() !== 'up') return;
+    const reason = nudgeDue;
+    nudgeDue = undefined;
+    void nudger.nudgeAll(reason);
+  };
+  const reachability = new ControlPlaneReachability({
+    probe: async () => (await controlPlane.get('/healthz', { timeoutMs: 2_000 })).status === 200,
+    delay: opts.reachabilityDelay ?? realDelay,
+    backoff: config.backoff,
+    logger,
+    onUp: (before) => {
+      // A start round still due covers the outage too.
+      if (before === 'down') nudgeDue ??= 'control plane reachable again';
+      maybeNudge();
+    },
+  });
+  const report = (answered: boolean, error?: string) => reachability.report(answered, error);
+
   const forwarder = new ClusterEventForwarder({
     controlPlane,
     logger,
@@ -60,8 +107,9 @@ export async function startRelay(opts: StartRelayOptions): Promise<RunningRelay>
     requestTimeoutMs: config.extenderDeadlineMs,
     ...(opts.forwarderDelay ? { delay: opts.forwarderDelay } : {}),
     onEffects: async (effects) => {
-      await applyEffects(effects, writer, logger);
+      await applyEffects(effects, writer, logger, { independent: true });
     },
+    onReachability: report,
   });
   const watcher = new ClusterWatcher({
     kubeConfig,
@@ -73,6 +121,11 @@ export async function startRelay(opts: StartRelayOptions): Promise<RunningRelay>
     watchTimeoutSeconds: config.watchTimeoutSeconds,
     resyncIntervalMs: config.resyncIntervalMs,
     ...(opts.watcherDelay ? { delay: opts.watcherDelay } : {}),
+    onListed: (kind) => {
+      if (kind !== 'Pod' || podsListed) return;
+      podsListed = true;
+      maybeNudge();
+    },
   });
   const deps = {
     extender: {
@@ -81,6 +134,19 @@ export async function startRelay(opts: StartRelayOptions): Promise<RunningRelay>
       logger,
       deadlineMs: config.extenderDeadlineMs,
       viewSeq: () => forwarder.viewSeq,
+      reachability: report,
+      pods: {
+        schedulerName: config.admission.schedulerName,
+        cached: (namespace: string, name: string) => watcher.cachedObject('Pod', namespace, name),
+        read: async (namespace: string, name: string) => {
+          try {
+            return await core.readNamespacedPod({ namespace, name });
+          } catch (err) {
+            if (err instanceof ApiException && err.code === 404) return undefined;
+            throw new Error(statusMessage(err), { cause: err });
+          }
+        },
+      },
       ...(opts.extenderDelay ? { delay: opts.extenderDelay } : {}),
     },
     controlPlane,
@@ -89,16 +155,36 @@ export async function startRelay(opts: StartRelayOptions): Promise<RunningRelay>
     watcherSynced: () => watcher.status().synced,
     probeTimeoutMs: 2_000,
     schedulerLogTimeoutMs: config.extenderDeadlineMs,
+    ...(config.extender.tls !== 'off' ? { extenderListening: () => extenderTls?.listening() === true } : {}),
   };
-  const servers: Server[] = [createRelayServer('extender', deps), createRelayServer('user', deps)];
-  const [extenderServer, userServer] = servers as [Server, Server];
-  const extenderUrl = await listen(extenderServer, config.port, config.host);
-  const userUrl = await listen(userServer, config.userPort, config.host);
+  const sources = tlsSources(config, kubeConfig, core, logger, opts.now);
+  // The extender port: mutual TLS (kube-scheduler's client certificate required), or plain HTTP when asked for.
+  const plainExtender = config.extender.tls === 'off' ? createRelayServer('extender', deps) : undefined;
+  const extenderHandler = relayHandler('extender', deps);
+  const extenderTls =
+    sources.extender === undefined
+      ? undefined
+      : startTlsListener({
+          logPrefix: 'Extender',
+          host: config.host,
+          port: config.port,
+          source: sources.extender,
+          handler: async (req, res) => extenderHandler(req, res),
+          logger,
+          checkIntervalMs: config.webhook.checkIntervalMs,
+          backoff: config.backoff,
+          clientAuth: { commonName: config.extender.clientName },
+          ...(opts.webhookDelay ? { delay: opts.webhookDelay } : {}),
+        });
+  const servers: Server[] = [...(plainExtender ? [plainExtender] : []), createRelayServer('user', deps)];
+  const extenderUrl = plainExtender ? await listen(plainExtender, config.port, config.host) : '';
+  const userUrl = await listen(servers[servers.length - 1] as Server, config.userPort, config.host);
   watcher.start();
-  const webhook = config.webhook.tls === 'off' ? undefined : startWebhook({
+  reachability.start();
+  const webhook = sources.webhook === undefined ? undefined : startWebhook({
     host: config.host,
     port: config.webhook.port,
-    source: webhookSource(config, kubeConfig, core, logger, opts.now),
+    source: sources.webhook,
     admission: config.admission,
     capacity: () => {
       const nodes = watcher.cached('Node');
@@ -109,32 +195,50 @@ export async function startRelay(opts: StartRelayOptions): Promise<RunningRelay>
     backoff: config.backoff,
     ...(opts.webhookDelay ? { delay: opts.webhookDelay } : {}),
   });
-  logger.info('RelayStarted', { extenderUrl, userUrl, controlPlane: config.controlPlane.url, auth: config.controlPlane.auth });
+  logger.info('RelayStarted', { extenderUrl: extenderUrl || `https on port ${config.port} (client certificate required)`, userUrl, controlPlane: config.controlPlane.url, auth: config.controlPlane.auth });
   return {
     extenderUrl,
+    ...(extenderTls ? { extenderTls } : {}),
     userUrl,
     watcher,
     forwarder,
     ...(webhook ? { webhook } : {}),
+    nudger,
+    reachability,
     async close() {
       watcher.stop();
+      reachability.stop();
+      nudger.stop();
       forwarder.close();
-      await Promise.all([...servers.map(closeServer), webhook?.close()]);
+      await Promise.all([...servers.map(closeServer), webhook?.close(), extenderTls?.close()]);
     },
   };
 }
 
-function webhookSource(config: RelayConfig, kubeConfig: KubeConfig, core: CoreV1Api, logger: AppLogger, now?: () => Date): ServingSource {
-  if (config.webhook.tls === 'files') return filesSource(config.webhook.certDir);
-  const tls = new SelfManagedWebhookTls(
-    {
-      namespace: config.webhook.namespace,
-      secretName: config.webhook.secretName,
-      webhookConfigurationName: config.webhook.configurationName,
-      serviceName: config.webhook.serviceName,
-      ...defaultValidity,
-    },
-    { core, admission: kubeConfig.makeApiClient(AdmissionregistrationV1Api), logger, now: now ?? (() => new Date()) },
-  );
-  return () => tls.refresh();
+/**
+ * Where the webhook's and the extender's certificates come from: files (cert-manager), or the relay's own CA in a
+ * Secret, one instance shared by both listeners (its refreshes coalesced), which also issues kube-scheduler's
+ * client certificate when the extender port takes mutual TLS.
+ */
+function tlsSources(config: RelayConfig, kubeConfig: KubeConfig, core: CoreV1Api, logger: AppLogger, now?: () => Date): { webhook?: ServingSource; extender?: ServingSource } {
+  const selfManaged = config.webhook.tls === 'self-managed' || config.extender.tls === 'self-managed';
+  let shared: ServingSource | undefined;
+  if (selfManaged) {
+    const tls = new SelfManagedWebhookTls(
+      {
+        namespace: config.webhook.namespace,
+        secretName: config.webhook.secretName,
+        webhookConfigurationName: config.webhook.tls === 'off' ? '' : config.webhook.configurationName,
+        serviceName: config.webhook.serviceName,
+        ...(config.extender.tls === 'self-managed' ? { client: { secretName: config.extender.clientSecretName, commonName: config.extender.clientName } } : {}),
+        ...defaultValidity,
+      },
+      { core, admission: kubeConfig.makeApiClient(AdmissionregistrationV1Api), logger, now: now ?? (() => new Date()) },
+    );
+    shared = coalesced(() => tls.refresh());
+  }
+  const pick = (mode: 'self-managed' | 'files' | 'off', dir: string): ServingSource | undefined => (mode === 'off' ? undefined : mode === 'files' ? filesSource(dir) : shared);
+  const webhook = pick(config.webhook.tls, config.webhook.certDir);
+  const extender = pick(config.extender.tls, config.extender.certDir);
+  return { ...(webhook ? { webhook } : {}), ...(extender ? { extender } : {}) };
 }

@@ -136,4 +136,34 @@ export class ChangeTracker {
   trackedKeys(): string[] {
     return [...this.last.keys()];
   }
+
+  tracks(key: string): boolean {
+    return this.last.has(key);
+  }
+}
+
+/**
+ * The keys of a complete list (docs/state.md, "Re-lists converge") for the objects an informer holds: Pods by
+ * uid, only those the relay forwards (they matter, or were forwarded before); Nodes by name; ResourceQuotas as
+ * `namespace/name`. Objects without the identifying field are left out.
+ */
+export function completeKeys(kind: ForwardedKind, objects: readonly unknown[], tracker: ChangeTracker, managedResources: readonly string[]): string[] {
+  const keys: string[] = [];
+  for (const obj of objects) {
+    const metadata = record(obj, 'metadata');
+    const name = typeof metadata.name === 'string' ? metadata.name : '';
+    if (name === '') continue;
+    switch (kind) {
+      case 'Pod':
+        if (typeof metadata.uid === 'string' && metadata.uid !== '' && (podMatters(obj, managedResources) || tracker.tracks(objectKey(obj)))) keys.push(metadata.uid);
+        break;
+      case 'Node':
+        keys.push(name);
+        break;
+      case 'ResourceQuota':
+        if (typeof metadata.namespace === 'string') keys.push(`${metadata.namespace}/${name}`);
+        break;
+    }
+  }
+  return keys;
 }

@@ -23,6 +23,8 @@ export interface RouterDeps {
   readonly watcherSynced: () => boolean;
   readonly probeTimeoutMs: number;
   readonly schedulerLogTimeoutMs: number;
+  /** With mutual TLS the extender listener waits for its certificate; not ready until it listens. */
+  readonly extenderListening?: () => boolean;
 }
 
 export type Listener = 'extender' | 'user';
@@ -60,6 +62,7 @@ export function send(res: ServerResponse, status: number, body: unknown): void {
 
 async function readiness(deps: RouterDeps): Promise<{ ready: boolean; checks: Record<string, string> }> {
   const informers = deps.watcherSynced() ? 'ok' : 'informers not synced';
+  const extender = deps.extenderListening === undefined || deps.extenderListening() ? 'ok' : 'extender port waits for its certificate';
   let controlPlane = 'ok';
   try {
     const res = await deps.controlPlane.get('/healthz', { timeoutMs: deps.probeTimeoutMs });
@@ -67,7 +70,7 @@ async function readiness(deps: RouterDeps): Promise<{ ready: boolean; checks: Re
   } catch (err) {
     controlPlane = err instanceof Error ? err.message : String(err);
   }
-  return { ready: informers === 'ok' && controlPlane === 'ok', checks: { informers, controlPlane } };
+  return { ready: informers === 'ok' && controlPlane === 'ok' && extender === 'ok', checks: { informers, controlPlane, extender } };
 }
 
 async function schedulerLog(req: IncomingMessage, res: ServerResponse, url: URL, match: RegExpExecArray, deps: RouterDeps): Promise<number> {
@@ -127,7 +130,12 @@ async function route(listener: Listener, req: IncomingMessage, res: ServerRespon
 }
 
 export function createRelayServer(listener: Listener, deps: RouterDeps): Server {
-  return createServer((req, res) => {
+  return createServer(relayHandler(listener, deps));
+}
+
+/** The request handler of one listener (served over plain HTTP, or by the mutual-TLS listener). */
+export function relayHandler(listener: Listener, deps: RouterDeps): (req: IncomingMessage, res: ServerResponse) => void {
+  return (req, res) => {
     const started = Date.now();
     route(listener, req, res, deps)
       .then((status) => {
@@ -141,7 +149,7 @@ export function createRelayServer(listener: Listener, deps: RouterDeps): Server 
         if (!res.headersSent) send(res, 500, statusBody(500, 'InternalError', 'internal error'));
         else res.destroy();
       });
-  });
+  };
 }
 
 export async function listen(server: Server, port: number, host: string): Promise<string> {

@@ -3,17 +3,20 @@
  * matters to the control plane. ListWatch relists by itself after 410 Gone; after any other error it
  * stops, so it is restarted here with exponential backoff. A periodic re-list replays the informers'
  * caches (no extra load on the API server) so the ledger converges even after events the control plane lost.
+ * After every list that completed, and every re-list, a complete list follows the events: the control plane
+ * drops what it holds of that kind and the list lacks (objects deleted while no relay watched; docs/state.md,
+ * "Re-lists converge"). A list that failed sends none.
  */
 import { ListWatch, Watch, type CoreV1Api, type KubeConfig, type KubernetesListObject, type KubernetesObject } from '@kubernetes/client-node';
 import type { AppLogger } from '../powertools';
 import { backoffMs, realDelay, type DelayFn } from './delay';
-import type { ClusterEventForwarder, ClusterWatchEvent } from './forwarder';
-import { ChangeTracker, objectKey, toForwardedObject, type ForwardedKind } from './relevance';
+import { MAX_COMPLETE_KEYS, type ClusterEventForwarder, type ClusterWatchEvent, type CompleteList } from './forwarder';
+import { ChangeTracker, completeKeys, objectKey, toForwardedObject, type ForwardedKind } from './relevance';
 
 export interface WatcherOptions {
   readonly kubeConfig: KubeConfig;
   readonly core: CoreV1Api;
-  readonly forwarder: Pick<ClusterEventForwarder, 'enqueue'>;
+  readonly forwarder: Pick<ClusterEventForwarder, 'enqueue' | 'enqueueComplete' | 'refusals'>;
   readonly logger: AppLogger;
   readonly managedResources: readonly string[];
   readonly backoff: { readonly initialMs: number; readonly maxMs: number };
@@ -21,6 +24,8 @@ export interface WatcherOptions {
   readonly watchTimeoutSeconds: number;
   readonly resyncIntervalMs: number;
   readonly delay?: DelayFn;
+  /** Called after each list of `kind` completed and its events were queued (the nudger waits for the Pods'). */
+  readonly onListed?: (kind: ForwardedKind) => void;
 }
 
 interface Resource {
@@ -76,9 +81,18 @@ export class ClusterWatcher {
     const watch = bookmarkingWatch(this.opts.kubeConfig, this.opts.watchTimeoutSeconds);
     for (const r of this.resources) {
       const listFn = async (): Promise<KubernetesListObject<KubernetesObject>> => {
+        const mark = this.opts.forwarder.refusals();
         const list = await r.list();
         r.listed = true;
         r.failures = 0;
+        const complete = this.completeList(r, list.items, list.metadata?.resourceVersion);
+        // ListWatch turns the items into add/update/delete callbacks synchronously once this promise resolves, in
+        // the microtask that resumes it; an immediate runs after that, so the list queues behind all its events.
+        setImmediate(() => {
+          if (this.stopping.signal.aborted) return;
+          if (complete !== undefined) this.opts.forwarder.enqueueComplete(complete, mark);
+          this.opts.onListed?.(r.kind);
+        });
         return list;
       };
       const informer = new ListWatch<KubernetesObject>(r.path, watch, listFn, false);
@@ -107,6 +121,12 @@ export class ClusterWatcher {
     return r?.listed === true && r.informer !== undefined ? r.informer.list() : undefined;
   }
 
+  /** One object from the informer of `kind`, or undefined (not listed yet, or not there). */
+  cachedObject(kind: ForwardedKind, namespace: string | undefined, name: string): KubernetesObject | undefined {
+    const r = this.resources.find((x) => x.kind === kind);
+    return r?.listed === true ? r.informer?.get(name, namespace) : undefined;
+  }
+
   status(): WatcherStatus {
     return {
       synced: this.resources.every((r) => r.listed),
@@ -125,6 +145,10 @@ export class ClusterWatcher {
         this.opts.logger.info('RelistSkipped', { kind: r.kind, reason: 'informer has not listed yet' });
         continue;
       }
+      const mark = this.opts.forwarder.refusals();
+      // The cache is exactly what the list and the watch events since have shown, as of this resourceVersion
+      // (empty while the informer lists afresh after 410: then no complete list goes).
+      const resourceVersion = r.informer.latestResourceVersion();
       const items = r.informer.list();
       const present = new Set<string>();
       for (const obj of items) {
@@ -136,8 +160,24 @@ export class ClusterWatcher {
         const [namespace, name] = key.split('/') as [string, string];
         this.observe(r, 'DELETED', { metadata: { name, ...(namespace !== '' ? { namespace } : {}) } });
       }
+      const complete = this.completeList(r, items, resourceVersion);
+      if (complete !== undefined) this.opts.forwarder.enqueueComplete(complete, mark);
       this.opts.logger.info('Relisted', { kind: r.kind, objects: items.length });
     }
+  }
+
+  /** The complete list of `items` as of `resourceVersion`, or undefined when it cannot be said (no usable version, too many keys). */
+  private completeList(r: Resource, items: readonly unknown[], resourceVersion: string | undefined): CompleteList | undefined {
+    if (resourceVersion === undefined || !/^\d+$/.test(resourceVersion)) {
+      this.opts.logger.warn('CompleteListSkipped', { kind: r.kind, reason: 'the list carries no resourceVersion' });
+      return undefined;
+    }
+    const keys = completeKeys(r.kind, items, r.tracker, this.opts.managedResources);
+    if (keys.length > MAX_COMPLETE_KEYS) {
+      this.opts.logger.warn('CompleteListSkipped', { kind: r.kind, reason: `more than ${MAX_COMPLETE_KEYS} objects`, objects: keys.length });
+      return undefined;
+    }
+    return { kind: r.kind, resourceVersion, keys };
   }
 
   private observe(r: Resource, type: ClusterWatchEvent['type'], obj: unknown, force = false): void {

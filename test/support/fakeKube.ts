@@ -1,8 +1,9 @@
 /**
  * A fake Kubernetes API server over real HTTP (127.0.0.1, random port) that behaves like the real one
  * for what the relay uses: list + watch with resourceVersion (history replay, bookmarks, 410 Gone after
- * compaction, server-side timeoutSeconds), JSON merge patch (null deletes, resourceVersion bump),
- * pods/binding (201, 409 "already assigned"), core/v1 events (create, patch), Secrets and
+ * compaction, server-side timeoutSeconds), JSON merge patch (null deletes, resourceVersion bump; a
+ * metadata.uid or metadata.resourceVersion in the patch is a precondition: 409 Conflict when it differs),
+ * pods/binding (201, 409 "already assigned", 409 when the Binding's metadata.uid is not the pod's), core/v1 events (create, patch), Secrets and
  * MutatingWebhookConfigurations (create with 409 AlreadyExists, replace with optimistic concurrency on
  * resourceVersion: 409 Conflict when stale), TokenReview and SubjectAccessReview with configurable users and
  * grants. Everything written is recorded for asserts.
@@ -388,6 +389,14 @@ export async function startFakeKube(opts: FakeKubeOptions = {}): Promise<FakeKub
       const ct = (contentType ?? '').split(';')[0]?.trim();
       if (ct !== 'application/merge-patch+json' && ct !== 'application/strategic-merge-patch+json') {
         return sendJson(res, 415, status(415, 'UnsupportedMediaType', `the body of the request was in an unknown format - accepted media types include: application/merge-patch+json (got ${ct})`));
+      }
+      // Preconditions, as kube-apiserver applies them: a uid or resourceVersion in the patch must match the object.
+      const pm = isObj(body) && isObj(body.metadata) ? body.metadata : {};
+      if (pm.uid !== undefined && pm.uid !== meta(current).uid) {
+        return sendJson(res, 409, status(409, 'Conflict', `Operation cannot be fulfilled on ${m[2]} "${name}": Precondition failed: UID in precondition: ${String(pm.uid)}, UID in object meta: ${String(meta(current).uid)}`));
+      }
+      if (pm.resourceVersion !== undefined && pm.resourceVersion !== meta(current).resourceVersion) {
+        return sendJson(res, 409, status(409, 'Conflict', `Operation cannot be fulfilled on ${m[2]} "${name}": the object has been modified; please apply your changes to the latest version and try again`));
       }
       return sendJson(res, 200, patch(kind, namespace, name, body));
     }

@@ -22,7 +22,13 @@ export interface ServingMaterial {
 export interface SelfManagedTlsSettings {
   readonly namespace: string;
   readonly secretName: string;
+  /** The MutatingWebhookConfiguration whose caBundle is kept current; empty when the webhook is off. */
   readonly webhookConfigurationName: string;
+  /**
+   * kube-scheduler's client certificate for the extender port (mutual TLS): issued by the same CA, kept in this
+   * Secret (tls.crt, tls.key, and ca.crt to verify the relay), renewed like the serving certificate.
+   */
+  readonly client?: { readonly secretName: string; readonly commonName: string };
   /** The Service kube-apiserver calls; its DNS names go into the serving certificate. */
   readonly serviceName: string;
   readonly caValidDays: number;
@@ -65,8 +71,59 @@ export class SelfManagedWebhookTls {
   /** One round: make sure a valid Secret exists (creating or renewing it), then the caBundle. Returns what to serve. */
   async refresh(): Promise<ServingMaterial> {
     const material = await this.ensureSecret();
-    await this.syncCaBundle(material.caBundlePem);
+    if (this.settings.webhookConfigurationName !== '') await this.syncCaBundle(material.caBundlePem);
+    if (this.settings.client !== undefined) await this.ensureClientSecret(material, this.settings.client);
     return { certPem: material.certPem, keyPem: material.keyPem, caBundlePem: material.caBundlePem };
+  }
+
+  /**
+   * kube-scheduler's client certificate: kept while it was issued by the current CA for the expected name and is
+   * not due for renewal (its ca.crt follows the bundle); otherwise issued anew. Replicas race as for the serving
+   * Secret: a create meeting AlreadyExists or a stale replace leaves the winner's Secret for the next round.
+   */
+  private async ensureClientSecret(material: StoredMaterial, client: { readonly secretName: string; readonly commonName: string }): Promise<void> {
+    const { namespace } = this.settings;
+    const [ca] = splitPemBundle(material.caBundlePem);
+    if (ca === undefined) throw new Error('the CA bundle holds no certificate');
+    let found: { resourceVersion?: string; data: Record<string, string> } | undefined;
+    try {
+      const secret = await this.deps.core.readNamespacedSecret({ name: client.secretName, namespace });
+      found = { ...(secret.metadata?.resourceVersion !== undefined ? { resourceVersion: secret.metadata.resourceVersion } : {}), data: secret.data ?? {} };
+    } catch (err) {
+      if (codeOf(err) !== 404) throw new Error(`read secret ${namespace}/${client.secretName}: ${statusMessage(err)}`, { cause: err });
+    }
+    const certPem = unb64(found?.data[KEYS.cert]);
+    const keyPem = unb64(found?.data[KEYS.key]);
+    const current = certPem !== undefined && keyPem !== undefined && this.clientStillGood(certPem, ca, client.commonName);
+    if (current && unb64(found?.data[KEYS.ca]) === material.caBundlePem) return;
+    const issued =
+      current && certPem !== undefined && keyPem !== undefined
+        ? { certPem, keyPem }
+        : issueCertificate({ certPem: ca, keyPem: material.caKeyPem }, { commonName: client.commonName, usage: 'client', validDays: this.settings.certValidDays, now: this.deps.now() });
+    const body = {
+      apiVersion: 'v1',
+      kind: 'Secret',
+      type: 'kubernetes.io/tls',
+      metadata: { name: client.secretName, namespace, labels: { 'app.kubernetes.io/managed-by': 'hami-relay' }, ...(found?.resourceVersion !== undefined ? { resourceVersion: found.resourceVersion } : {}) },
+      data: { [KEYS.cert]: b64(issued.certPem), [KEYS.key]: b64(issued.keyPem), [KEYS.ca]: b64(material.caBundlePem) },
+    };
+    try {
+      if (found === undefined) await this.deps.core.createNamespacedSecret({ namespace, body });
+      else await this.deps.core.replaceNamespacedSecret({ name: client.secretName, namespace, body });
+      this.deps.logger.info('ExtenderClientCertificateIssued', { secret: `${namespace}/${client.secretName}`, commonName: client.commonName, expires: new Date(expiresAtMs(issued.certPem)).toISOString() });
+    } catch (err) {
+      // Another replica wrote it first: theirs is as good; the next round checks it.
+      if (codeOf(err) !== 409) throw new Error(`write secret ${namespace}/${client.secretName}: ${statusMessage(err)}`, { cause: err });
+    }
+  }
+
+  private clientStillGood(certPem: string, ca: string, commonName: string): boolean {
+    try {
+      const renewBefore = this.settings.renewBeforeDays * DAY_MS;
+      return signedBy(certPem, ca) && expiresAtMs(certPem) - this.deps.now().getTime() >= renewBefore && new X509Certificate(certPem).subject === `CN=${commonName}`;
+    } catch {
+      return false;
+    }
   }
 
   private async ensureSecret(): Promise<StoredMaterial> {

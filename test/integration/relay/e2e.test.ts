@@ -152,3 +152,119 @@ describe('relay + local control plane', () => {
     expect(kube.list('Event').filter((e) => e.reason === 'SchedulerAnnotationsChanged')).toHaveLength(1);
   });
 });
+
+describe('a relay restart or outage loses nothing', () => {
+  interface LockView {
+    lock: { holder: string } | null;
+  }
+  const lockOf = async (node: string) => ((await devices(node)) as DeviceView & LockView).lock;
+  const bookedPods = async (node: string) => (await devices(node)).devices.flatMap((d) => d.pods).sort();
+
+  async function schedule(name: string, nodes: readonly string[]): Promise<string | undefined> {
+    const pod = kube.get('Pod', 'team-a', name)!;
+    const filter = await postJson(`${relay!.extenderUrl}/filter`, { Pod: schedulerView(pod), Nodes: null, NodeNames: nodes });
+    const chosen = (filter.body.NodeNames as string[] | null)?.[0];
+    if (chosen === undefined) return undefined;
+    const bind = await postJson(`${relay!.extenderUrl}/bind`, { PodName: name, PodNamespace: 'team-a', PodUID: pod.metadata?.uid, Node: chosen });
+    expect(bind.body).toEqual({ Error: '' });
+    return chosen;
+  }
+
+  it('forgets a pod deleted while no relay watched (its card and its lock), and the next pod schedules', async () => {
+    // Prepare: one node with one card that holds two pods; the first is running, the second still allocating (lock held)
+    await relay?.close();
+    const oneCard = JSON.stringify([{ id: 'GPU-r-0', count: 10, devmem: 6500, devcore: 100, type: 'NVIDIA-A100', numa: 0, health: true, index: 0, mode: 'hami-core' }]);
+    kube.create('Node', gpuNode('node-r', oneCard));
+    relay = await startRelay();
+    await eventually(async () => expect((await devices('node-r')).registered).toBe(true), 15000);
+    kube.create('Pod', gpuPodSpec('r-run'));
+    expect(await schedule('r-run', ['node-r'])).toBe('node-r');
+    kube.patch('Pod', 'team-a', 'r-run', { metadata: { annotations: { 'hami.io/bind-phase': 'success' } }, status: { phase: 'Running' } });
+    await eventually(async () => expect(await lockOf('node-r')).toBeNull(), 10000);
+    kube.create('Pod', gpuPodSpec('r-alloc'));
+    expect(await schedule('r-alloc', ['node-r'])).toBe('node-r');
+    await eventually(async () => expect(await bookedPods('node-r')).toEqual(['team-a/r-alloc', 'team-a/r-run']), 10000);
+    expect((await lockOf('node-r'))?.holder).toBe('team-a/r-alloc');
+
+    // Act: the relay dies; both pods are force-deleted (nobody watches), another is created; the relay comes back
+    await relay?.close();
+    relay = undefined;
+    kube.remove('Pod', 'team-a', 'r-run', { silent: true });
+    kube.remove('Pod', 'team-a', 'r-alloc', { silent: true });
+    kube.create('Pod', gpuPodSpec('r-next'));
+    relay = await startRelay();
+
+    // Assess: after its list, the ledger equals the cluster: no bookings, no lock; the new pod schedules
+    await eventually(async () => {
+      expect(await bookedPods('node-r')).toEqual([]);
+      expect(usedOn(await devices('node-r'))).toBe(0);
+      expect(await lockOf('node-r')).toBeNull();
+    }, 15000);
+    expect(await schedule('r-next', ['node-r'])).toBe('node-r');
+    await eventually(async () => expect(await bookedPods('node-r')).toEqual(['team-a/r-next']), 10000);
+  });
+
+  it('soak: 200 pod creations and deletions with random relay kills end with the ledger equal to the cluster and nothing Pending that fits', async () => {
+    // A deterministic pseudo-random sequence (the same run every time).
+    let seed = 20_260_301;
+    const random = () => {
+      seed = (seed * 1_103_515_245 + 12_345) % 2 ** 31;
+      return seed / 2 ** 31;
+    };
+    await relay?.close();
+    relay = undefined;
+    const nodes = ['soak-1', 'soak-2'];
+    for (const n of nodes) kube.create('Node', gpuNode(n, REGISTER(n)));
+    relay = await startRelay();
+    await eventually(async () => {
+      for (const n of nodes) expect((await devices(n)).registered).toBe(true);
+    }, 15000);
+    const live: string[] = [];
+    let created = 0;
+    for (let step = 0; step < 200; step++) {
+      const roll = random();
+      if (roll < 0.08) {
+        // Kill the relay, or start it again.
+        if (relay !== undefined) {
+          await relay.close();
+          relay = undefined;
+        } else {
+          relay = await startRelay();
+        }
+      } else if (roll < 0.55 || live.length === 0) {
+        const name = `soak-${created++}`;
+        kube.create('Pod', gpuPodSpec(name));
+        live.push(name);
+        if (relay !== undefined) {
+          const node = await schedule(name, nodes);
+          if (node !== undefined) kube.patch('Pod', 'team-a', name, { metadata: { annotations: { 'hami.io/bind-phase': 'success' } }, status: { phase: 'Running' } });
+        }
+      } else {
+        const name = live.splice(Math.floor(random() * live.length), 1)[0]!;
+        kube.remove('Pod', 'team-a', name, { silent: relay === undefined });
+      }
+    }
+    relay ??= await startRelay();
+
+    // Whatever is still Pending and fits gets scheduled now (kube-scheduler's retries).
+    const pending = () => kube.list('Pod').filter((p) => String(p.metadata?.name).startsWith('soak-') && (p.spec as { nodeName?: string }).nodeName === undefined);
+    const bound = () => kube.list('Pod').filter((p) => String(p.metadata?.name).startsWith('soak-') && (p.spec as { nodeName?: string }).nodeName !== undefined);
+    // The ledger first converges on what the cluster holds (the relay's list, its complete list).
+    const expected = async () => {
+      for (const n of nodes) {
+        const want = bound().filter((p) => (p.spec as { nodeName: string }).nodeName === n).map((p) => `team-a/${String(p.metadata?.name)}`).sort();
+        expect(await bookedPods(n)).toEqual(want);
+      }
+    };
+    await eventually(expected, 20000);
+    for (const p of pending()) {
+      const node = await schedule(String(p.metadata?.name), nodes);
+      if (node !== undefined) kube.patch('Pod', 'team-a', String(p.metadata?.name), { metadata: { annotations: { 'hami.io/bind-phase': 'success' } }, status: { phase: 'Running' } });
+    }
+    await eventually(expected, 20000);
+    // Nothing Pending that fits: each card holds two 3000 MiB pods, so Pending pods mean every card is full.
+    const capacity = nodes.length * 2 * 2;
+    expect(pending().length === 0 || bound().length === capacity).toBe(true);
+    expect(bound().length + pending().length).toBe(live.length);
+  }, 120_000);
+});

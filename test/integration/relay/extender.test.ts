@@ -61,7 +61,10 @@ describe('POST /filter', () => {
 
     // Assess
     expect(answer).toEqual({ status: 200, body: { NodeNames: ['node-1'], FailedNodes: null, Error: '' } });
-    expect(cp.callsTo('/filter')).toEqual([expect.objectContaining({ body: args, authorization: 'Bearer cp-secret-token' })]);
+    // The control plane gets the pod as the cluster holds it (without managedFields), the rest of the args as sent.
+    const clusterPod = { ...p, metadata: { ...p.metadata, managedFields: undefined } };
+    delete clusterPod.metadata.managedFields;
+    expect(cp.callsTo('/filter')).toEqual([expect.objectContaining({ body: { ...args, Pod: clusterPod }, authorization: 'Bearer cp-secret-token' })]);
     const patched = kube.get('Pod', 'team-a', 'job-0');
     expect(patched?.metadata?.annotations).toEqual({ 'hami.io/vgpu-node': 'node-1', 'hami.io/vgpu-devices-to-allocate': 'GPU-0,NVIDIA,3000,0:;' });
     expect(patched?.metadata?.labels).toEqual({ 'hami.io/vgpu-node': 'node-1' });
@@ -69,6 +72,8 @@ describe('POST /filter', () => {
     expect(patch?.contentType).toBe('application/merge-patch+json');
     expect(patch?.body).toEqual({
       metadata: {
+        // The uid is the patch's precondition.
+        uid,
         annotations: { 'hami.io/vgpu-node': 'node-1', 'hami.io/vgpu-devices-to-allocate': 'GPU-0,NVIDIA,3000,0:;', 'hami.io/stale': null },
         labels: { 'hami.io/vgpu-node': 'node-1' },
       },
@@ -105,17 +110,43 @@ describe('POST /filter', () => {
   });
 
   it('answers Error (HTTP 200) when a required patch fails, and still never hangs', async () => {
-    // Prepare: the pod does not exist, so the patch 404s
-    cp.on('POST', '/filter', {
-      body: { NodeNames: ['node-1'], Effects: [{ kind: 'PatchPodAnnotations', namespace: 'team-a', name: 'ghost', uid: 'u', annotations: { a: 'b' } }] },
+    // Prepare: the pod is deleted while the control plane decides, so the patch 404s
+    const p = pod('ghost');
+    cp.on('POST', '/filter', () => {
+      kube.remove('Pod', 'team-a', 'ghost');
+      return { body: { NodeNames: ['node-1'], Effects: [{ kind: 'PatchPodAnnotations', namespace: 'team-a', name: 'ghost', uid: String(p.metadata?.uid), annotations: { a: 'b' } }] } };
     });
 
     // Act
-    const answer = await postJson(`${relay.extenderUrl}/filter`, { Pod: { metadata: { name: 'ghost', namespace: 'team-a' } }, NodeNames: ['node-1'] });
+    const answer = await postJson(`${relay.extenderUrl}/filter`, { Pod: p, NodeNames: ['node-1'] });
 
     // Assess
     expect(answer.status).toBe(200);
     expect(answer.body.Error).toMatch(/patch pod team-a\/ghost: pods "ghost" not found/);
+  });
+
+  it('never patches a pod recreated under the same name with the decision made for its predecessor', async () => {
+    // Prepare: while the control plane decides for the first pod, it is deleted and created again
+    const first = pod('reborn');
+    let second: Record<string, unknown> & { metadata?: Record<string, unknown> } = {};
+    cp.on('POST', '/filter', () => {
+      kube.remove('Pod', 'team-a', 'reborn');
+      second = kube.create('Pod', gpuPod('reborn'));
+      return {
+        body: {
+          NodeNames: ['node-1'],
+          Effects: [{ kind: 'PatchPodAnnotations', namespace: 'team-a', name: 'reborn', uid: String(first.metadata?.uid), annotations: { 'hami.io/vgpu-node': 'node-1' } }],
+        },
+      };
+    });
+
+    // Act
+    const answer = await postJson(`${relay.extenderUrl}/filter`, { Pod: first, NodeNames: ['node-1'] });
+
+    // Assess: the patch named the first pod's uid, the API server refused it, the new pod is untouched
+    expect(answer.body.Error).toMatch(/patch pod team-a\/reborn: .*Precondition failed: UID in precondition/);
+    expect(second.metadata?.uid).not.toBe(first.metadata?.uid);
+    expect(kube.get('Pod', 'team-a', 'reborn')?.metadata?.annotations).toEqual({});
   });
 
   it('answers a clear Error for a body that is not JSON, without calling the control plane', async () => {
@@ -130,7 +161,7 @@ describe('POST /filter', () => {
     cp.on('POST', '/filter', 'hang');
 
     // Act: the request waits on the hanging control plane until the deadline passes
-    const answering = postJson(`${relay.extenderUrl}/filter`, { Pod: { metadata: { name: 'x', namespace: 'team-a' } }, NodeNames: ['node-1'] });
+    const answering = postJson(`${relay.extenderUrl}/filter`, { Pod: pod('x'), NodeNames: ['node-1'] });
     await cp.arrived('/filter');
     expect(deadline.requested).toEqual([1500]);
     deadline.release();
@@ -143,15 +174,16 @@ describe('POST /filter', () => {
 
   it('answers without waiting for the deadline when the control plane answers', async () => {
     cp.on('POST', '/filter', { body: { NodeNames: ['node-1'], FailedNodes: null, Error: '' } });
-    const answer = await postJson(`${relay.extenderUrl}/filter`, { Pod: { metadata: { name: 'x', namespace: 'team-a' } }, NodeNames: ['node-1'] });
+    const answer = await postJson(`${relay.extenderUrl}/filter`, { Pod: pod('x'), NodeNames: ['node-1'] });
     expect(answer.body).toEqual({ NodeNames: ['node-1'], FailedNodes: null, Error: '' });
     // The deadline was armed and is still closed: the answer did not depend on it.
     expect(deadline.requested).toEqual([1500]);
   });
 
   it('answers Error at once when the control plane is unreachable', async () => {
+    const x = pod('x');
     await cp.close();
-    const answer = await postJson(`${relay.extenderUrl}/filter`, { Pod: { metadata: { name: 'x', namespace: 'team-a' } }, NodeNames: ['node-1'] });
+    const answer = await postJson(`${relay.extenderUrl}/filter`, { Pod: x, NodeNames: ['node-1'] });
     expect(answer.status).toBe(200);
     // The connection error itself, not the deadline fallback: the relay did not wait.
     expect(answer.body.Error).toMatch(/control plane unreachable for \/filter/);
@@ -162,7 +194,7 @@ describe('POST /filter', () => {
     const p = pod('job-1');
     const event = { kind: 'RecordEvent', namespace: 'team-a', name: 'job-1', uid: String(p.metadata?.uid), type: 'Warning', reason: 'FilteringFailed', message: 'no available node, 2 nodes do not meet' };
     cp.on('POST', '/filter', { body: { NodeNames: [], FailedNodes: { 'node-1': 'x', 'node-2': 'y' }, Effects: [event] } });
-    const args = { Pod: { metadata: { name: 'job-1', namespace: 'team-a' } }, NodeNames: ['node-1', 'node-2'] };
+    const args = { Pod: p, NodeNames: ['node-1', 'node-2'] };
 
     // Act
     await postJson(`${relay.extenderUrl}/filter`, args);
@@ -238,8 +270,12 @@ describe('POST /bind', () => {
   });
 
   it('counts a 409 for a pod already on the same node as success', async () => {
-    const uid = String(kube.create('Pod', gpuPod('job-3', 'team-a', { nodeName: 'node-1' })).metadata?.uid);
-    cp.on('POST', '/bind', bindAnswer('job-3', uid, 'node-1'));
+    // A bind that went through while the control plane answered (a retried call): the Binding meets 409.
+    const uid = String(pod('job-3').metadata?.uid);
+    cp.on('POST', '/bind', () => {
+      kube.patch('Pod', 'team-a', 'job-3', { spec: { nodeName: 'node-1' } });
+      return bindAnswer('job-3', uid, 'node-1');
+    });
     outcomeAnswer();
 
     const answer = await postJson(`${relay.extenderUrl}/bind`, bindArgs('job-3', 'node-1', uid));
@@ -249,8 +285,11 @@ describe('POST /bind', () => {
   });
 
   it('fails on a 409 for a pod on another node, and reports that text as the outcome', async () => {
-    const uid = String(kube.create('Pod', gpuPod('job-4', 'team-a', { nodeName: 'node-2' })).metadata?.uid);
-    cp.on('POST', '/bind', bindAnswer('job-4', uid, 'node-1'));
+    const uid = String(pod('job-4').metadata?.uid);
+    cp.on('POST', '/bind', () => {
+      kube.patch('Pod', 'team-a', 'job-4', { spec: { nodeName: 'node-2' } });
+      return bindAnswer('job-4', uid, 'node-1');
+    });
     outcomeAnswer();
 
     const answer = await postJson(`${relay.extenderUrl}/bind`, bindArgs('job-4', 'node-1', uid));
@@ -280,11 +319,100 @@ describe('POST /bind', () => {
 
   it('answers Error naming the configured deadline when /bind hangs, and reports no outcome', async () => {
     cp.on('POST', '/bind', 'hang');
-    const answering = postJson(`${relay.extenderUrl}/bind`, bindArgs('job-6', 'node-1', 'u'));
+    const answering = postJson(`${relay.extenderUrl}/bind`, bindArgs('job-6', 'node-1', String(pod('job-6').metadata?.uid)));
     await cp.arrived('/bind');
     deadline.release();
     const answer = await answering;
     expect(answer).toEqual({ status: 200, body: { Error: 'relay could not answer within 1500ms (control plane slow or unreachable)' } });
     expect(cp.callsTo('/bind/outcome')).toHaveLength(0);
+  });
+});
+
+describe('requests are checked against the cluster', () => {
+  type Pod = Record<string, unknown> & { metadata?: Record<string, unknown>; spec?: Record<string, unknown> };
+  const filterBody = () => cp.callsTo('/filter').at(-1)?.body as { Pod: Pod } | undefined;
+  const refusedLines = () => logger.lines.filter((l) => l.message === 'ExtenderRequestRefused');
+
+  it('decides on the cluster\'s pod when the request describes other requests or annotations', async () => {
+    // Prepare: the request claims 1 MiB and a forged allocation; the cluster's pod asks for 3000 MiB
+    const p = pod('claims') as Pod;
+    cp.on('POST', '/filter', { body: { NodeNames: ['node-1'], FailedNodes: null, Error: '' } });
+    const forged = structuredClone(p);
+    (forged.spec as { containers: { resources: { limits: Record<string, string> } }[] }).containers[0]!.resources.limits['nvidia.com/gpumem'] = '1';
+    forged.metadata = { ...forged.metadata, annotations: { 'hami.io/vgpu-devices-allocated': 'GPU-0,NVIDIA,1,0:;' } };
+
+    // Act
+    const answer = await postJson(`${relay.extenderUrl}/filter`, { Pod: forged, NodeNames: ['node-1'] });
+
+    // Assess
+    expect(answer.body.Error).toBe('');
+    const sent = filterBody()?.Pod;
+    expect((sent?.spec as { containers: { resources: { limits: Record<string, string> } }[] }).containers[0]?.resources.limits['nvidia.com/gpumem']).toBe('3000');
+    expect(sent?.metadata?.annotations).toEqual({ 'hami.io/stale': 'x' });
+    expect(logger.lines.find((l) => l.message === 'FilterPodReplaced')?.fields).toEqual([{ pod: 'team-a/claims', differs: ['resources', 'annotations'] }]);
+  });
+
+  it.each([
+    ['another uid', (p: Pod) => ({ ...p, metadata: { ...p.metadata, uid: 'not-the-pods-uid' } }), /pod team-a\/[\w-]+ in the cluster has uid .+, not not-the-pods-uid/],
+    ['no uid', (p: Pod) => ({ ...p, metadata: { ...p.metadata, uid: undefined } }), /must name the pod's namespace, name and uid/],
+    ['a pod the cluster does not hold', (p: Pod) => ({ ...p, metadata: { ...p.metadata, name: 'nobody' } }), /pod team-a\/nobody does not exist in the cluster/],
+  ])('refuses a filter naming %s, with a reason, a log line and nothing written', async (_label, edit, reason) => {
+    const p = pod(`f-${refusedLines().length}`) as Pod;
+    const writesBefore = kube.writes().length;
+
+    const answer = await postJson(`${relay.extenderUrl}/filter`, { Pod: edit(p), NodeNames: ['node-1'] });
+
+    expect(answer.body).toEqual({ NodeNames: null, FailedNodes: null, Error: expect.stringMatching(reason) });
+    expect(String(answer.body.Error)).toMatch(/^relay refused the request: /);
+    expect(cp.callsTo('/filter')).toHaveLength(0);
+    expect(kube.writes().slice(writesBefore)).toEqual([]);
+    expect(refusedLines()).toHaveLength(1);
+  });
+
+  it('refuses a filter for a pod of another scheduler, whatever the request says its scheduler is', async () => {
+    const p = kube.create('Pod', { ...gpuPod('elsewhere'), spec: { ...(gpuPod('elsewhere').spec as object), schedulerName: 'default-scheduler' } }) as Pod;
+    const claimed = { ...p, spec: { ...p.spec, schedulerName: 'hami-scheduler' } };
+
+    const answer = await postJson(`${relay.extenderUrl}/filter`, { Pod: claimed, NodeNames: ['node-1'] });
+
+    expect(answer.body.Error).toBe('relay refused the request: pod team-a/elsewhere is for scheduler "default-scheduler", not "hami-scheduler"');
+    expect(cp.callsTo('/filter')).toHaveLength(0);
+  });
+
+  it.each([
+    ['bound', () => String(kube.create('Pod', gpuPod('b-bound', 'team-a', { nodeName: 'node-2' })).metadata?.uid), 'b-bound', /pod team-a\/b-bound is already bound to node "node-2"/],
+    ['unknown', () => 'some-uid', 'b-unknown', /pod team-a\/b-unknown does not exist in the cluster/],
+    ['not ours', () => String(kube.create('Pod', { ...gpuPod('b-other'), spec: { ...(gpuPod('b-other').spec as object), schedulerName: 'volcano' } }).metadata?.uid), 'b-other', /is for scheduler "volcano"/],
+    ['recreated (another uid)', () => { pod('b-again'); return 'old-uid'; }, 'b-again', /has uid .+, not old-uid/],
+  ])('refuses a bind for a pod that is %s, and writes nothing', async (_label, uidOf, name, reason) => {
+    const uid = uidOf();
+    const writesBefore = kube.writes().length;
+
+    const answer = await postJson(`${relay.extenderUrl}/bind`, { PodName: name, PodNamespace: 'team-a', PodUID: uid, Node: 'node-1' });
+
+    expect(answer.body).toEqual({ Error: expect.stringMatching(reason) });
+    expect(cp.callsTo('/bind')).toHaveLength(0);
+    expect(cp.callsTo('/bind/outcome')).toHaveLength(0);
+    expect(kube.writes().slice(writesBefore)).toEqual([]);
+    expect(refusedLines().map((l) => (l.fields[0] as { verb: string }).verb)).toEqual(['bind']);
+  });
+});
+
+describe('a pod the informers have not seen yet', () => {
+  it('is read from the API server, never refused for being new', async () => {
+    // Prepare: a relay whose pod informer cannot list (its cache stays empty)
+    await relay.close();
+    kube.failNext('GET', /^\/api\/v1\/pods$/, 500, 1);
+    relay = await startTestRelay(kube, cp.url, { logger, env: { RELAY_EXTENDER_DEADLINE_MS: '1500' }, extenderDelay: deadline.delay, watcherDelay: (_ms, signal) => new Promise((resolve) => signal?.addEventListener('abort', () => resolve())) });
+    const p = pod('newborn');
+    expect(relay.watcher.cachedObject('Pod', 'team-a', 'newborn')).toBeUndefined();
+    cp.on('POST', '/filter', { body: { NodeNames: ['node-1'], FailedNodes: null, Error: '' } });
+
+    // Act
+    const answer = await postJson(`${relay.extenderUrl}/filter`, { Pod: p, NodeNames: ['node-1'] });
+
+    // Assess
+    expect(answer.body).toEqual({ NodeNames: ['node-1'], FailedNodes: null, Error: '' });
+    expect(kube.requests.some((r) => r.method === 'GET' && r.path === '/api/v1/namespaces/team-a/pods/newborn')).toBe(true);
   });
 });

@@ -146,6 +146,13 @@ export function gatedDelay(): { delay: DelayFn; requested: number[]; release(): 
 
 export const noDelay: DelayFn = async () => undefined;
 
+/** A delay that never ends unless aborted: what a test uses for waits it never wants to pass. */
+export const foreverDelay: DelayFn = (_ms, signal) =>
+  new Promise<void>((resolve) => {
+    if (signal?.aborted) return resolve();
+    signal?.addEventListener('abort', () => resolve(), { once: true });
+  });
+
 /**
  * Polls `check` (real HTTP is asynchronous) until it passes. `timeoutMs` only bounds how long a test waits for
  * something that never comes (a failure); it is generous so a busy machine never turns a pass into a failure.
@@ -167,10 +174,13 @@ export function relayConfig(controlPlaneUrl: string, env: Record<string, string>
     HAMI_CONTROL_PLANE_URL: controlPlaneUrl,
     HAMI_API_TOKEN: 'cp-secret-token',
     RELAY_HOST: '127.0.0.1',
+    RELAY_EXTENDER_TLS: 'off',
     RELAY_PORT: '0',
     RELAY_USER_PORT: '0',
     RELAY_BATCH_MAX_DELAY_MS: '0',
     RELAY_RESYNC_INTERVAL_MS: '3600000',
+    // Nudges patch pending pods at start; tests about them turn them on.
+    RELAY_NUDGE_PER_SECOND: '0',
     ...env,
   });
 }
@@ -178,7 +188,19 @@ export function relayConfig(controlPlaneUrl: string, env: Record<string, string>
 export async function startTestRelay(
   kube: FakeKube,
   controlPlaneUrl: string,
-  opts: { env?: Record<string, string>; logger?: AppLogger; watcherDelay?: DelayFn; forwarderDelay?: DelayFn; extenderDelay?: DelayFn; webhookDelay?: DelayFn; now?: () => Date } = {},
+  opts: {
+    env?: Record<string, string>;
+    logger?: AppLogger;
+    watcherDelay?: DelayFn;
+    forwarderDelay?: DelayFn;
+    extenderDelay?: DelayFn;
+    webhookDelay?: DelayFn;
+    /** Between probes of an unreachable control plane; by default the second probe never comes. */
+    reachabilityDelay?: DelayFn;
+    /** Between nudges; none by default. */
+    nudgeDelay?: DelayFn;
+    now?: () => Date;
+  } = {},
 ): Promise<RunningRelay> {
   return startRelay({
     config: relayConfig(controlPlaneUrl, opts.env),
@@ -186,6 +208,8 @@ export async function startTestRelay(
     logger: opts.logger ?? recordingLogger(),
     forwarderDelay: opts.forwarderDelay ?? noDelay,
     watcherDelay: opts.watcherDelay ?? noDelay,
+    reachabilityDelay: opts.reachabilityDelay ?? foreverDelay,
+    nudgeDelay: opts.nudgeDelay ?? noDelay,
     ...(opts.extenderDelay ? { extenderDelay: opts.extenderDelay } : {}),
     ...(opts.webhookDelay ? { webhookDelay: opts.webhookDelay } : {}),
     ...(opts.now ? { now: opts.now } : {}),

@@ -107,7 +107,7 @@ describe('probes', () => {
     await cp.close();
     const down = await fetch(`${relay.extenderUrl}/readyz`);
     expect(down.status).toBe(503);
-    expect(((await down.json()) as { checks: Record<string, string> }).checks).toEqual({ informers: 'ok', controlPlane: expect.stringMatching(/unreachable/) });
+    expect(((await down.json()) as { checks: Record<string, string> }).checks).toEqual({ informers: 'ok', controlPlane: expect.stringMatching(/unreachable/), extender: 'ok' });
   });
 
   it('is not ready while an informer has not listed yet', async () => {

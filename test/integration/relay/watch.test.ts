@@ -147,12 +147,12 @@ describe('watch forwarding', () => {
 
 describe('batching and retry', () => {
   it('sends events in size-bounded batches and retries a failing control plane with backoff, in order', async () => {
-    // Prepare: 5 GPU pods, batches of 2, the control plane fails twice first
+    // Prepare: 5 GPU pods, batches of 2, the control plane fails the first two batches of events
     for (let i = 0; i < 5; i++) kube.create('Pod', gpuPod(`gpu-${i}`));
     let failuresLeft = 2;
     cp.on('POST', '/cluster/events', (call) => {
-      if (failuresLeft-- > 0) return { status: 503, body: { message: 'busy' } };
       const n = (call.body as { events: unknown[] }).events.length;
+      if (n > 0 && failuresLeft-- > 0) return { status: 503, body: { message: 'busy' } };
       return { body: { accepted: n, rejected: [] } };
     });
     const gate = gatedDelay();
@@ -166,10 +166,114 @@ describe('batching and retry', () => {
     await eventually(() => expect(relay?.forwarder.stats().accepted).toBe(5));
 
     // Assess
-    const sizes = cp.callsTo('/cluster/events').map((c) => (c.body as { events: unknown[] }).events.length);
-    expect(sizes).toEqual([2, 2, 2, 2, 1]);
+    // (The empty Node and ResourceQuota lists send their complete lists alone: batches without events.)
+    const withEvents = cp.callsTo('/cluster/events').map((c) => c.body as { events: unknown[]; complete?: { kind: string }[] }).filter((b) => b.events.length > 0);
+    expect(withEvents.map((b) => b.events.length)).toEqual([2, 2, 2, 2, 1]);
+    // The pods' complete list closes the batch that carries the list's last events.
+    expect(withEvents.map((b) => b.complete?.map((c) => c.kind) ?? [])).toEqual([[], [], [], [], ['Pod']]);
     // The first batch was sent three times (two failures); delivery order is the list order.
     expect(forwarded().slice(4).map((f) => f.object.metadata.name)).toEqual(['gpu-0', 'gpu-1', 'gpu-2', 'gpu-3', 'gpu-4']);
     expect(relay.forwarder.stats().failedAttempts).toBe(2);
+  });
+});
+
+describe('complete lists (re-lists converge)', () => {
+  interface Batch {
+    events: Forwarded[];
+    complete?: { kind: string; resourceVersion: string; keys: string[] }[];
+  }
+  const batches = () => cp.callsTo('/cluster/events').map((c) => c.body as Batch);
+  const lists = (kind: string) => batches().flatMap((b) => (b.complete ?? []).filter((c) => c.kind === kind));
+  const rv = (f: Forwarded) => Number((f.object.metadata as { resourceVersion?: string }).resourceVersion);
+
+  it('follows each completed list with the full set of live objects of its kind, behind every event of that list', async () => {
+    // Prepare
+    kube.create('Node', gpuNode('node-1'));
+    kube.create('Node', { metadata: { name: 'cpu-node' } });
+    const gpu = kube.create('Pod', gpuPod('gpu-a'));
+    const placed = kube.create('Pod', { ...plainPod('placed'), metadata: { name: 'placed', namespace: 'team-a', annotations: { 'hami.io/vgpu-node': 'node-1' } } });
+    kube.create('Pod', plainPod('web'));
+    kube.create('ResourceQuota', { metadata: { name: 'gpu', namespace: 'team-a' }, spec: { hard: { 'limits.nvidia.com/gpumem': '30000' } } });
+
+    // Act
+    relay = await startTestRelay(kube, cp.url);
+
+    // Assess: pods by uid (only those the relay forwards), nodes by name, quotas as namespace/name
+    await eventually(() => expect(['Pod', 'Node', 'ResourceQuota'].map((k) => lists(k).length)).toEqual([1, 1, 1]));
+    expect(lists('Pod')[0]?.keys.sort()).toEqual([gpu.metadata?.uid, placed.metadata?.uid].sort());
+    expect(lists('Node')[0]?.keys.sort()).toEqual(['cpu-node', 'node-1']);
+    expect(lists('ResourceQuota')[0]?.keys).toEqual(['team-a/gpu']);
+    for (const kind of ['Pod', 'Node', 'ResourceQuota']) {
+      // Every event of that kind was delivered in or before the batch carrying the list, none after it.
+      const at = batches().findIndex((b) => (b.complete ?? []).some((c) => c.kind === kind));
+      const after = batches().slice(at + 1).flatMap((b) => b.events).filter((f) => f.object.kind === kind);
+      expect(after).toEqual([]);
+      const version = Number(lists(kind)[0]?.resourceVersion);
+      for (const f of batches().slice(0, at + 1).flatMap((b) => b.events).filter((e) => e.object.kind === kind)) expect(rv(f)).toBeLessThanOrEqual(version);
+    }
+  });
+
+  it('sends none for a list that failed, and one once the list is retried and completes', async () => {
+    // Prepare: the first pod list answers 500
+    kube.create('Pod', gpuPod('gpu-a'));
+    kube.failNext('GET', /^\/api\/v1\/pods$/, 500, 1);
+    const gate = gatedDelay();
+
+    // Act
+    relay = await startTestRelay(kube, cp.url, { watcherDelay: gate.delay });
+    await eventually(() => expect(gate.waiting()).toBe(1));
+    await eventually(() => expect(lists('Node')).toHaveLength(1));
+    expect(lists('Pod')).toEqual([]);
+    gate.release();
+
+    // Assess
+    await eventually(() => expect(lists('Pod')).toHaveLength(1));
+    expect(lists('Pod')[0]?.keys).toHaveLength(1);
+  });
+
+  it('sends none when a batch of the list was refused for good', async () => {
+    // Prepare: the control plane refuses the first batch of pods as malformed (400)
+    kube.create('Pod', gpuPod('gpu-a'));
+    kube.create('Pod', gpuPod('gpu-b'));
+    let refuse = true;
+    cp.on('POST', '/cluster/events', (call) => {
+      const body = call.body as Batch;
+      if (refuse && body.events.some((e) => e.object.kind === 'Pod')) {
+        refuse = false;
+        return { status: 400, body: { message: 'bad' } };
+      }
+      return { body: { accepted: body.events.length, rejected: [] } };
+    });
+
+    // Act: pods go in batches of one, so the complete list travels after the refused batch
+    relay = await startTestRelay(kube, cp.url, { env: { RELAY_BATCH_MAX_EVENTS: '1' } });
+    await eventually(() => expect(relay?.forwarder.stats().rejected).toBe(1));
+    await relay.forwarder.idle();
+    await eventually(() => expect(batches().flatMap((b) => b.events).filter((e) => e.object.kind === 'Pod')).toHaveLength(2));
+
+    // Assess
+    expect(lists('Pod')).toEqual([]);
+  });
+
+  it('follows a re-list of the caches with complete lists as of the informer\'s resourceVersion, whoever forwarded what', async () => {
+    // Prepare
+    kube.create('Node', gpuNode('node-1'));
+    const a = kube.create('Pod', gpuPod('gpu-a'));
+    relay = await startTestRelay(kube, cp.url);
+    await eventually(() => expect(lists('Pod')).toHaveLength(1));
+    const b = kube.create('Pod', gpuPod('gpu-b'));
+    kube.remove('Pod', 'team-a', 'gpu-a');
+    await eventually(() => expect(forwarded().map(summary)).toContain('DELETED Pod team-a/gpu-a'));
+
+    // Act
+    await relay.watcher.relist();
+    await relay.forwarder.idle();
+
+    // Assess
+    const relisted = lists('Pod')[1];
+    expect(relisted?.keys).toEqual([b.metadata?.uid]);
+    expect(relisted?.keys).not.toContain(a.metadata?.uid);
+    expect(Number(relisted?.resourceVersion)).toBeGreaterThanOrEqual(Math.max(...forwarded().filter((f) => f.object.kind === 'Pod').map(rv)));
+    expect(lists('Node').map((l) => l.keys)).toEqual([['node-1'], ['node-1']]);
   });
 });

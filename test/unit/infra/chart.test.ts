@@ -121,6 +121,40 @@ describe('default render', () => {
   });
 });
 
+describe('the extender port', () => {
+  interface SchedulerConfig {
+    extenders: { urlPrefix: string; enableHTTPS: boolean; tlsConfig?: Record<string, string> }[];
+  }
+  const schedulerConfig = (objects: K8sObject[]) => parseObjects(String((find(objects, 'ConfigMap', 'hami-scheduler') as unknown as { data: Record<string, string> }).data['config.yaml']))[0] as unknown as SchedulerConfig;
+
+  it("renders kube-scheduler's extender configuration with TLS and the client certificate, and the relay with client verification on", () => {
+    const objects = renderChart();
+    const [extender] = schedulerConfig(objects).extenders;
+    expect(extender).toEqual(expect.objectContaining({
+      urlPrefix: 'https://hami-relay.hami-system.svc:8080',
+      enableHTTPS: true,
+      tlsConfig: { serverName: 'hami-relay.hami-system.svc', caFile: '/etc/hami-scheduler-tls/ca.crt', certFile: '/etc/hami-scheduler-tls/tls.crt', keyFile: '/etc/hami-scheduler-tls/tls.key' },
+    }));
+    const config = loadRelayConfig(relayEnvironment(objects));
+    expect(config.extender).toEqual(expect.objectContaining({ tls: 'self-managed', clientName: 'hami-scheduler' }));
+    // Probes do not carry the client certificate: they use the user port.
+    const relay = podSpec(find(objects, 'Deployment', 'hami-relay')).containers[0] as Container & { readinessProbe: { httpGet: { port: string } }; livenessProbe: { httpGet: { port: string } } };
+    expect([relay.readinessProbe.httpGet.port, relay.livenessProbe.httpGet.port]).toEqual(['user', 'user']);
+    // The relay listens on its pod's address, not on every interface.
+    expect(relay.env?.find((e) => e.name === 'RELAY_HOST')).toEqual({ name: 'RELAY_HOST', valueFrom: { fieldRef: { fieldPath: 'status.podIP' } } });
+  });
+
+  it('keeps the certificates when the webhook is off, and is plain HTTP only when extender.tls=off says so', () => {
+    const noWebhook = renderChart(['--set', 'webhook.enabled=false']);
+    expect(loadRelayConfig(relayEnvironment(noWebhook)).extender.tls).toBe('self-managed');
+    expect(kinds(noWebhook)).toContain('Role/hami-relay-webhook-tls');
+    const plain = renderChart(['--set', 'extender.tls=off']);
+    expect(schedulerConfig(plain).extenders[0]).toEqual(expect.objectContaining({ urlPrefix: 'http://hami-relay.hami-system.svc:8080', enableHTTPS: false }));
+    expect(schedulerConfig(plain).extenders[0]?.tlsConfig).toBeUndefined();
+    expect(loadRelayConfig(relayEnvironment(plain)).extender.tls).toBe('off');
+  });
+});
+
 describe('non-default values', () => {
   it('cert-manager TLS: a CA issuer chain, the CA injected into the webhook, the certificate mounted for the relay', () => {
     const objects = renderChart(['--set', 'webhook.tls=cert-manager']);
@@ -130,10 +164,17 @@ describe('non-default values', () => {
     expect(certificate.issuerRef.name).toBe('hami-relay-ca');
     expect(find(objects, 'MutatingWebhookConfiguration', 'hami-webhook').metadata.annotations).toEqual({ 'cert-manager.io/inject-ca-from': 'hami-system/hami-relay-webhook' });
     const spec = podSpec(find(objects, 'Deployment', 'hami-relay'));
-    expect(spec.volumes).toEqual([{ name: 'webhook-tls', secret: { secretName: certificate.secretName } }]);
+    expect(spec.volumes).toEqual([{ name: 'relay-tls', secret: { secretName: certificate.secretName } }]);
     const config = loadRelayConfig(relayEnvironment(objects));
     expect(config.webhook.tls).toBe('files');
-    expect(spec.containers[0]?.volumeMounts).toEqual([{ name: 'webhook-tls', mountPath: config.webhook.certDir, readOnly: true }]);
+    expect(config.extender.tls).toBe('files');
+    expect(spec.containers[0]?.volumeMounts).toEqual([{ name: 'relay-tls', mountPath: config.webhook.certDir, readOnly: true }]);
+    expect(config.extender.certDir).toBe(config.webhook.certDir);
+    // kube-scheduler's client certificate: issued by the same CA, for the name the relay requires, into the Secret it mounts.
+    const client = find(objects, 'Certificate', 'hami-scheduler-extender').spec as { secretName: string; commonName: string; usages: string[]; issuerRef: { name: string } };
+    expect(client).toEqual(expect.objectContaining({ secretName: config.extender.clientSecretName, commonName: config.extender.clientName, usages: expect.arrayContaining(['client auth']), issuerRef: expect.objectContaining({ name: 'hami-relay-ca' }) }));
+    const scheduler = podSpec(find(objects, 'Deployment', 'hami-scheduler'));
+    expect(scheduler.volumes).toEqual(expect.arrayContaining([{ name: 'extender-tls', secret: { secretName: client.secretName } }]));
     // No Secret writes, no caBundle updates: cert-manager does both.
     expect(kinds(objects)).not.toContain('Role/hami-relay-webhook-tls');
     expect(JSON.stringify(find(objects, 'ClusterRole', 'hami-relay'))).not.toContain('mutatingwebhookconfigurations');

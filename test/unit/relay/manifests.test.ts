@@ -173,7 +173,7 @@ describe('relay workload', () => {
     );
     expect(rules.sort()).toEqual(
       [
-        'core/nodes:get', 'core/nodes:list', 'core/nodes:watch',
+        'core/nodes:get', 'core/nodes:list', 'core/nodes:watch', 'core/nodes:patch',
         'core/resourcequotas:get', 'core/resourcequotas:list', 'core/resourcequotas:watch',
         'core/pods:get', 'core/pods:list', 'core/pods:watch', 'core/pods:patch',
         'core/pods/binding:create',
@@ -211,6 +211,9 @@ describe('relay configuration', () => {
     );
     const config = loadRelayConfig({ ...data, ...env, HAMI_CONTROL_PLANE_URL: 'https://a1b2c3d4e5.execute-api.eu-west-1.amazonaws.com' });
     expect(config.webhook).toEqual(expect.objectContaining({ tls: 'self-managed', port: 8443, namespace: 'hami-system', configurationName: 'hami-webhook', serviceName: 'hami-relay' }));
+    // The extender port requires kube-scheduler's client certificate, issued by the relay's own CA.
+    expect(config.extender).toEqual({ tls: 'self-managed', certDir: '/tls', clientName: 'hami-scheduler', clientSecretName: 'hami-scheduler-extender-tls' });
+    expect(config.nudge).toEqual({ perSecond: 10, windowMs: 30_000 });
     expect(config.controlPlane).toEqual({ url: 'https://a1b2c3d4e5.execute-api.eu-west-1.amazonaws.com', auth: 'iam', region: 'eu-west-1' });
   });
 });
@@ -223,6 +226,7 @@ describe('kube-scheduler configuration', () => {
       filterVerb: z.literal('filter'),
       bindVerb: z.literal('bind'),
       enableHTTPS: z.boolean().optional(),
+      tlsConfig: z.object({ serverName: z.string(), caFile: z.string(), certFile: z.string(), keyFile: z.string() }).strict().optional(),
       nodeCacheCapable: z.literal(true),
       weight: z.number().int().positive().optional(),
       httpTimeout: z.string().regex(/^\d+s$/),
@@ -256,6 +260,21 @@ describe('kube-scheduler configuration', () => {
     const relayEnv = (relayPods.template.spec.containers[0] as unknown as { env: { name: string; value: string }[] }).env;
     expect(String(containerPort?.containerPort)).toBe(relayEnv.find((e) => e.name === 'RELAY_PORT')?.value);
     expect(Object.entries(service.spec.selector as Record<string, string>).every(([k, val]) => relayPods.template.metadata.labels[k] === val)).toBe(true);
+  });
+
+  it("speaks TLS to the relay, checks its certificate for the Service's name, and presents the client certificate the relay issues", () => {
+    expect(new URL(extender.urlPrefix).protocol).toBe('https:');
+    expect(extender.enableHTTPS).toBe(true);
+    const tls = extender.tlsConfig!;
+    expect(new URL(extender.urlPrefix).hostname).toBe(tls.serverName);
+    const spec = find('Deployment', 'hami-scheduler').spec as { template: { spec: { containers: { volumeMounts: { name: string; mountPath: string }[] }[]; volumes: { name: string; secret?: { secretName: string } }[] } } };
+    const volume = spec.template.spec.volumes.find((v) => v.secret !== undefined);
+    const mount = spec.template.spec.containers[0]!.volumeMounts.find((m) => m.name === volume?.name);
+    expect(volume?.secret?.secretName).toBe(find('ConfigMap', 'hami-relay').data?.RELAY_EXTENDER_CLIENT_SECRET);
+    expect([tls.caFile, tls.certFile, tls.keyFile]).toEqual([`${mount?.mountPath}/ca.crt`, `${mount?.mountPath}/tls.crt`, `${mount?.mountPath}/tls.key`]);
+    // The relay may write that Secret (and only it, besides its own).
+    const role = find('Role', 'hami-relay-webhook-tls').rules as { verbs: string[]; resourceNames?: string[] }[];
+    expect(role.find((r) => r.verbs.includes('update'))?.resourceNames).toEqual(['hami-relay-webhook-tls', volume?.secret?.secretName]);
   });
 
   it("keeps the relay's answer deadline below the scheduler's httpTimeout", () => {

@@ -1,5 +1,5 @@
 /** Pure parts of the relay: config, SigV4 signing, event correlation, relevance rules, Effects parsing. */
-import { loadRelayConfig } from '../../../lib/relay/config';
+import { loadRelayConfig as loadConfigFrom } from '../../../lib/relay/config';
 import { sigV4Signer, bearerSigner, signerFromConfig } from '../../../lib/relay/controlPlane';
 import type { RelayConfig } from '../../../lib/relay/config';
 import { backoffMs } from '../../../lib/relay/delay';
@@ -13,18 +13,31 @@ import { bearerToken } from '../../../lib/relay/userAuth';
 const MANAGED = ['nvidia.com/gpu', 'nvidia.com/gpumem', 'nvidia.com/gpumem-percentage', 'nvidia.com/gpucores'];
 
 describe('loadRelayConfig', () => {
+  // Every call below chooses the extender transport, which has no default.
+  const loadRelayConfig = (env: Record<string, string>) => loadConfigFrom({ RELAY_EXTENDER_TLS: 'off', ...env });
+
   it('applies defaults and infers token auth from HAMI_API_TOKEN', () => {
-    const c = loadRelayConfig({ HAMI_CONTROL_PLANE_URL: 'http://127.0.0.1:8080/', HAMI_API_TOKEN: 'secret-token' });
+    const c = loadRelayConfig({ HAMI_CONTROL_PLANE_URL: 'http://127.0.0.1:8080/', HAMI_API_TOKEN: 'secret-token', RELAY_EXTENDER_TLS: 'off' });
     expect(c).toEqual(
       expect.objectContaining({
+        // Loopback unless told: a relay started on a workstation does not offer /filter and /bind to the network.
+        host: '127.0.0.1',
         port: 8080,
         userPort: 8081,
         extenderDeadlineMs: 25000,
         eventSourceComponent: 'hami-scheduler',
         managedResources: MANAGED,
         controlPlane: { url: 'http://127.0.0.1:8080', auth: 'token', token: 'secret-token' },
+        nudge: { perSecond: 10, windowMs: 30_000 },
+        extender: { tls: 'off', certDir: '/tls', clientName: 'hami-scheduler', clientSecretName: 'hami-scheduler-extender-tls' },
       }),
     );
+  });
+
+  it('makes the extender port\'s transport an explicit choice: plain HTTP only when asked for', () => {
+    expect(() => loadConfigFrom({ HAMI_CONTROL_PLANE_URL: 'http://127.0.0.1:8080/' })).toThrow(/RELAY_EXTENDER_TLS: must be self-managed, files or off/);
+    expect(() => loadConfigFrom({ HAMI_CONTROL_PLANE_URL: 'http://127.0.0.1:8080/', RELAY_EXTENDER_TLS: 'self-managed' })).toThrow(/POD_NAMESPACE/);
+    expect(loadConfigFrom({ HAMI_CONTROL_PLANE_URL: 'http://127.0.0.1:8080/', RELAY_EXTENDER_TLS: 'files' }).extender.tls).toBe('files');
   });
 
   it('reports every problem at once, naming each variable', () => {
@@ -51,10 +64,10 @@ describe('loadRelayConfig', () => {
 });
 
 describe('loadRelayConfig: the admission webhook', () => {
-  const base = { HAMI_CONTROL_PLANE_URL: 'https://abc.execute-api.eu-west-1.amazonaws.com', HAMI_CONTROL_PLANE_AUTH: 'none' };
+  const base = { HAMI_CONTROL_PLANE_URL: 'https://abc.execute-api.eu-west-1.amazonaws.com', HAMI_CONTROL_PLANE_AUTH: 'none', RELAY_EXTENDER_TLS: 'off' };
 
   it('is off by default, and takes the engine settings from the control plane\'s own variables', () => {
-    const c = loadRelayConfig({ ...base, HAMI_RESOURCE_COUNT_NAME: 'example.com/vgpu', HAMI_DEFAULT_MEMORY: '1024' });
+    const c = loadConfigFrom({ ...base, HAMI_RESOURCE_COUNT_NAME: 'example.com/vgpu', HAMI_DEFAULT_MEMORY: '1024' });
     expect(c.webhook).toEqual(expect.objectContaining({ tls: 'off', port: 8443, secretName: 'hami-relay-webhook-tls', configurationName: 'hami-webhook', serviceName: 'hami-relay', checkIntervalMs: 60_000 }));
     expect(c.admission).toEqual(expect.objectContaining({ schedulerName: 'hami-scheduler', defaultGpuNum: 1 }));
     expect(c.admission.engine).toEqual(expect.objectContaining({ resourceCountName: 'example.com/vgpu', resourceMemoryName: 'nvidia.com/gpumem', defaultMemory: 1024 }));
@@ -68,7 +81,7 @@ describe('loadRelayConfig: the admission webhook', () => {
     [{ HAMI_MEMORY_FACTOR: '0' }, 'HAMI_MEMORY_FACTOR'],
     [{ HAMI_CONTROL_PLANE_URL: 'https://REPLACE-ME.execute-api.eu-west-1.amazonaws.com' }, 'HAMI_CONTROL_PLANE_URL: still holds the placeholder'],
   ])('refuses %j naming %s', (env, named) => {
-    expect(() => loadRelayConfig({ ...base, ...env })).toThrow(named);
+    expect(() => loadConfigFrom({ ...base, ...env })).toThrow(named);
   });
 });
 

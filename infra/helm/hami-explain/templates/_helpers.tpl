@@ -4,6 +4,18 @@
 {{- define "hami.nodeAgent" -}}{{ .Values.namePrefix }}-node-agent{{- end -}}
 {{- define "hami.webhook" -}}{{ .Values.namePrefix }}-webhook{{- end -}}
 {{- define "hami.webhookSecret" -}}{{ .Values.namePrefix }}-relay-webhook-tls{{- end -}}
+{{/* kube-scheduler's client certificate for the extender port (mutual TLS). */}}
+{{- define "hami.extenderClientSecret" -}}{{ .Values.namePrefix }}-scheduler-extender-tls{{- end -}}
+{{/* The relay's certificates come from its own CA unless cert-manager is chosen; needed by the webhook and/or the extender port. */}}
+{{- define "hami.tlsNeeded" -}}{{ if or .Values.webhook.enabled (eq .Values.extender.tls "mutual") }}true{{ end }}{{- end -}}
+
+{{/*
+Pod annotations only the scheduler writes (lib/engine/podAnnotations.ts SchedulerOwnedPodAnnotations, plus the relay's
+nudge annotation). test/unit/relay/ownedAnnotations.test.ts keeps this list equal to the code's.
+*/}}
+{{- define "hami.ownedAnnotations" -}}
+["hami.io/vgpu-node", "hami.io/vgpu-time", "hami.io/vgpu-devices-to-allocate", "hami.io/vgpu-devices-allocated", "hami.io/bind-phase", "hami.io/bind-time", "hami.io/vgpu-mig-allocations", "hami.io/requeue"]
+{{- end -}}
 
 {{- define "hami.image" -}}{{ .Values.image.repository }}:{{ default .Chart.AppVersion .Values.image.tag }}{{- end -}}
 

@@ -1,0 +1,116 @@
+/**
+ * Bookings belong to the scheduler: the rendered chart's ValidatingAdmissionPolicy, its CEL evaluated on real
+ * AdmissionReview v1 requests (test/support/cel.mjs runs a CEL implementation as kube-apiserver would: match
+ * conditions, variables in order, validations, messageExpression).
+ */
+import { execFileSync } from 'node:child_process';
+import { join } from 'node:path';
+import { REQUEUE_ANNOTATION } from '../../../lib/control/effects';
+import { SchedulerOwnedPodAnnotations } from '../../../lib/engine/podAnnotations';
+import { ROOT, renderChart, type K8sObject } from '../../support/chart';
+
+interface CelOutcome {
+  matched: boolean;
+  denied: { message: string; reason: string }[];
+  variables: Record<string, unknown>;
+}
+
+const RELAY = 'system:serviceaccount:hami-system:hami-relay';
+const DEVICE_PLUGIN = 'system:serviceaccount:kube-system:hami-device-plugin';
+
+function policyOf(objects: readonly K8sObject[]): K8sObject | undefined {
+  return objects.find((o) => o.kind === 'ValidatingAdmissionPolicy' && o.metadata.name === 'hami-owned-annotations');
+}
+
+const booked = {
+  'hami.io/vgpu-node': 'node-1',
+  'hami.io/vgpu-devices-to-allocate': 'GPU-0,NVIDIA,3000,30:;',
+  'hami.io/vgpu-devices-allocated': 'GPU-0,NVIDIA,3000,30:;',
+  'hami.io/bind-phase': 'allocating',
+  'team/owner': 'alice',
+};
+
+/** An AdmissionReview v1 for a pod UPDATE, as kube-apiserver sends it. */
+function review(username: string, oldAnnotations: Record<string, string>, newAnnotations: Record<string, string>, labels: Record<string, string> = {}) {
+  const pod = (annotations: Record<string, string>) => ({
+    apiVersion: 'v1',
+    kind: 'Pod',
+    metadata: { name: 'train-0', namespace: 'team-a', uid: 'u-1', annotations, labels },
+    spec: { schedulerName: 'hami-scheduler', nodeName: 'node-1', containers: [{ name: 'main', image: 'cuda:12' }] },
+  });
+  return {
+    apiVersion: 'admission.k8s.io/v1',
+    kind: 'AdmissionReview',
+    request: {
+      uid: 'r-1',
+      kind: { group: '', version: 'v1', kind: 'Pod' },
+      resource: { group: '', version: 'v1', resource: 'pods' },
+      namespace: 'team-a',
+      name: 'train-0',
+      operation: 'UPDATE',
+      userInfo: { username, groups: ['system:authenticated'] },
+      object: pod(newAnnotations),
+      oldObject: pod(oldAnnotations),
+    },
+  };
+}
+
+function admit(policy: K8sObject, body: ReturnType<typeof review>): CelOutcome {
+  const { object, oldObject, ...request } = body.request;
+  const input = JSON.stringify({ policy, request, object, oldObject });
+  return JSON.parse(execFileSync(process.execPath, [join(ROOT, 'test/support/cel.mjs')], { input, encoding: 'utf8' })) as CelOutcome;
+}
+
+const rendered = renderChart();
+const policy = policyOf(rendered) as K8sObject;
+
+describe('the scheduler-owned annotations policy', () => {
+  it('is rendered by default and bound with Deny, for pod UPDATEs', () => {
+    expect(policy).toBeDefined();
+    const binding = rendered.find((o) => o.kind === 'ValidatingAdmissionPolicyBinding' && o.metadata.name === policy.metadata.name);
+    expect(binding?.spec).toEqual({ policyName: policy.metadata.name, validationActions: ['Deny'] });
+    expect((policy.spec as { matchConstraints: unknown }).matchConstraints).toEqual({ resourceRules: [{ apiGroups: [''], apiVersions: ['v1'], operations: ['UPDATE'], resources: ['pods'] }] });
+    expect((policy.spec as { failurePolicy: string }).failurePolicy).toBe('Fail');
+  });
+
+  it("protects exactly the engine's scheduler-owned annotations plus the relay's nudge annotation", () => {
+    const out = admit(policy, review('alice', {}, {}));
+    expect((out.variables.owned as string[]).sort()).toEqual([...SchedulerOwnedPodAnnotations, REQUEUE_ANNOTATION].sort());
+  });
+
+  it.each([
+    ['rewrites the allocation', { ...booked, 'hami.io/vgpu-devices-allocated': 'GPU-0,NVIDIA,1,0:;' }, ['hami.io/vgpu-devices-allocated']],
+    ['removes the node', Object.fromEntries(Object.entries(booked).filter(([k]) => k !== 'hami.io/vgpu-node')), ['hami.io/vgpu-node']],
+    ['sets the bind phase and a nudge', { ...booked, 'hami.io/bind-phase': 'success', 'hami.io/requeue': '2026-03-01T10:00:00Z' }, ['hami.io/bind-phase', 'hami.io/requeue']],
+  ])('denies a pod owner who %s, saying who may change them', (_label, after, keys) => {
+    const out = admit(policy, review('alice@example.com', booked, after));
+    expect(out.matched).toBe(true);
+    expect(out.denied).toHaveLength(1);
+    const [denial] = out.denied;
+    expect(denial?.reason).toBe('Forbidden');
+    expect(denial?.message).toBe(
+      `the annotation${keys.length === 1 ? ' ' : 's '}${keys.join(', ')} belong${keys.length === 1 ? 's' : ''} to the scheduler: only ${RELAY}, ${DEVICE_PLUGIN} may change ${keys.length === 1 ? 'it' : 'them'} (the booking the device plugin allocates from); alice@example.com may not`,
+    );
+  });
+
+  it('lets a pod owner change anything else', () => {
+    const out = admit(policy, review('alice@example.com', booked, { ...booked, 'team/owner': 'bob', 'prometheus.io/scrape': 'true' }, { tier: 'gold' }));
+    expect(out.denied).toEqual([]);
+  });
+
+  it.each([
+    ['the relay', RELAY],
+    ["HAMi's device plugin", DEVICE_PLUGIN],
+  ])('does not apply to %s', (_label, username) => {
+    const out = admit(policy, review(username, booked, { ...booked, 'hami.io/bind-phase': 'success' }));
+    expect(out).toEqual({ matched: false, denied: [], variables: {} });
+  });
+
+  it('admits the extra service accounts configured, and renders nothing when off', () => {
+    const extra = 'system:serviceaccount:ops:rescheduler';
+    const withExtra = policyOf(renderChart(['--set', `ownedAnnotations.extraServiceAccounts[0]=${extra}`])) as K8sObject;
+    expect(admit(withExtra, review(extra, booked, {})).matched).toBe(false);
+    expect(admit(withExtra, review('mallory', booked, {})).denied[0]?.message).toContain(`only ${RELAY}, ${DEVICE_PLUGIN}, ${extra} may change them`);
+    expect(policyOf(renderChart(['--set', 'ownedAnnotations.enforce=off']))).toBeUndefined();
+  });
+});
