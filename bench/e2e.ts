@@ -31,6 +31,7 @@
  *        --running-per-card 1 --plugin-delay-ms 20 --schedulers 1 --burst
  */
 import { spawn, type ChildProcess } from 'node:child_process';
+import { Agent, request as httpRequest } from 'node:http';
 import { performance } from 'node:perf_hooks';
 import { resolve } from 'node:path';
 import { existsSync, readFileSync } from 'node:fs';
@@ -101,6 +102,7 @@ const LOCK_ANNOTATION = 'hami.io/mutex.lock';
 const REQUEUE_ANNOTATION = 'hami.io/requeue';
 
 const now = () => performance.now();
+const keepAlive = new Agent({ keepAlive: true, maxSockets: 64 });
 const sleep = (ms: number) => new Promise<void>((r) => setTimeout(r, ms));
 
 /** `node dist/local.js` against the given store: one Lambda function's environment. */
@@ -124,8 +126,24 @@ async function startControlPlane(storeUrl: string, env: Record<string, string>):
 }
 
 async function post(url: string, body: unknown, headers: Record<string, string> = {}): Promise<Record<string, unknown>> {
-  const res = await fetch(url, { method: 'POST', headers: { 'content-type': 'application/json', ...headers }, body: JSON.stringify(body) });
-  return (await res.json()) as Record<string, unknown>;
+  // node:http with keep-alive rather than fetch: the harness shares the machine's cores with what it measures.
+  const payload = JSON.stringify(body);
+  return new Promise((resolveAnswer, reject) => {
+    const req = httpRequest(url, { method: 'POST', agent: keepAlive, headers: { 'content-type': 'application/json', 'content-length': Buffer.byteLength(payload), ...headers } }, (res) => {
+      const chunks: Buffer[] = [];
+      res.on('data', (chunk: Buffer) => chunks.push(chunk));
+      res.on('end', () => {
+        try {
+          resolveAnswer(JSON.parse(Buffer.concat(chunks).toString('utf8')) as Record<string, unknown>);
+        } catch (err) {
+          reject(err as Error);
+        }
+      });
+      res.on('error', reject);
+    });
+    req.on('error', reject);
+    req.end(payload);
+  });
 }
 
 function percentile(values: readonly number[], p: number): number {
@@ -380,15 +398,18 @@ async function runOnce(options: Options, mode: Mode): Promise<Record<string, unk
     const otherStore = await proxy(store.endpoint, options.storeRttMs);
     const other = await startControlPlane(otherStore.url, env);
     children.push(other.child);
-    const otherGateway = await proxy(other.url, options.gatewayRttMs);
+    // No gateway latency asked: callers reach the control planes directly (a proxy that only relays costs this
+    // machine's CPU, which the control planes and the store share). Store calls always pass a proxy: it observes them.
+    const gateway = async (url: string) => (options.gatewayRttMs > 0 ? (await proxy(url, options.gatewayRttMs)).url : url);
+    const otherGateway = { url: await gateway(other.url) };
     const filterStores: DelayingProxy[] = [];
-    const filterGateways: DelayingProxy[] = [];
+    const filterGateways: { url: string }[] = [];
     for (let s = 0; s < options.schedulers; s++) {
       const filterStore = await proxy(store.endpoint, options.storeRttMs);
       const filter = await startControlPlane(filterStore.url, env);
       children.push(filter.child);
       filterStores.push(filterStore);
-      filterGateways.push(await proxy(filter.url, options.gatewayRttMs));
+      filterGateways.push({ url: await gateway(filter.url) });
     }
 
     // Whose CPU the run spends (all share this machine's cores; on AWS each Lambda environment has its own).
