@@ -1,5 +1,5 @@
 /**
- * The mutating admission webhook's decision (CONTRACT section 7a), pure: AdmissionReview v1 JSON and a view of
+ * The mutating admission webhook's decision (docs/api.md §7a), pure: AdmissionReview v1 JSON and a view of
  * the registered cards in, the AdmissionReview answer out. HAMi v2.10's webhook rules and texts, in HAMi's
  * order, plus ours: forged scheduler annotations are denied, unreadable quantities are denied with the filter's
  * own text (the engine's `podRequestProblems`, one rule set), and a request no registered card can ever hold is

@@ -185,7 +185,7 @@ function managedRequests(pod: ClusterPod, resourceNames: readonly string[]): str
   return found;
 }
 
-/** CONTRACT 9: registered when the register annotation parses and is non-empty and allocatable GPUs are absent or above 0. */
+/** docs/api.md §9: registered when the register annotation parses and is non-empty and allocatable GPUs are absent or above 0. */
 export function nodeRegistration(node: ClusterNode): { registered: true } | { registered: false; reason: string } {
   const raw = node.metadata.annotations?.[registerAnnotation];
   if (raw === undefined || raw.trim() === '') return { registered: false, reason: `${registerAnnotation} is missing or empty` };

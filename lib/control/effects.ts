@@ -1,5 +1,5 @@
 /**
- * Effects (CONTRACT section 3): the Kubernetes writes the handlers decide and the relay applies, in order.
+ * Effects (docs/api.md §3): the Kubernetes writes the handlers decide and the relay applies, in order.
  */
 import type { PodRef } from '../diagnostics/record';
 

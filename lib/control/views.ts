@@ -1,5 +1,5 @@
 /**
- * Read-only views: the scheduler log of a pod (CONTRACT 5) and a node's devices (CONTRACT 9).
+ * Read-only views: the scheduler log of a pod (docs/api.md §5) and a node's devices (docs/api.md §9).
  * Both are rendered from what was stored, never recomputed.
  */
 import type { AttemptRecord, BindRecord } from '../diagnostics/record';
@@ -48,7 +48,7 @@ export function numberedAttempts(stored: PodRecords): AttemptRecord[] {
   });
 }
 
-/** CONTRACT 9's node devices body, plus what an operator needs to judge the node's health and lock. */
+/** docs/api.md §9's node devices body, plus what an operator needs to judge the node's health and lock. */
 export interface NodeDevicesView extends NodeDevices {
   readonly handshake: { readonly value: string | null; readonly state: string };
   /** RFC 3339 of the last registration change the relay forwarded, and its age. */

@@ -1,5 +1,5 @@
 /**
- * The demo's simulated cluster, as the relay would forward it (CONTRACT 4): ten GPU nodes and the
+ * The demo's simulated cluster, as the relay would forward it (docs/api.md §4): ten GPU nodes and the
  * workloads already running on them, chosen so that a 2-card, whole-card, same-NUMA A100 pod fits
  * node3 and node4 only and each other node fails for its own, everyday reason. Fixed names and uids
  * keep the output identical from run to run.

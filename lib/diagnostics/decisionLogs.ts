@@ -99,7 +99,7 @@ export function logLockContention(
 }
 
 /**
- * Real-time check notes (CONTRACT 8) with HAMi's texts. Refusals and warnings are always logged (warn),
+ * Real-time check notes (docs/api.md §8) with HAMi's texts. Refusals and warnings are always logged (warn),
  * fallbacks always (info, the data is missing or stale), successful uses of real-time data at level 5
  * (without the `v` field, which marks decision lines only).
  */

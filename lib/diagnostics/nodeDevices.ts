@@ -1,5 +1,5 @@
 /**
- * `GET /api/v1/nodes/{name}/devices` (CONTRACT 9 "Node devices"): what the scheduler holds about one
+ * `GET /api/v1/nodes/{name}/devices` (docs/api.md §9 "Node devices"): what the scheduler holds about one
  * node. The schema is shared by the control plane (which builds the body) and hami-diag (which checks it).
  */
 import { z } from 'zod';

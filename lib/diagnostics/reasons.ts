@@ -1,6 +1,6 @@
 /**
  * Reading HAMi's failure texts back into codes, so the scheduler log can attach a hint to each and
- * metrics can count them. `"x/y Reason"` pieces follow ParseReason (hami-spec 4.3); the other texts
+ * metrics can count them. `"x/y Reason"` pieces follow ParseReason (docs/hami-parity.md §4.3); the other texts
  * are the node-level, bind and filter-error messages we know by shape.
  */
 import { parseReason } from '../engine/messages';
@@ -46,7 +46,7 @@ export function reasonKeysOf(text: string): ReasonKey[] {
   return bareKeys.has(bare) ? [bare as ReasonKey] : [];
 }
 
-/** Bind failures: HAMi's lock texts (hami-spec 6.2) end in `node lock contention`. */
+/** Bind failures: HAMi's lock texts (docs/hami-parity.md §6.2) end in `node lock contention`. */
 export function bindFailureKey(summary: string): ReasonKey {
   return /: node lock contention$/.test(summary.trim()) ? ExtraReasonKey.NodeLockContention : ExtraReasonKey.BindingFailed;
 }

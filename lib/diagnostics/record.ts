@@ -1,6 +1,6 @@
 /**
  * A scheduling attempt as the control plane stores it (one item per attempt, DynamoDB TTL), and from
- * which the scheduler log (CONTRACT section 5) is rendered. The filter part is the engine's evidence,
+ * which the scheduler log (docs/api.md §5) is rendered. The filter part is the engine's evidence,
  * stored as produced, never recomputed.
  */
 import type { StoredEvidence } from '../engine/evidence';

@@ -1,5 +1,5 @@
 /**
- * The scheduler log (CONTRACT section 5): a stored scheduling attempt rendered as the Scheduler Log
+ * The scheduler log (docs/api.md §5): a stored scheduling attempt rendered as the Scheduler Log
  * API proposal's JSON, plus our additions (pod identity, attempt, hints, device detail, history).
  * Pure: the record in, the JSON out. The zod schema is what clients (hami-diag) validate against.
  */
@@ -120,7 +120,7 @@ export function renderSchedulerLog(latest: AttemptRecord, opts: RenderOptions = 
   return log;
 }
 
-/** CONTRACT 9: succeeded after a successful bind outcome, failed on a failed filter or bind, else pending. */
+/** docs/api.md §9: succeeded after a successful bind outcome, failed on a failed filter or bind, else pending. */
 export function overallStatus(record: AttemptRecord): AttemptLog['status'] {
   if (record.filter.status === 'failed') return 'failed';
   switch (record.bind.status) {
@@ -158,7 +158,7 @@ function renderNode(node: NodeEvidence, detail: RenderOptions['detail']): NodeLo
   const score = float32Json(node.score);
   const containerFailed = node.containers.some((container) => container.status === 'failed');
   if (node.status === 'failed' && !containerFailed) {
-    // CONTRACT 9: a failure that is not about a container is the node's own, with no containers.
+    // docs/api.md §9: a failure that is not about a container is the node's own, with no containers.
     return { name: node.name, status: node.status, score, reason: node.reason ?? '', containers: [] };
   }
   return { name: node.name, status: node.status, score, containers: node.containers.map((c) => renderContainer(c, detail)) };
@@ -179,7 +179,7 @@ function renderContainer(container: ContainerEvidence, detail: RenderOptions['de
 }
 
 /**
- * Scores are float32 (hami-spec 5.6). Go's JSON encoder writes a float32 with the fewest digits that
+ * Scores are float32 (docs/hami-parity.md §5.6). Go's JSON encoder writes a float32 with the fewest digits that
  * read back to the same float32 (2.35, not 2.3499999046325684); we do the same.
  */
 export function float32Json(value: number): number {
@@ -206,7 +206,7 @@ function hintsFor(record: AttemptRecord): Hint[] {
   });
 }
 
-/** CONTRACT 5: the body of a 404 for a pod with no scheduling record. */
+/** docs/api.md §5: the body of a 404 for a pod with no scheduling record. */
 export function notFoundStatus(namespace: string, name: string): NotFoundStatus {
   return {
     kind: 'Status',

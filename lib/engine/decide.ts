@@ -1,5 +1,5 @@
 /**
- * The filter decision (hami-spec 4 and 5, CONTRACT 8 and 9): for every candidate node, fit the
+ * The filter decision (docs/hami-parity.md §4 and §5, docs/api.md §8 and §9): for every candidate node, fit the
  * pod's containers card by card in HAMi's order, score the fitting nodes, choose one, and keep the
  * evidence of every check that failed with the numbers it compared.
  *
@@ -119,14 +119,14 @@ function planPod(input: DecideInput, weights: DeviceScoringWeights): PodPlan {
 
 interface PreparedNode {
   readonly devices: readonly DeviceInfo[];
-  /** Positions (into `devices`) of the cards Fit sees: type contains "nvidia" (hami-spec 4.1). */
+  /** Positions (into `devices`) of the cards Fit sees: type contains "nvidia" (docs/hami-parity.md §4.1). */
   readonly nvidiaCards: Int32Array;
   readonly cordoned: Uint8Array;
   readonly numa: Int32Array;
   /** `type` and `mode` joined, the key of the per-pod type check cache. */
   readonly typeKeys: readonly string[];
   readonly pairScores: PairScores;
-  /** Node score denominators over all cards (hami-spec 5.1). */
+  /** Node score denominators over all cards (docs/hami-parity.md §5.1). */
   readonly totalSlots: number;
   readonly totalCores: number;
   readonly totalMem: number;
@@ -321,7 +321,7 @@ export function decide(input: DecideInput): Decision {
       realtime: notes,
     });
   }
-  // HAMi's listing order; equal scores by node name so the choice is deterministic (CONTRACT 9).
+  // HAMi's listing order; equal scores by node name so the choice is deterministic (docs/api.md §9).
   const spread = plan.nodePolicy === 'spread';
   fitNodes.sort((a, b) => (a.score !== b.score ? (spread ? b.score - a.score : a.score - b.score) : a.name < b.name ? -1 : a.name > b.name ? 1 : 0));
   // HAMi takes the last node listed; asked to, pass over nodes that are busy with another allocation while any other fits.
@@ -356,7 +356,7 @@ export function decide(input: DecideInput): Decision {
 }
 
 // ---------------------------------------------------------------------------------------------
-// One node (hami-spec 4.4)
+// One node (docs/hami-parity.md §4.4)
 
 /** The node's trace row, its score, and why it failed (undefined when the pod fits). */
 interface NodeOutcome {
@@ -425,7 +425,7 @@ function evaluateNode(run: FitRun, state: NodeState, node: PreparedNode): NodeOu
   return nodeOutcome;
 }
 
-/** Booked usage per card; cards absent from the ledger are idle (hami-spec 7.2). */
+/** Booked usage per card; cards absent from the ledger are idle (docs/hami-parity.md §7.2). */
 function loadBookedUsage(state: NodeState, node: PreparedNode): void {
   const { devices } = node;
   const aligned = state.usageByPosition;
@@ -445,7 +445,7 @@ function loadBookedUsage(state: NodeState, node: PreparedNode): void {
 
 /**
  * `10 × (Σused/Σcount + Σusedcores/Σdevcore + Σusedmem/Σdevmem)` over all cards, before this pod
- * (hami-spec 5.1), in float32; 0 when a denominator is 0.
+ * (docs/hami-parity.md §5.1), in float32; 0 when a denominator is 0.
  */
 function nodeScore(node: PreparedNode): number {
   if (node.totalSlots === 0 || node.totalCores === 0 || node.totalMem === 0) return 0;
@@ -476,7 +476,7 @@ function bookCard(node: PreparedNode, uuid: string, mem: number, cores: number):
 }
 
 // ---------------------------------------------------------------------------------------------
-// Real-time data for one node (CONTRACT 8)
+// Real-time data for one node (docs/api.md §8)
 
 interface RealtimeView {
   readonly settings: RealtimeSettings;
@@ -492,7 +492,7 @@ function realtimeView(settings: RealtimeSettings, state: NodeState): RealtimeVie
 }
 
 // ---------------------------------------------------------------------------------------------
-// One container on one node: HAMi's Fit (hami-spec 4.2)
+// One container on one node: HAMi's Fit (docs/hami-parity.md §4.2)
 
 /** What one Fit call works on; one object per decision, refilled per node and container. */
 interface FitInput {
@@ -713,7 +713,7 @@ class FitRun {
   }
 
   /**
-   * Namespace quota (check 10, hami-spec 7.4): the pod's bookings so far, this container's picks
+   * Namespace quota (check 10, docs/hami-parity.md §7.4): the pod's bookings so far, this container's picks
    * and this card, collapsed as accounting will see them, must stay within the limits.
    */
   private quotaFits(p: number): boolean {
@@ -737,7 +737,7 @@ class FitRun {
   }
 
   /**
-   * Real-time check (CONTRACT 8), after the ledger's memory check: real free memory (total - real
+   * Real-time check (docs/api.md §8), after the ledger's memory check: real free memory (total - real
    * used - margin - what this pod already took on the card in this decision) against the request.
    * Missing or stale data falls back to the ledger; it never rejects.
    */
@@ -792,12 +792,12 @@ function memoryToBook(request: ContainerRequest, devmem: number): number {
 }
 
 // ---------------------------------------------------------------------------------------------
-// Card scores and order (hami-spec 5.2, 5.3)
+// Card scores and order (docs/hami-parity.md §5.2, 5.3)
 
 /**
  * `10 × (wSlot×(request+used)/count + wCore×(core+usedcores)/devcore + wMem×(mem+usedmem)/devmem)`
  * in float32, on the working usage. Request terms count only when the card's type is exactly the
- * request type (`NVIDIA`), which real model names never are (hami-spec 5.2 quirk).
+ * request type (`NVIDIA`), which real model names never are (docs/hami-parity.md §5.2 quirk).
  */
 function scoreCards(node: PreparedNode, request: ContainerRequest, weights: DeviceScoringWeights): void {
   for (let i = 0; i < node.nvidiaCards.length; i++) {
@@ -850,7 +850,7 @@ function orderCards(node: PreparedNode, policy: GpuPolicy): void {
   }
 }
 
-/** Go's `DeviceUsageList.Less` (hami-spec 5.3): does card `a` sort before card `b`? */
+/** Go's `DeviceUsageList.Less` (docs/hami-parity.md §5.3): does card `a` sort before card `b`? */
 function sortsBefore(node: PreparedNode, policy: GpuPolicy, a: number, b: number): boolean {
   const scoreA = scratch.cardScore[a]!;
   const scoreB = scratch.cardScore[b]!;
@@ -885,7 +885,7 @@ function sortsBefore(node: PreparedNode, policy: GpuPolicy, a: number, b: number
 }
 
 // ---------------------------------------------------------------------------------------------
-// Topology-aware choice (hami-spec 4.2, after the loop)
+// Topology-aware choice (docs/hami-parity.md §4.2, after the loop)
 
 /**
  * More cards fit than requested: one card -> the card least connected to the others (first minimum

@@ -1,5 +1,5 @@
 /**
- * Texts exactly as HAMi writes them (hami-spec 4.3, 5.5): reason strings, filter messages and
+ * Texts exactly as HAMi writes them (docs/hami-parity.md §4.3, 5.5): reason strings, filter messages and
  * Go's `%.2f` / `%q` formatting.
  */
 
@@ -7,7 +7,7 @@
  * Go's `fmt` `%.2f`: the exact binary value rounded to two decimals, exact halves to even.
  * JS `toFixed(2)` agrees everywhere except on exact halves, where it rounds away from zero
  * (`2.625` -> `2.63`, Go `2.62`). A double's third decimal is an exact half only when the value
- * is an odd multiple of 1/8 (hami-spec 5.6), which is what we test for.
+ * is an odd multiple of 1/8 (docs/hami-parity.md §5.6), which is what we test for.
  */
 export function formatGoFixed2(value: number): string {
   if (Number.isNaN(value)) return 'NaN';
@@ -107,7 +107,7 @@ export interface ScoredNode {
   readonly score: number;
 }
 
-/** `find fit node(<node>), <not fit> nodes not fit, <fit> nodes fit(<a>:<s>,…)` (hami-spec 5.5). */
+/** `find fit node(<node>), <not fit> nodes not fit, <fit> nodes fit(<a>:<s>,…)` (docs/hami-parity.md §5.5). */
 export function fitNodeMessage(node: string, candidateCount: number, fitNodes: readonly ScoredNode[]): string {
   const listed = fitNodes.map((n) => `${n.name}:${formatGoFixed2(n.score)}`).join(',');
   return `find fit node(${node}), ${candidateCount - fitNodes.length} nodes not fit, ${fitNodes.length} nodes fit(${listed})`;

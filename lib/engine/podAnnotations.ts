@@ -1,5 +1,5 @@
 /**
- * Pod annotations HAMi writes and reads (hami-spec 3): the device encoding and the user steering
+ * Pod annotations HAMi writes and reads (docs/hami-parity.md §3): the device encoding and the user steering
  * annotations, with HAMi's error texts.
  */
 import { goQuote } from './messages';
@@ -22,7 +22,7 @@ export const PodAnnotation = {
   NodeSchedulerPolicy: 'hami.io/node-scheduler-policy',
   GpuSchedulerPolicy: 'hami.io/gpu-scheduler-policy',
   DeviceScoringWeights: 'hami.io/device-scoring-weights',
-  /** Our addition (CONTRACT 8): "true"/"false" overrides the global real-time switch. */
+  /** Our addition (docs/api.md §8): "true"/"false" overrides the global real-time switch. */
   EnableRealtimeCheck: 'hami.io/enable-realtime-check',
 } as const;
 
@@ -55,7 +55,7 @@ export class PodAnnotationFormatError extends Error {
 
 /**
  * `UUID,NVIDIA,<mem>,<cores>:` per device, `;` after each container, init containers first; a
- * container without cards is an empty entry (aligned placeholders, hami-spec 3.3).
+ * container without cards is an empty entry (aligned placeholders, docs/hami-parity.md §3.3).
  */
 export function encodePodDevices(devices: PodDevices): string {
   let text = '';
@@ -106,7 +106,7 @@ function parseGoInt32(text: string, whole: string): number {
 }
 
 // ---------------------------------------------------------------------------------------------
-// User steering annotations (hami-spec 3.4)
+// User steering annotations (docs/hami-parity.md §3.4)
 
 /** Comma list, items trimmed, empty items dropped; an empty or blank value is no constraint. */
 export function parseAnnotationList(value: string | undefined): string[] {
@@ -158,14 +158,14 @@ export function uuidAllowed(selectors: DeviceSelectors, uuid: string): boolean {
 
 export type NodePolicy = 'binpack' | 'spread';
 
-/** Exactly `spread` spreads; anything else packs (hami-spec 3.4, 5.4). */
+/** Exactly `spread` spreads; anything else packs (docs/hami-parity.md §3.4, 5.4). */
 export function nodePolicyOf(annotations: Readonly<Record<string, string>>, configured: string): NodePolicy {
   return (annotations[PodAnnotation.NodeSchedulerPolicy] ?? configured) === 'spread' ? 'spread' : 'binpack';
 }
 
 export type SortKey = 'binpack' | 'spread' | 'numa';
 
-/** How cards are ordered and picked for one pod (hami-spec 4.1, 5.3). */
+/** How cards are ordered and picked for one pod (docs/hami-parity.md §4.1, 5.3). */
 export type GpuPolicy =
   | { readonly kind: 'chain'; readonly keys: readonly SortKey[]; readonly needTopology: boolean; readonly isMutex: boolean }
   | {
@@ -217,7 +217,7 @@ export class DeviceScoringWeightsError extends Error {
 const INT64_MAX = (1n << 63n) - 1n;
 const INT64_MIN = -(1n << 63n);
 
-/** `slot=<int>,core=<int>,memory=<int>`, each once, non-negative, not all zero (hami-spec 5.2). */
+/** `slot=<int>,core=<int>,memory=<int>`, each once, non-negative, not all zero (docs/hami-parity.md §5.2). */
 export function parseDeviceScoringWeights(value: string): DeviceScoringWeights {
   const fail = (detail: string): never => {
     throw new DeviceScoringWeightsError(`invalid ${PodAnnotation.DeviceScoringWeights} annotation ${goQuote(value)}: ${detail}`);

@@ -1,6 +1,6 @@
 /**
- * Node registration as HAMi's scheduler reads it (hami-spec 2), plus our real-time report
- * (CONTRACT 4 and 8). Never throws: a node whose annotations do not parse is unregistered, with
+ * Node registration as HAMi's scheduler reads it (docs/hami-parity.md §2), plus our real-time report
+ * (docs/api.md §4 and §8). Never throws: a node whose annotations do not parse is unregistered, with
  * the reason in plain words.
  */
 import { quantityAsInt64, INT32_MAX } from './quantity';
@@ -61,7 +61,7 @@ function unregistered(reason: string): NodeRegistration {
   return { registered: false, reason };
 }
 
-/** JSON (v2.8+) or the legacy text format (<= v2.7), sniffed on the first character (hami-spec 2.3). */
+/** JSON (v2.8+) or the legacy text format (<= v2.7), sniffed on the first character (docs/hami-parity.md §2.3). */
 export function decodeNodeDevices(text: string): DeviceInfo[] {
   return text.trimStart().startsWith('[') ? decodeJsonDevices(text) : decodeLegacyDevices(text);
 }
@@ -127,7 +127,7 @@ function jsonBoolean(value: unknown, what: string): boolean {
   return value;
 }
 
-/** `id,count,devmem,devcore,type,numa,health[,index,mode]:` repeated (hami-spec 2.3). */
+/** `id,count,devmem,devcore,type,numa,health[,index,mode]:` repeated (docs/hami-parity.md §2.3). */
 function decodeLegacyDevices(text: string): DeviceInfo[] {
   if (!text.includes(':')) throw new RegistrationFormatError(`${RegisterAnnotation} is neither JSON nor the legacy "id,count,…:" format`);
   const devices: DeviceInfo[] = [];
@@ -174,7 +174,7 @@ function legacyBoolean(text: string, what: string): boolean {
   return value;
 }
 
-/** `[{"uuid":"GPU-0","score":{"GPU-1":50}}, …]` (hami-spec 2.4); absent means no scores. */
+/** `[{"uuid":"GPU-0","score":{"GPU-1":50}}, …]` (docs/hami-parity.md §2.4); absent means no scores. */
 export function decodePairScores(text: string | undefined): PairScores {
   if (text === undefined || text.trim() === '') return {};
   let parsed: unknown;
@@ -203,7 +203,7 @@ export function decodePairScores(text: string | undefined): PairScores {
 }
 
 /**
- * `hami.io/node-nvidia-realtime` (CONTRACT 4): `{"time":"<RFC 3339>","devices":[{"id","usedMemMB",
+ * `hami.io/node-nvidia-realtime` (docs/api.md §4): `{"time":"<RFC 3339>","devices":[{"id","usedMemMB",
  * "totalMemMB","utilization","processCount"}]}`. Anything invalid gives undefined: the engine then
  * falls back to the ledger, never rejects for lack of data.
  */

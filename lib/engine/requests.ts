@@ -1,5 +1,5 @@
 /**
- * Per-container NVIDIA requests from limits/requests (hami-spec 1.2), the pod request matrix
+ * Per-container NVIDIA requests from limits/requests (docs/hami-parity.md §1.2), the pod request matrix
  * (1.3: init containers first, then app containers), and the one rule set for quantities that cannot be
  * scheduled safely (docs/api.md, "Quantities"): the filter, the admission webhook and the diagnostics all
  * use `podRequestProblems`.

@@ -2,11 +2,10 @@ import type { PackedEvidence } from './evidence';
 
 /**
  * The decision engine's vocabulary: plain data in, plain data out, no I/O.
- * Everything here mirrors HAMi v2.10 (see ../shared/reference/hami-spec.md); the section numbers in
- * comments point there.
+ * Everything here mirrors HAMi v2.10 (docs/hami-parity.md); the section numbers in comments point there.
  */
 
-/** Reason codes, exact strings as HAMi writes them (hami-spec 4.2, pkg/device/common/common.go). */
+/** Reason codes, exact strings as HAMi writes them (docs/hami-parity.md §4.2; HAMi's pkg/device/common/common.go). */
 export const ReasonCode = {
   CardTypeMismatch: 'CardTypeMismatch',
   CardUuidMismatch: 'CardUuidMismatch',
@@ -25,12 +24,12 @@ export const ReasonCode = {
   NodeUnfitPod: 'NodeUnfitPod',
   NodeFitPod: 'NodeFitPod',
   ResourceQuotaNotFit: 'ResourceQuotaNotFit',
-  /** Our addition (CONTRACT section 8): real GPU memory, measured on the node, is short. */
+  /** Our addition (docs/api.md §8): real GPU memory, measured on the node, is short. */
   CardRealtimeInsufficientMemory: 'CardRealtimeInsufficientMemory',
 } as const;
 export type ReasonCode = (typeof ReasonCode)[keyof typeof ReasonCode];
 
-/** Node-level failure texts that are not `x/y Reason` strings (hami-spec 4.4, 5.5, 7.2). */
+/** Node-level failure texts that are not `x/y Reason` strings (docs/hami-parity.md §4.4, 5.5, 7.2). */
 export const NodeFailure = {
   Unregistered: 'node unregistered',
   DeviceTypeNotFound: 'Device type not found',
@@ -43,7 +42,7 @@ export const NodeFailure = {
 /** The request type HAMi writes into pod annotations and compares in Fit (constant `NvidiaGPUDevice`). */
 export const NVIDIA = 'NVIDIA';
 
-/** One registered card, from `hami.io/node-nvidia-register` (hami-spec 2.2 / 2.3). */
+/** One registered card, from `hami.io/node-nvidia-register` (docs/hami-parity.md §2.2 / 2.3). */
 export interface DeviceInfo {
   readonly id: string;
   readonly index: number;
@@ -70,14 +69,14 @@ export type NodeRegistration =
     }
   | { readonly registered: false; /** Human-readable, e.g. "annos not found hami.io/node-nvidia-register". */ readonly reason: string };
 
-/** Booked usage of one card (hami-spec 7.2). */
+/** Booked usage of one card (docs/hami-parity.md §7.2). */
 export interface DeviceUsage {
   used: number;
   usedmem: number;
   usedcores: number;
 }
 
-/** Real GPU usage reported by the node reporter (`hami.io/node-nvidia-realtime`, CONTRACT 4 and 8). */
+/** Real GPU usage reported by the node reporter (`hami.io/node-nvidia-realtime`, docs/api.md §4 and §8). */
 export interface RealtimeDeviceUsage {
   readonly usedMemMB: number;
   readonly totalMemMB: number;
@@ -112,7 +111,7 @@ export interface AlignedUsage {
   readonly cores: Int32Array;
 }
 
-/** `ContainerDeviceRequest` (hami-spec 1.2). `mempercentagereq` 101 means "unset". */
+/** `ContainerDeviceRequest` (docs/hami-parity.md §1.2). `mempercentagereq` 101 means "unset". */
 export interface ContainerRequest {
   readonly nums: number;
   readonly type: string;
@@ -121,7 +120,7 @@ export interface ContainerRequest {
   readonly coresreq: number;
 }
 
-/** One card given to one container (`ContainerDevice`, hami-spec 3.3). */
+/** One card given to one container (`ContainerDevice`, docs/hami-parity.md §3.3). */
 export interface ContainerDevice {
   readonly idx: number;
   readonly uuid: string;
@@ -201,7 +200,7 @@ export const defaultEngineConfig: EngineConfig = {
   realtime: { enabled: false, mode: 'strict', marginMiB: 100, maxAgeMs: 60_000 },
 };
 
-/** Namespace quota (hami-spec 7.4): limits from ResourceQuota `spec.hard`, usage from booked pods. */
+/** Namespace quota (docs/hami-parity.md §7.4): limits from ResourceQuota `spec.hard`, usage from booked pods. */
 export interface QuotaView {
   readonly memLimit?: number;
   readonly coreLimit?: number;

@@ -1,5 +1,5 @@
 /**
- * Usage accounting (hami-spec 7.2, 7.3): what a booked pod holds on each card.
+ * Usage accounting (docs/hami-parity.md §7.2, 7.3): what a booked pod holds on each card.
  */
 import { compareCodeUnits } from './messages';
 import type { ContainerDevice, DeviceUsage, PodDevices } from './types';
@@ -63,7 +63,7 @@ export function collapsePodUsage(devices: PodDevices, initCount: number, initDon
 }
 
 /**
- * Adds one pod's collapsed booking to a node's usage (hami-spec 7.2): `used += max(slots, 1)`,
+ * Adds one pod's collapsed booking to a node's usage (docs/hami-parity.md §7.2): `used += max(slots, 1)`,
  * `usedmem += usedmem`, `usedcores += usedcores`. Cards without an entry get one; the engine
  * ignores entries for UUIDs the node did not register.
  */
@@ -76,7 +76,7 @@ export function addPodUsage(usage: Record<string, DeviceUsage>, collapsed: reado
   }
 }
 
-/** Sum of a collapsed booking, for namespace quota usage (hami-spec 7.4). */
+/** Sum of a collapsed booking, for namespace quota usage (docs/hami-parity.md §7.4). */
 export function podUsageTotals(collapsed: readonly ContainerDevice[]): { mem: number; cores: number } {
   let mem = 0;
   let cores = 0;

@@ -1,5 +1,5 @@
 /**
- * The control-plane routes (CONTRACT 2), independent of how requests arrive (Lambda or the local server):
+ * The control-plane routes (docs/api.md §2), independent of how requests arrive (Lambda or the local server):
  * parse and check the input, call one service, shape the answer.
  */
 import { z } from 'zod';

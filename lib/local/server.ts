@@ -1,5 +1,5 @@
 /**
- * The local control plane (CONTRACT 6): the Lambda handlers behind a plain Node HTTP server, over an
+ * The local control plane (docs/api.md §6): the Lambda handlers behind a plain Node HTTP server, over an
  * embedded dynalite (or any DynamoDB-compatible endpoint given). Requests are turned into API Gateway
  * HTTP API events so the handlers run exactly as deployed.
  */

@@ -1,6 +1,6 @@
 /**
  * `relay node-agent`: the DaemonSet process that publishes real GPU usage on its Node as the
- * `hami.io/node-nvidia-realtime` annotation (CONTRACT 4 and 8). The loop itself is createNodeReporter;
+ * `hami.io/node-nvidia-realtime` annotation (docs/api.md §4 and §8). The loop itself is createNodeReporter;
  * this file wires it to nvidia-smi, the Kubernetes API, the clock, signals and a liveness endpoint.
  */
 import { createServer, type Server } from 'node:http';

@@ -1,6 +1,6 @@
 /**
  * Pure parsers for `nvidia-smi` query output and the builder of the `hami.io/node-nvidia-realtime`
- * annotation value (CONTRACT 4). No I/O here: the node agent runs the commands and feeds the text in.
+ * annotation value (docs/api.md §4). No I/O here: the node agent runs the commands and feeds the text in.
  *
  * Queries (fields in this exact order; `nounits` prints MiB and percent as bare integers):
  * - cards:     nvidia-smi --query-gpu=uuid,index,memory.used,memory.total,utilization.gpu --format=csv,noheader,nounits
@@ -27,7 +27,7 @@ export const COMPUTE_APPS_QUERY_ARGS: readonly string[] = [
   CSV_FORMAT,
 ];
 
-/** One device entry of the annotation, exactly CONTRACT 4's shape. */
+/** One device entry of the annotation, exactly docs/api.md §4's shape. */
 export interface RealtimeAnnotationDevice {
   readonly id: string;
   readonly usedMemMB: number;
@@ -226,7 +226,7 @@ export function buildRealtimeAnnotation(
   };
 }
 
-/** The annotation's string value (key order as in CONTRACT 4). */
+/** The annotation's string value (key order as in docs/api.md §4). */
 export function serializeRealtimeAnnotation(annotation: RealtimeAnnotation): string {
   return JSON.stringify({ time: annotation.time, devices: annotation.devices });
 }

@@ -1,5 +1,5 @@
 /**
- * HTTP client for the control plane (CONTRACT section 2): API Gateway with IAM auth (SigV4-signed) or the
+ * HTTP client for the control plane (docs/api.md §2): API Gateway with IAM auth (SigV4-signed) or the
  * local server (bearer token). Every call is bounded by a deadline so no caller can hang on it.
  */
 import { Sha256 } from '@aws-crypto/sha256-js';

@@ -1,5 +1,5 @@
 /**
- * Effects (CONTRACT section 3): the writes the control plane decides and the relay performs, in order.
+ * Effects (docs/api.md §3): the writes the control plane decides and the relay performs, in order.
  * Patches and bindings are required (the first failure stops the list); events are best effort.
  */
 import { z } from 'zod';

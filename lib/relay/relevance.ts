@@ -1,5 +1,5 @@
 /**
- * Which watched objects the control plane needs, and in what form (CONTRACT sections 4 and 9). Pure
+ * Which watched objects the control plane needs, and in what form (docs/api.md §4 and §9). Pure
  * functions over Kubernetes JSON, so the rules are tested with tables of cases.
  */
 import { toKubeTime } from './eventCorrelator';

@@ -1,6 +1,6 @@
 /**
  * Who may read a pod's scheduler log: the caller's bearer token is checked with a TokenReview, then a
- * SubjectAccessReview must allow `get pods` in the namespace (CONTRACT section 7). The token is never
+ * SubjectAccessReview must allow `get pods` in the namespace (docs/api.md §7). The token is never
  * logged and never leaves this module except to the API server.
  */
 import type { AuthenticationV1Api, AuthorizationV1Api } from '@kubernetes/client-node';

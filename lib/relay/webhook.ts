@@ -1,5 +1,5 @@
 /**
- * The admission webhook's HTTPS listener (CONTRACT section 7a): POST /webhook answers AdmissionReview v1 with
+ * The admission webhook's HTTPS listener (docs/api.md §7a): POST /webhook answers AdmissionReview v1 with
  * the pure decision of lib/admission/review.ts, over the registered cards the Node informer has seen. TLS comes
  * from the relay's own CA (tls/webhookCertificates.ts) or from files a cert-manager Certificate mounts; either
  * way it is re-read every check interval and swapped into the running server without a restart.

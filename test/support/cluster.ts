@@ -1,4 +1,4 @@
-/** Fresh Kubernetes objects for tests, shaped as the relay forwards them (CONTRACT 4). */
+/** Fresh Kubernetes objects for tests, shaped as the relay forwards them (docs/api.md §4). */
 
 export interface CardSpec {
   readonly id: string;

@@ -2,46 +2,11 @@
  * `npm start` with a data directory keeps its state across a hard kill: nodes, bookings, locks and scheduler
  * logs are there after a restart. Runs the real entry point as its own process.
  */
-import { spawn, type ChildProcess } from 'node:child_process';
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
-import { join, resolve } from 'node:path';
-import { bundled } from '../../support/bundle';
+import { join } from 'node:path';
 import { card, controlClient, gpuNode, gpuPod } from '../../support/cluster';
-
-interface Started {
-  readonly child: ChildProcess;
-  readonly url: string;
-  readonly firstLine: string;
-}
-
-async function start(env: Record<string, string>): Promise<Started> {
-  const entry = await bundled('lib/local/main.ts');
-  const child = spawn(process.execPath, [entry], {
-    env: { ...process.env, PORT: '0', POWERTOOLS_LOG_LEVEL: 'ERROR', NODE_PATH: resolve(__dirname, '../../../node_modules'), ...env },
-    stdio: ['ignore', 'pipe', 'pipe'],
-  });
-  let errors = '';
-  child.stderr!.on('data', (chunk: Buffer) => (errors += chunk.toString()));
-  const firstLine = await new Promise<string>((resolveLine, reject) => {
-    let text = '';
-    child.stdout!.on('data', (chunk: Buffer) => {
-      text += chunk.toString();
-      if (text.includes('\n')) resolveLine(text.split('\n')[0]!);
-    });
-    child.once('exit', (code) => reject(new Error(`npm start exited with ${code}: ${errors}`)));
-  });
-  const url = /listening on (http:\/\/\S+)/.exec(firstLine)?.[1];
-  if (!url) throw new Error(`no address in: ${firstLine}`);
-  return { child, url, firstLine };
-}
-
-function killHard(child: ChildProcess): Promise<void> {
-  return new Promise((done) => {
-    child.once('exit', () => done());
-    child.kill('SIGKILL');
-  });
-}
+import { killHard, startNpmStart as start, type Started } from '../../support/npmStart';
 
 describe('npm start with HAMI_DATA_DIR', () => {
   let dir: string;

@@ -1,5 +1,5 @@
 /**
- * Issue 6 acceptance, through the local server over HTTP: the real-time GPU check (CONTRACT 8) as
+ * Issue 6 acceptance, through the local server over HTTP: the real-time GPU check (docs/api.md §8) as
  * kube-scheduler and users see it (FailedNodes, events, scheduler log, hints) and as operators see it
  * (the decision log lines), in each mode, with the per-pod override and with stale or missing data.
  */
@@ -24,7 +24,7 @@ interface ReportedCard {
   readonly usedMemMB: number;
 }
 
-/** The node reporter's annotation (CONTRACT 4), taken `ageSeconds` before the test clock's start. */
+/** The node reporter's annotation (docs/api.md §4), taken `ageSeconds` before the test clock's start. */
 function realtimeAnnotation(ageSeconds: number, cards: readonly ReportedCard[]): string {
   return JSON.stringify({
     time: new Date(START_MS - ageSeconds * 1000).toISOString(),

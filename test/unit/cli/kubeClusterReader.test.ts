@@ -19,7 +19,7 @@ describe('findKubeconfig', () => {
   });
 });
 
-describe('nodeRegistration (CONTRACT 9)', () => {
+describe('nodeRegistration (docs/api.md §9)', () => {
   const node = (register: string | undefined, gpus?: string) => ({
     metadata: { name: 'n', ...(register === undefined ? {} : { annotations: { 'hami.io/node-nvidia-register': register } }) },
     ...(gpus === undefined ? {} : { status: { allocatable: { 'nvidia.com/gpu': gpus } } }),

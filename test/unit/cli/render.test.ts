@@ -9,7 +9,7 @@ import { expectGolden, fixtureCluster, readFixture, record } from './golden';
 const stripAnsi = (text: string) => text.replace(/\u001b\[[0-9;]*m/g, '');
 
 describe('renderSchedulerLogText (golden)', () => {
-  it('success: the CONTRACT example', () => {
+  it('success: the docs/api.md example', () => {
     expectGolden('success.txt', renderSchedulerLogText(renderSchedulerLog(record('success'))));
   });
 

@@ -16,13 +16,13 @@ function withHintCodes(log: SchedulerLog): unknown {
 }
 
 describe('renderSchedulerLog', () => {
-  it.each(['success', 'nofit', 'bindfail'] as const)('renders the %s attempt exactly as CONTRACT section 5', (name) => {
+  it.each(['success', 'nofit', 'bindfail'] as const)('renders the %s attempt exactly as docs/api.md §5', (name) => {
     const log = renderSchedulerLog(record(name));
     expect(withHintCodes(log)).toEqual(readFixture(`${name}.json`));
     expect(JSON.parse(JSON.stringify(log))).toEqual(log);
   });
 
-  it('keeps the CONTRACT example texts: "x/y Reason" per container and the success summary', () => {
+  it('keeps the docs/api.md example texts: "x/y Reason" per container and the success summary', () => {
     const log = renderSchedulerLog(record('success'));
     expect(log.filter.summary).toBe('find fit node(node3), 2 nodes not fit, 1 nodes fit(node3:2.35)');
     expect(log.filter.nodes[0]?.containers[0]?.reason).toBe(
@@ -108,7 +108,7 @@ describe('renderSchedulerLog', () => {
   });
 });
 
-describe('overallStatus (CONTRACT 9)', () => {
+describe('overallStatus (docs/api.md §9)', () => {
   const base = record('bindfail');
   it.each([
     ['passed', 'passed', 'succeeded'],

@@ -20,7 +20,7 @@ const nodeEvidence = (d: Decision, name = 'n1'): NodeEvidence => {
   return found;
 };
 
-describe('card score (hami-spec 5.2 TestComputeScore)', () => {
+describe('card score (docs/hami-parity.md §5.2 TestComputeScore)', () => {
   const none = { nums: 1, type: 'other', memreq: 0, mempercentagereq: 101, coresreq: 0 };
   it('used 2/10, cores 1/4, mem 2048/8192, no request -> 7.0', () => {
     expect(cardScore(card('a', { count: 10, devcore: 4, devmem: 8192, type: 'NVIDIA' }), 2, 1, 2048, none, defaultDeviceScoringWeights)).toBe(7);
@@ -41,7 +41,7 @@ describe('card score (hami-spec 5.2 TestComputeScore)', () => {
   });
 });
 
-describe('node score (hami-spec 5.1)', () => {
+describe('node score (docs/hami-parity.md §5.1)', () => {
   it.each([
     ['one card used 5/10, 50/100 cores, 4000/8000 MiB -> 15', [card('a', { devmem: 8000 })], { a: { used: 5, usedcores: 50, usedmem: 4000 } }, 15],
     ['two 8000-MiB cards, one half used -> 7.5', [card('a', { devmem: 8000 }), card('b', { devmem: 8000 })], { a: { used: 5, usedcores: 50, usedmem: 4000 } }, 7.5],
@@ -53,7 +53,7 @@ describe('node score (hami-spec 5.1)', () => {
   });
 });
 
-describe('card order per GPU policy (hami-spec 5.3): Fit takes from the end', () => {
+describe('card order per GPU policy (docs/hami-parity.md §5.3): Fit takes from the end', () => {
   // Cards a (busy), b (idle), c (half) on numa 0/1.
   const devices = (): ReturnType<typeof cards> => [
     card('a', { index: 0, numa: 0 }),
@@ -83,7 +83,7 @@ describe('card order per GPU policy (hami-spec 5.3): Fit takes from the end', ()
   });
 });
 
-describe('Fit reason codes (hami-spec 4.2), one table row per check', () => {
+describe('Fit reason codes (docs/hami-parity.md §4.2), one table row per check', () => {
   const one = (extra = {}): ReturnType<typeof pod> => pod([gpu(1, { 'nvidia.com/gpumem': 1000, 'nvidia.com/gpucores': 10, ...extra })]);
   const cases: [string, DecideInput, string][] = [
     ['CardNotHealth', input(one(), [node('n1', [card('a', { health: false })])]), '1/1 CardNotHealth'],
@@ -173,7 +173,7 @@ describe('Fit reason codes (hami-spec 4.2), one table row per check', () => {
   });
 });
 
-describe('containers (hami-spec 4.4)', () => {
+describe('containers (docs/hami-parity.md §4.4)', () => {
   it('app containers share one copy: the second sees the first one booking', () => {
     const p = pod([gpu(1, { 'nvidia.com/gpumem': 5000 }), gpu(1, { 'nvidia.com/gpumem': 5000 })]);
     const d = decide(input(p, [node('n1', [card('a'), card('b')])]));
@@ -235,7 +235,7 @@ describe('node choice: node policy x GPU policy', () => {
     expect(d.fitNodes.map((n) => n.name)).toEqual(order);
   });
 
-  it('equal scores are listed by node name and the last is chosen (CONTRACT 9)', () => {
+  it('equal scores are listed by node name and the last is chosen (docs/api.md §9)', () => {
     const p = pod([gpu(1, { 'nvidia.com/gpumem': 100 })]);
     const nodes = [node('b', [card('b0')]), node('c', [card('c0')]), node('a', [card('a0')])];
     const binpack = fit(decide(input(p, nodes)));
@@ -276,7 +276,7 @@ describe('node choice: node policy x GPU policy', () => {
   });
 });
 
-describe('topology-aware (hami-spec 4.2)', () => {
+describe('topology-aware (docs/hami-parity.md §4.2)', () => {
   const devices = (): ReturnType<typeof cards> => cards('g', 4);
   const pairScores = {
     'g-0': { 'g-1': 10, 'g-2': 100, 'g-3': 10 },
@@ -312,7 +312,7 @@ describe('mutex and exclusive requests', () => {
   });
 });
 
-describe('real-time check (CONTRACT 8)', () => {
+describe('real-time check (docs/api.md §8)', () => {
   const now = 1_700_000_000_000;
   const report = (ageMs: number, usedMemMB: number, id = 'a'): { timeMs: number; devices: Record<string, { usedMemMB: number; totalMemMB: number }> } => ({
     timeMs: now - ageMs,

@@ -69,7 +69,7 @@ describe('evidence as plain data', () => {
     );
   const initRequest = { nums: 1, type: 'NVIDIA', memreq: 1000, mempercentagereq: 101, coresreq: 10 };
   const appRequest = { nums: 1, type: 'NVIDIA', memreq: 2000, mempercentagereq: 101, coresreq: 20 };
-  // hami-spec 5.1 in float32: 10 × (1/20 slots + 10/200 cores + 1000/16384 MiB).
+  // docs/hami-parity.md §5.1 in float32: 10 × (1/20 slots + 10/200 cores + 1000/16384 MiB).
   const f32 = Math.fround;
   const n1Score = f32(10 * f32(f32(f32(f32(1) / f32(20)) + f32(f32(10) / f32(200))) + f32(f32(1000) / f32(16384))));
   const mixedEvidence: NodeEvidence[] = [

@@ -40,7 +40,7 @@ describe('goQuote (%q)', () => {
   });
 });
 
-describe('GenReason / ParseReason (hami-spec 4.3)', () => {
+describe('GenReason / ParseReason (docs/hami-parity.md §4.3)', () => {
   it('sorts entries as plain strings and joins with ", "', () => {
     const counts = new Map([
       ['ResourceQuotaNotFit', 3],
@@ -68,7 +68,7 @@ describe('GenReason / ParseReason (hami-spec 4.3)', () => {
   });
 });
 
-describe('filter messages (hami-spec 5.5)', () => {
+describe('filter messages (docs/hami-parity.md §5.5)', () => {
   it('success message lists fitting nodes with %.2f scores', () => {
     expect(
       fitNodeMessage('node3', 3, [

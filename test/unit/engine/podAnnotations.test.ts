@@ -14,7 +14,7 @@ import type { ContainerDevice } from '../../../lib/engine/types';
 
 const dev = (uuid: string, type: string, usedmem: number, usedcores: number): ContainerDevice => ({ idx: 0, uuid, type, usedmem, usedcores });
 
-describe('device encoding (hami-spec 3.3)', () => {
+describe('device encoding (docs/hami-parity.md §3.3)', () => {
   it.each<[string, ContainerDevice[][], string]>([
     ['one container, one device', [[dev('nvidia-device-0', 'NVIDIA', 2000, 1)]], 'nvidia-device-0,NVIDIA,2000,1:;'],
     ['two devices in one container', [[dev('UUID1', 'Type1', 1000, 30), dev('UUID2', 'Type1', 1000, 30)]], 'UUID1,Type1,1000,30:UUID2,Type1,1000,30:;'],
@@ -40,7 +40,7 @@ describe('device encoding (hami-spec 3.3)', () => {
   });
 });
 
-describe('bind phases (hami-spec 6.2-6.3, lock-free parts)', () => {
+describe('bind phases (docs/hami-parity.md §6.2-6.3, lock-free parts)', () => {
   it('uses the values the device plugin reads and writes', () => {
     expect(Object.values(BindPhase)).toEqual(['allocating', 'success', 'failed']);
   });
@@ -51,7 +51,7 @@ describe('bind phases (hami-spec 6.2-6.3, lock-free parts)', () => {
   });
 });
 
-describe('steering annotations (hami-spec 3.4)', () => {
+describe('steering annotations (docs/hami-parity.md §3.4)', () => {
   it('gputype: case-insensitive substring; nouse checked after use', () => {
     const s = parseDeviceSelectors({ 'nvidia.com/use-gputype': 'a100, ,h100', 'nvidia.com/nouse-gputype': '80gb' });
     expect(typeAllowed(s, 'NVIDIA-A100-SXM4-40GB', 'hami-core')).toBe(true);
@@ -105,7 +105,7 @@ describe('steering annotations (hami-spec 3.4)', () => {
   });
 });
 
-describe('hami.io/device-scoring-weights (hami-spec 5.2)', () => {
+describe('hami.io/device-scoring-weights (docs/hami-parity.md §5.2)', () => {
   it('parses three non-negative integer weights in any order', () => {
     expect(parseDeviceScoringWeights(' memory=3, slot=1 ,core=0')).toEqual({ slot: 1, core: 0, memory: 3 });
   });

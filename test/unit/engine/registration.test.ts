@@ -16,7 +16,7 @@ describe('parseNodeRegistration', () => {
     expect(parseNodeRegistration(nodeWith({ [REG]: text }), config())).toEqual({ registered: false, reason });
   });
 
-  it('decodes the JSON format with omitted zero values (hami-spec 2.2 example)', () => {
+  it('decodes the JSON format with omitted zero values (docs/hami-parity.md §2.2 example)', () => {
     const text = '[{"id":"GPU-0","count":10,"devmem":8192,"devcore":100,"type":"NVIDIA-A100","numa":0,"health":true,"index":0,"mode":"hami-core"},{"id":"GPU-1","count":10,"devmem":8192,"devcore":100,"type":"NVIDIA-A100","index":1}]';
     const registration = parseNodeRegistration(nodeWith({ [REG]: text }), config());
     expect(registration).toEqual({
@@ -38,7 +38,7 @@ describe('parseNodeRegistration', () => {
   it.each([
     ['7 fields', 'GPU-ebe7c3f7-303d-558d-435e-99a160631fe4,10,7680,100,NVIDIA-Tesla P4,0,true:', 0, 'hami-core'],
     ['9 fields', 'GPU-ebe7c3f7-303d-558d-435e-99a160631fe4,10,7680,100,NVIDIA-Tesla P4,0,true,1,hami-core:', 1, 'hami-core'],
-  ])('decodes the legacy format, %s (hami-spec 2.3)', (_label, text, index, mode) => {
+  ])('decodes the legacy format, %s (docs/hami-parity.md §2.3)', (_label, text, index, mode) => {
     const registration = parseNodeRegistration(nodeWith({ [REG]: text }), config());
     expect(registration).toEqual({
       registered: true,
@@ -90,7 +90,7 @@ describe('parseNodeRegistration', () => {
 });
 
 describe('parseRealtimeReport', () => {
-  it('parses the node reporter annotation (CONTRACT 4)', () => {
+  it('parses the node reporter annotation (docs/api.md §4)', () => {
     const report = parseRealtimeReport(
       '{"time":"2026-01-02T03:04:05Z","devices":[{"id":"GPU-1","usedMemMB":2048,"totalMemMB":81559,"utilization":45,"processCount":1}]}',
     );

@@ -7,7 +7,7 @@ const ctr = (limits: Record<string, string | number>, requests?: Record<string, 
   resources: { limits, ...(requests ? { requests } : {}) },
 });
 
-describe('containerRequest (hami-spec 1.2 table)', () => {
+describe('containerRequest (docs/hami-parity.md §1.2 table)', () => {
   const cases: [string, ContainerLike, number, [number, number, number, number] | undefined][] = [
     ['gpu 1', ctr({ 'nvidia.com/gpu': '1' }), 1, [1, 0, 100, 0]],
     ['gpu 2, gpumem 4096', ctr({ 'nvidia.com/gpu': '2', 'nvidia.com/gpumem': '4096' }), 1, [2, 4096, 101, 0]],
@@ -54,7 +54,7 @@ describe('containerRequest (hami-spec 1.2 table)', () => {
   });
 });
 
-describe('podContainerRequests (hami-spec 1.3)', () => {
+describe('podContainerRequests (docs/hami-parity.md §1.3)', () => {
   it('lists init containers, then app containers, undefined for containers without cards', () => {
     const requests = podContainerRequests(pod([{}, gpu(1)], { init: [gpu(2)] }), config());
     expect(requests.init.map((r) => r?.nums)).toEqual([2]);

@@ -3,7 +3,7 @@ import type { ContainerDevice, DeviceUsage } from '../../../lib/engine/types';
 
 const dev = (uuid: string, usedmem: number, usedcores: number): ContainerDevice => ({ idx: 0, uuid, type: 'NVIDIA', usedmem, usedcores });
 
-describe('collapsePodUsage (hami-spec 7.3)', () => {
+describe('collapsePodUsage (docs/hami-parity.md §7.3)', () => {
   it('init peak 20000/10 and app 10000/5 on one GPU -> 20000 MiB, 10 cores, one slot', () => {
     expect(collapsePodUsage([[dev('GPU-a', 20000, 10)], [dev('GPU-a', 10000, 5)]], 1)).toEqual([
       { idx: 0, uuid: 'GPU-a', type: 'NVIDIA', usedmem: 20000, usedcores: 10, slots: 1 },
@@ -31,7 +31,7 @@ describe('collapsePodUsage (hami-spec 7.3)', () => {
   });
 });
 
-describe('addPodUsage (hami-spec 7.2)', () => {
+describe('addPodUsage (docs/hami-parity.md §7.2)', () => {
   it('adds max(slots,1), memory and cores, creating entries for idle cards', () => {
     const usage: Record<string, DeviceUsage> = { 'GPU-a': { used: 1, usedmem: 100, usedcores: 10 } };
     addPodUsage(usage, collapsePodUsage([[dev('GPU-a', 1000, 5)], [dev('GPU-a', 1000, 5), dev('GPU-b', 50, 0)]], 0));

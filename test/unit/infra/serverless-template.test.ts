@@ -1,6 +1,6 @@
 /**
  * What `npm run package` would deploy: the CloudFormation template generated offline from serverless.yml,
- * checked against CONTRACT section 2 (routes), the storage design (tables, TTL) and least privilege (one
+ * checked against docs/api.md §2 (routes), the storage design (tables, TTL) and least privilege (one
  * role per function, DynamoDB actions only on the tables' ARNs). Also the two generators behind it.
  */
 import { mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
@@ -14,7 +14,7 @@ import { packageService, resourcesOfType, type CfnTemplate, type PackagedService
 const repoRoot = path.resolve(__dirname, '../../..');
 const queriesDir = path.join(repoRoot, 'infra/cloudwatch');
 
-/** CONTRACT section 2: every route, the function serving it, and whether SigV4 (AWS_IAM) guards it. */
+/** docs/api.md §2: every route, the function serving it, and whether SigV4 (AWS_IAM) guards it. */
 const contractRoutes = [
   { routeKey: 'POST /filter', fn: 'filter', iam: true },
   { routeKey: 'POST /bind', fn: 'bind', iam: true },
@@ -174,7 +174,7 @@ describe('serverless.yml packaged offline (stage test, eu-west-1, --param logVer
 
   afterAll(() => packaged?.cleanup());
 
-  it('serves exactly the CONTRACT routes, each from its own function, IAM-guarded except /healthz', () => {
+  it('serves exactly the docs/api.md routes, each from its own function, IAM-guarded except /healthz', () => {
     const routes = [...resourcesOfType(template, 'AWS::ApiGatewayV2::Route').keys()].map((id) => {
       const route = propertiesOf(template, id, routeProperties);
       const integration = propertiesOf(template, route.Target['Fn::Join'][1][1].Ref, integrationProperties);
@@ -282,7 +282,7 @@ describe('serverless.yml packaged offline (stage test, eu-west-1, --param logVer
         return [r.fn, { memory: props.MemorySize, timeout: props.Timeout }];
       }),
     );
-    expect(sizes.filter).toEqual({ memory: 1024, timeout: 10 });
+    expect(sizes.filter).toEqual({ memory: 1769, timeout: 10 });
     expect(sizes.bind).toEqual({ memory: 1024, timeout: 10 });
     for (const [id] of resourcesOfType(template, 'AWS::Logs::LogGroup')) {
       expect({ id, retention: template.Resources[id]?.Properties?.RetentionInDays }).toEqual({ id, retention: 30 });
@@ -300,6 +300,12 @@ describe('serverless.yml packaged offline (stage test, eu-west-1, --param logVer
       HAMI_RECORD_RETENTION_HOURS: '24',
       HAMI_REALTIME_CHECK: 'false',
       HAMI_REALTIME_CHECK_MODE: 'strict',
+      HAMI_LOCK_AWARE: 'true',
+      HAMI_BIND_LOCK_WAIT_SECONDS: '5',
+      HAMI_VIEW_MAX_AGE_MS: '1000',
+      HAMI_DEFAULT_MEMORY: '0',
+      HAMI_DEFAULT_CORES: '0',
+      HAMI_MEMORY_FACTOR: '1',
       POWERTOOLS_SERVICE_NAME: 'hami-scheduler',
       POWERTOOLS_METRICS_NAMESPACE: 'HamiScheduler',
       POWERTOOLS_LOG_LEVEL: 'INFO',

@@ -158,7 +158,7 @@ describe('parseComputeApps', () => {
 });
 
 describe('buildRealtimeAnnotation', () => {
-  it('builds the CONTRACT 4 value for one card with its process count', () => {
+  it('builds the docs/api.md §4 value for one card with its process count', () => {
     const { cards } = parseGpuQuery(fixture('gpu-one-a100-40gb.csv'));
     const annotation = buildRealtimeAnnotation(cards, parseComputeApps(fixture('apps-one-a100.csv')), NOW);
     expect(serializeRealtimeAnnotation(annotation)).toBe(

@@ -125,7 +125,7 @@ function harness(config: Partial<ReporterConfig> = {}) {
 }
 
 describe('createNodeReporter: publishing', () => {
-  it('patches the node annotation with the CONTRACT 4 value on the first reading', async () => {
+  it('patches the node annotation with the docs/api.md §4 value on the first reading', async () => {
     const h = harness();
     const outcome = await h.reporter.tick();
     expect(outcome).toMatchObject({ kind: 'published', reason: 'first' });
