@@ -1,3 +1,4 @@
+import type { DecisionArena } from './arena';
 import type { PackedEvidence } from './evidence';
 
 /**
@@ -53,6 +54,8 @@ export interface DeviceInfo {
   readonly numa: number;
   readonly mode: string;
   readonly health: boolean;
+  /** The device kind's vendor word (lib/engine/devices); absent: NVIDIA, registered by HAMi's device plugin. */
+  readonly vendor?: string;
 }
 
 /** `hami.io/node-nvidia-score`: uuid -> (uuid -> pair score). Missing pairs count 0. */
@@ -223,6 +226,8 @@ export interface DecideInput {
    * are busy are passed over, in HAMi's order, while another one fits; HAMi's exact choice when absent.
    */
   readonly avoid?: (node: string) => string | undefined;
+  /** Working memory to reuse (see ./arena): callers that decide again and again keep one; a fresh one otherwise. */
+  readonly arena?: DecisionArena;
 }
 
 /** What one card showed when a container was tried on it. Numbers are those compared. */

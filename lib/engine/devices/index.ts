@@ -1,0 +1,20 @@
+/** Every device kind the scheduler places, and how a registered device finds its kind. */
+import { NVIDIA, type DeviceInfo } from '../types';
+import type { DeviceKind } from './kind';
+import { nvidia } from './nvidia';
+
+export type { DeviceKind } from './kind';
+
+export const DEVICE_KINDS: readonly DeviceKind[] = [nvidia];
+
+const byVendor = new Map<string, DeviceKind>(DEVICE_KINDS.map((kind) => [kind.vendor, kind]));
+
+/** The kind with this vendor word (a request's `type`). */
+export function deviceKind(vendor: string): DeviceKind | undefined {
+  return byVendor.get(vendor);
+}
+
+/** A registered device's kind: its `vendor`, NVIDIA when absent (what HAMi's register annotation holds). */
+export function deviceKindOf(device: DeviceInfo): DeviceKind | undefined {
+  return byVendor.get(device.vendor ?? NVIDIA);
+}
