@@ -12,6 +12,7 @@
  */
 import { createHash } from 'node:crypto';
 import { z } from 'zod';
+import { allocatedDevicesOf } from '../engine/devices';
 import { BindPhase, decodePodDevices, PodAnnotation } from '../engine/podAnnotations';
 import { quantityAsInt64 } from '../engine/quantity';
 import { HandshakeAnnotation, parseNodeRegistration, parseRealtimeReport, RealtimeAnnotation } from '../engine/registration';
@@ -19,7 +20,7 @@ import type { NodeRegistration } from '../engine/types';
 import { ContentionError, DomainError, StoreRejectedError } from '../errors';
 import { NodeItemTooLargeError } from '../store/codec';
 import {
-  appContainersUseCards,
+  appContainersNeedLock,
   backoffMs,
   bookingCounts,
   cardUsesOf,
@@ -452,13 +453,14 @@ function planPod(deps: ControlDeps, type: WatchEvent['type'], pod: PodObject, ui
 
   const bindPhase = annotations[PodAnnotation.BindPhase];
   const releasesLock = bindPhase === BindPhase.Success || bindPhase === BindPhase.Failed;
-  const allocated = annotations[PodAnnotation.DevicesAllocated];
-  if (!target || allocated === undefined) return { changes: [], nodes: holders, releasesLock };
+  const allocation = allocatedDevicesOf(annotations);
+  if (!target || allocation === undefined) return { changes: [], nodes: holders, releasesLock };
+  const allocated = allocation.text;
   let devices;
   try {
     devices = decodePodDevices(allocated);
   } catch (err) {
-    return { error: `pod ${ref.namespace}/${ref.name}: ${PodAnnotation.DevicesAllocated}: ${(err as Error).message}` };
+    return { error: `pod ${ref.namespace}/${ref.name}: ${allocation.annotation}: ${(err as Error).message}` };
   }
   const initCount = pod.spec?.initContainers?.length ?? 0;
   const initDone = initContainersSucceeded(pod, initCount);
@@ -478,7 +480,7 @@ function planPod(deps: ControlDeps, type: WatchEvent['type'], pod: PodObject, ui
     if (held === undefined) {
       if (decidedElsewhere.length > 0) return undefined;
       // A pod placed before we took over: adopted from its annotations.
-      booking = { namespace: ref.namespace, name: ref.name, state: 'confirmed', devices: allocated, initCount, initDone, uses: cardUsesOf(devices, initCount, initDone), holdsAppCards: appContainersUseCards(devices, initCount), origin: 'adopted', ...facts };
+      booking = { namespace: ref.namespace, name: ref.name, state: 'confirmed', devices: allocated, initCount, initDone, uses: cardUsesOf(devices, initCount, initDone), holdsAppCards: appContainersNeedLock(devices, initCount), origin: 'adopted', ...facts };
     } else if (held.devices === allocated) {
       const { expiresAtMs: _expiry, resourceVersion: _rv, bindPhase: _bp, terminating: _t, ...kept } = held;
       booking = { ...kept, state: 'confirmed', initDone, uses: held.initDone === initDone ? held.uses : cardUsesOf(devices, held.initCount, initDone), ...facts };

@@ -15,7 +15,7 @@ import { afterPendingIo } from '../clock';
 import { ContentionError } from '../errors';
 import {
   allocatingOn,
-  appContainersUseCards,
+  appContainersNeedLock,
   backoffMs,
   bookingCounts,
   cardUsesOf,
@@ -151,7 +151,6 @@ async function decideAndReserve(deps: ControlDeps, req: FilterRequest, candidate
     }
     await releaseEarlierBookings(deps, pod.uid, decision.node, nowMs);
     observe(deps, `${pod.namespace}/${pod.name}`, attemptId, decision, started);
-    const encoded = encodePodDevices(decision.devices);
     return {
       attemptId,
       result: result({ NodeNames: [decision.node] }),
@@ -161,8 +160,7 @@ async function decideAndReserve(deps: ControlDeps, req: FilterRequest, candidate
           {
             [PodAnnotation.VgpuNode]: decision.node,
             [PodAnnotation.VgpuTime]: String(Math.floor(nowMs / 1000)),
-            [PodAnnotation.DevicesToAllocate]: encoded,
-            [PodAnnotation.DevicesAllocated]: encoded,
+            ...decision.podAnnotations,
           },
           { [PodAnnotation.VgpuNode]: decision.node },
         ),
@@ -178,7 +176,8 @@ async function decideAndReserve(deps: ControlDeps, req: FilterRequest, candidate
 /**
  * Books the decision on the chosen node. The fast way adds to the cards' counters under the engine's claims,
  * so concurrent filters that both fit do not conflict; the whole-node write (guarded by the version) is used
- * when the counters are not exact yet (an expired reservation still counted, a re-filter of an expired one).
+ * when the counters are not exact yet (an expired reservation still counted, a re-filter of an expired one), and
+ * when the engine says cards are taken by position (MIG placements, NeuronCore indexes), which counters cannot guard.
  */
 function book(deps: ControlDeps, req: FilterRequest, decision: Extract<Decision, { kind: 'fit' }>, node: NodeLedger, attemptId: string, nowMs: number): Promise<NodeWrite> {
   const uid = req.podRef.uid;
@@ -191,14 +190,14 @@ function book(deps: ControlDeps, req: FilterRequest, decision: Extract<Decision,
     initCount,
     initDone: false,
     uses: cardUsesOf(decision.devices, initCount, false),
-    holdsAppCards: appContainersUseCards(decision.devices, initCount),
+    holdsAppCards: appContainersNeedLock(decision.devices, initCount),
     origin: 'decided',
     expiresAtMs: nowMs + deps.config.reservationTtlSeconds * 1000,
     placedAtMs: nowMs,
     attemptId,
   };
   const previous = node.bookings[uid];
-  if (countersAreExact(node, nowMs) && (previous === undefined || bookingCounts(previous, nowMs))) {
+  if (!decision.bookWholeNode && countersAreExact(node, nowMs) && (previous === undefined || bookingCounts(previous, nowMs))) {
     return deps.ledger.reserve({
       node: node.name,
       uid,

@@ -9,6 +9,7 @@
  * (docs/state.md, "Bookings belong to the scheduler").
  */
 import type { StoredClaim } from '../engine/claims';
+import { deviceKind } from '../engine/devices';
 import { collapsePodUsage } from '../engine/usage';
 import { NodeFailure, type AlignedUsage, type CardClaim, type DeviceUsage, type NodeRegistration, type NodeState, type PodDevices, type QuotaView, type RealtimeReport } from '../engine/types';
 
@@ -28,14 +29,14 @@ export interface Booking {
   readonly name: string;
   /** reserved: chosen by a filter, not yet seen with its annotations; confirmed: seen; gone: tombstone. */
   readonly state: BookingState;
-  /** The devices as decided, in `hami.io/vgpu-devices-allocated` form (aligned, init containers first); absent on tombstones. */
+  /** The devices as decided, in HAMi's encoding (the kind's allocated annotation: aligned, init containers first); absent on tombstones. */
   readonly devices?: string;
   readonly initCount: number;
   /** Every init container exited 0: only app containers count (HAMi's shrink). */
   readonly initDone: boolean;
   /** Collapsed per-card usage, derived from `devices` (never stored). */
   readonly uses: readonly CardUse[];
-  /** Some regular (non-init) container holds a card: `/bind` takes the node lock for it. */
+  /** Some regular (non-init) container holds a card of a kind that binds under HAMi's node lock: `/bind` takes the lock for it. */
   readonly holdsAppCards: boolean;
   /** `decided` by our filter, or `adopted` from the annotations of a pod placed before we took over. */
   readonly origin: 'decided' | 'adopted';
@@ -179,9 +180,12 @@ export function cardUsesOf(devices: PodDevices, initCount: number, initDone: boo
   return collapsePodUsage(devices, initCount, initDone).map((d) => ({ uuid: d.uuid, slots: Math.max(d.slots, 1), mem: d.usedmem, cores: d.usedcores }));
 }
 
-/** Some regular container holds a card: `/bind` must take the node lock (HAMi's bind, step 3). */
-export function appContainersUseCards(devices: PodDevices, initCount: number): boolean {
-  return devices.slice(initCount).some((container) => container.length > 0);
+/**
+ * Some regular container holds a card of a kind that binds under the node lock: `/bind` must take it (HAMi's bind,
+ * step 3; kinds without a node lock, as AWS Neuron, never do).
+ */
+export function appContainersNeedLock(devices: PodDevices, initCount: number): boolean {
+  return devices.slice(initCount).some((container) => container.some((device) => deviceKind(device.type)?.locksNode ?? true));
 }
 
 /** Usage per card of every counting booking except `excludeUid` (the pod being filtered again). */

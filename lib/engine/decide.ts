@@ -11,7 +11,7 @@
  * small objects.
  */
 import { DecisionArena } from './arena';
-import { deviceKind } from './devices';
+import { deviceKind, deviceKindOf } from './devices';
 import { DecisionTrace } from './evidence';
 import { FitRun, realtimeView } from './fit';
 import { fitNodeMessage, noAvailableNodeMessage, reasonEvents } from './messages';
@@ -19,9 +19,9 @@ import { planPod } from './plan';
 import type { DeviceScoringWeights } from './podAnnotations';
 import { DeviceScoringWeightsError, deviceScoringWeightsOf } from './podAnnotations';
 import { bookCard, cardsOf, EMPTY_NODE, loadBookedUsage, nodeScore, prepareNode, type PreparedNode } from './prepared';
-import { describeQuantityProblems, PercentageUnset, podRequestProblems } from './requests';
-import { NodeFailure, NVIDIA } from './types';
-import type { ContainerRequest, DecideInput, Decision, NodeEvidence, NodeState, RealtimeNote } from './types';
+import { describeQuantityProblems, podRequestProblems } from './requests';
+import { NodeFailure, NVIDIA, PercentageUnset } from './types';
+import type { ContainerRequest, DecideInput, Decision, NodeEvidence, NodeState, PodDevices, RealtimeNote } from './types';
 
 export { cardScore } from './order';
 
@@ -104,12 +104,16 @@ export function decide(input: DecideInput): Decision {
   }
   const chosen = fitNodes[pick]!;
   const listed = fitNodes.map(({ name, score }) => ({ name, score }));
+  const devices = trace.podDevices(chosen.trace);
+  const chosenState = input.nodes.get(chosen.name)!;
   return withPacking<Extract<Decision, { kind: 'fit' }>>({
     kind: 'fit',
     node: chosen.name,
     score: chosen.score,
-    devices: trace.podDevices(chosen.trace),
+    devices,
     claims: trace.claims(chosen.trace, plan.initCount),
+    bookWholeNode: takesByPosition(devices, chosenState),
+    podAnnotations: annotationsFor(devices, chosenState, input.nowMs),
     fitNodes: listed,
     passedOver,
     failedNodes,
@@ -119,6 +123,25 @@ export function decide(input: DecideInput): Decision {
     },
     realtime: notes,
   });
+}
+
+/** Whether some chosen card is taken by position (see `DeviceKind.positional`). */
+function takesByPosition(devices: PodDevices, state: NodeState): boolean {
+  if (!state.registration.registered) return false;
+  const registered = state.registration.devices;
+  return devices.some((container) =>
+    container.some((chosen) => {
+      const device = registered.find((d) => d.id === chosen.uuid);
+      return device !== undefined && (deviceKindOf(device)?.positional(device) ?? false);
+    }),
+  );
+}
+
+/** The pod annotations of the pod's device kind (one kind per pod: see `podRequestProblems`). */
+function annotationsFor(devices: PodDevices, state: NodeState, nowMs: number): Record<string, string> {
+  const type = devices.flat()[0]?.type;
+  const kind = type === undefined ? undefined : deviceKind(type);
+  return kind === undefined ? {} : kind.podAnnotations(devices, state, { nowMs, nodeName: state.name });
 }
 
 // ---------------------------------------------------------------------------------------------

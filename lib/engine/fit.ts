@@ -10,9 +10,8 @@ import { orderCards, scoreCards } from './order';
 import type { PodPlan, RealtimeSettings } from './plan';
 import { typeAllowed, uuidAllowed } from './podAnnotations';
 import type { PreparedNode } from './prepared';
-import { PercentageUnset } from './requests';
 import { chooseByTopology } from './topology';
-import { NVIDIA, ReasonCode } from './types';
+import { NVIDIA, PercentageUnset, ReasonCode } from './types';
 import type { ContainerDevice, ContainerRequest, NodeState, RealtimeDeviceUsage, RealtimeNote } from './types';
 import { collapsePodUsage } from './usage';
 

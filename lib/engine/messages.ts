@@ -144,3 +144,10 @@ export function reasonEvents(failedNodes: Readonly<Record<string, string>>): str
 export function compareCodeUnits(a: string, b: string): number {
   return a < b ? -1 : a > b ? 1 : 0;
 }
+
+/** Go's `strconv.ParseBool`. */
+export function parseGoBool(text: string): boolean | undefined {
+  if (['1', 't', 'T', 'TRUE', 'true', 'True'].includes(text)) return true;
+  if (['0', 'f', 'F', 'FALSE', 'false', 'False'].includes(text)) return false;
+  return undefined;
+}

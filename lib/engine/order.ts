@@ -5,8 +5,7 @@
 import type { DecisionArena } from './arena';
 import type { DeviceScoringWeights, GpuPolicy } from './podAnnotations';
 import type { PreparedNode } from './prepared';
-import { PercentageUnset } from './requests';
-import type { ContainerRequest, DeviceInfo } from './types';
+import { PercentageUnset, type ContainerRequest, type DeviceInfo } from './types';
 
 /** `util.Weight` in HAMi's score formulas. */
 const SCORE_WEIGHT = 10;

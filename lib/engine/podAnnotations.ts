@@ -2,8 +2,7 @@
  * Pod annotations HAMi writes and reads (docs/hami-parity.md §3): the device encoding and the user steering
  * annotations, with HAMi's error texts.
  */
-import { goQuote } from './messages';
-import { parseGoBool } from './registration';
+import { goQuote, parseGoBool } from './messages';
 import type { ContainerDevice, PodDevices } from './types';
 
 export const PodAnnotation = {

@@ -1,15 +1,13 @@
 /**
- * Per-container NVIDIA requests from limits/requests (docs/hami-parity.md §1.2), the pod request matrix
- * (1.3: init containers first, then app containers), and the one rule set for quantities that cannot be
- * scheduled safely (docs/api.md, "Quantities"): the filter, the admission webhook and the diagnostics all
- * use `podRequestProblems`.
+ * The pod request matrix (docs/hami-parity.md §1.3: init containers first, then app containers), each container's
+ * request read by its device kind (./devices), and the one rule set for quantities that cannot be scheduled safely
+ * (docs/api.md §9, "Quantities"): the filter, the admission webhook and the diagnostics all use `podRequestProblems`.
  */
-import { INT32_MAX, quantityAsInt64, readQuantity, toInt32 } from './quantity';
-import { NVIDIA } from './types';
+import { DEVICE_KINDS } from './devices';
+import { readQuantity } from './quantity';
 import type { ContainerLike, ContainerRequest, EngineConfig, PodLike } from './types';
 
-/** `MemPercentagereq` sentinel meaning "no percentage given". */
-export const PercentageUnset = 101;
+export { PercentageUnset } from './types';
 
 export interface PodRequests {
   readonly init: (ContainerRequest | undefined)[];
@@ -21,6 +19,15 @@ export function podContainerRequests(pod: PodLike, config: EngineConfig): PodReq
     init: (pod.spec?.initContainers ?? []).map((c) => containerRequest(c, config)),
     app: (pod.spec?.containers ?? []).map((c) => containerRequest(c, config)),
   };
+}
+
+/** The container's request, by the first device kind it asks for (one kind per container: see `podRequestProblems`). */
+export function containerRequest(container: ContainerLike, config: EngineConfig): ContainerRequest | undefined {
+  for (const kind of DEVICE_KINDS) {
+    const request = kind.request(container, config);
+    if (request !== undefined) return request;
+  }
+  return undefined;
 }
 
 /**
@@ -52,15 +59,16 @@ export const INVALID_REQUEST_PREFIX = 'invalid GPU resource request';
  */
 export function podRequestProblems(pod: PodLike, config: EngineConfig): QuantityProblem[] {
   const problems: QuantityProblem[] = [];
-  const memoryMax = Math.floor(INT32_MAX / Math.max(config.memoryFactor, 1));
-  // The percentage has no upper bound here: HAMi clamps it to 100 before it reaches int32.
-  const limits: [string, number | undefined][] = [
-    [config.resourceCountName, INT32_MAX],
-    [config.resourceMemoryName, memoryMax],
-    [config.resourceMemoryPercentageName, undefined],
-    [config.resourceCoreName, INT32_MAX],
-  ];
-  for (const container of [...(pod.spec?.initContainers ?? []), ...(pod.spec?.containers ?? [])]) {
+  const limits = DEVICE_KINDS.flatMap((kind) => kind.quantities(config).map((q): [string, number | undefined] => [q.name, q.max]));
+  const containers = [...(pod.spec?.initContainers ?? []), ...(pod.spec?.containers ?? [])];
+  // One kind of device per pod: each kind's device plugin reads its own annotations, written for the whole pod.
+  const kindsAsked = DEVICE_KINDS.filter((kind) => containers.some((container) => kind.request(container, config) !== undefined));
+  if (kindsAsked.length > 1) {
+    const asking = containers.find((container) => kindsAsked[1]!.request(container, config) !== undefined)!;
+    const names = kindsAsked.map((kind) => kind.quantities(config)[0]?.name ?? kind.vendor);
+    problems.push({ container: asking.name, resource: names.join(' and '), value: 'both', problem: 'ask for two kinds of device in one pod; a pod may use one kind' });
+  }
+  for (const container of containers) {
     for (const values of [container.resources?.limits, container.resources?.requests]) {
       for (const [resource, max] of limits) {
         const value = values?.[resource];
@@ -101,40 +109,4 @@ export function describeQuantityProblems(problems: readonly QuantityProblem[]): 
 
 function clip(text: string): string {
   return text.length > 64 ? `${text.slice(0, 61)}...` : text;
-}
-
-/** HAMi's `GenerateResourceRequests`; undefined when the container asks for no card. */
-export function containerRequest(container: ContainerLike, config: EngineConfig): ContainerRequest | undefined {
-  const read = (name: string): string | number | undefined => container.resources?.limits?.[name] ?? container.resources?.requests?.[name];
-  const count = quantityAsInt64(read(config.resourceCountName));
-  if (count === undefined) return undefined;
-  const nums = toInt32(count);
-  if (nums <= 0) return undefined;
-
-  const factor = Math.max(config.memoryFactor, 1);
-  let memreq = 0;
-  const memoryQuantity = read(config.resourceMemoryName);
-  if (memoryQuantity !== undefined) {
-    const memory = quantityAsInt64(memoryQuantity);
-    // Not a plain int32-sized integer: HAMi rejects the whole request rather than under-allocate.
-    if (memory === undefined || memory < 0 || memory > Math.floor(INT32_MAX / factor)) return undefined;
-    memreq = memory * factor;
-  }
-
-  let percentage = PercentageUnset;
-  const percentageValue = quantityAsInt64(read(config.resourceMemoryPercentageName));
-  if (percentageValue !== undefined) {
-    if (percentageValue > 100) percentage = 100;
-    else if (percentageValue > 0) percentage = percentageValue;
-  }
-  if (percentage === PercentageUnset && memreq === 0) {
-    if (config.defaultMemory !== 0) memreq = config.defaultMemory;
-    else percentage = 100;
-  }
-
-  let coresreq = config.defaultCores;
-  const cores = quantityAsInt64(read(config.resourceCoreName));
-  if (cores !== undefined) coresreq = toInt32(cores);
-
-  return { nums, type: NVIDIA, memreq, mempercentagereq: percentage, coresreq };
 }

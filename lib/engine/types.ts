@@ -114,6 +114,9 @@ export interface AlignedUsage {
   readonly cores: Int32Array;
 }
 
+/** `MemPercentagereq` sentinel meaning "no percentage given". */
+export const PercentageUnset = 101;
+
 /** `ContainerDeviceRequest` (docs/hami-parity.md §1.2). `mempercentagereq` 101 means "unset". */
 export interface ContainerRequest {
   readonly nums: number;
@@ -315,6 +318,13 @@ export type Decision =
       readonly devices: PodDevices;
       /** What booking `devices` on `node` must be guarded by, one entry per card taken. */
       readonly claims: readonly CardClaim[];
+      /**
+       * Some card is taken by position (a MIG placement, NeuronCore indexes): the per-card counters cannot guard the
+       * booking, so it must be written under the node's version (docs/state.md, "Guards").
+       */
+      readonly bookWholeNode: boolean;
+      /** The pod annotations the device plugin reads, for the chosen devices (HAMi's `PatchAnnotations`, per kind). */
+      readonly podAnnotations: Readonly<Record<string, string>>;
       /** Fitting nodes in HAMi's listing order (binpack ascending, spread descending; ties by name). */
       readonly fitNodes: readonly { readonly name: string; readonly score: number }[];
       /** Nodes HAMi would have chosen first but another allocation was under way on, and by whom (lock-aware placement). */

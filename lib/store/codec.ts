@@ -21,7 +21,7 @@ import { z } from 'zod';
 import { decodePodDevices } from '../engine/podAnnotations';
 import type { DeviceInfo, NodeRegistration, RealtimeReport } from '../engine/types';
 import {
-  appContainersUseCards,
+  appContainersNeedLock,
   cardUsesOf,
   type Booking,
   type BookingState,
@@ -162,7 +162,7 @@ function decodeBookingText(text: string): Booking {
     initCount: init,
     initDone,
     uses: state === 'gone' ? [] : cardUsesOf(podDevices, init, initDone),
-    holdsAppCards: state !== 'gone' && ((flagBits & Flag.appCards) !== 0 || appContainersUseCards(podDevices, init)),
+    holdsAppCards: state !== 'gone' && ((flagBits & Flag.appCards) !== 0 || appContainersNeedLock(podDevices, init)),
     origin: (flagBits & Flag.adopted) !== 0 ? 'adopted' : 'decided',
     ...(resourceVersion ? { resourceVersion } : {}),
     ...(expiresAtMs !== null && expiresAtMs !== undefined ? { expiresAtMs } : {}),

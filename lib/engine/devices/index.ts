@@ -14,6 +14,18 @@ export function deviceKind(vendor: string): DeviceKind | undefined {
   return byVendor.get(vendor);
 }
 
+/**
+ * The devices a pod holds by its annotations: the first kind whose allocated annotation it carries (a pod uses one
+ * kind), in HAMi's encoding.
+ */
+export function allocatedDevicesOf(annotations: Readonly<Record<string, string>>): { readonly annotation: string; readonly text: string } | undefined {
+  for (const kind of DEVICE_KINDS) {
+    const text = annotations[kind.allocatedAnnotation];
+    if (text !== undefined) return { annotation: kind.allocatedAnnotation, text };
+  }
+  return undefined;
+}
+
 /** A registered device's kind: its `vendor`, NVIDIA when absent (what HAMi's register annotation holds). */
 export function deviceKindOf(device: DeviceInfo): DeviceKind | undefined {
   return byVendor.get(device.vendor ?? NVIDIA);

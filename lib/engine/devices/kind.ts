@@ -6,15 +6,24 @@
  */
 import type { FitRun } from '../fit';
 import type { PreparedNode } from '../prepared';
-import type { ContainerLike, ContainerRequest, DeviceInfo, EngineConfig } from '../types';
+import type { ContainerLike, ContainerRequest, DeviceInfo, EngineConfig, NodeLike, NodeState, PairScores, PodDevices } from '../types';
+
+/** A node's devices of one kind (HAMi's `GetNodeDevices`), or why it has none that can be scheduled. */
+export type KindRegistration =
+  | { readonly devices: readonly DeviceInfo[]; readonly cordoned?: readonly string[]; readonly pairScores?: PairScores }
+  | { readonly reason: string };
 
 export interface DeviceKind {
   /** HAMi's `CommonWord`: the request type and the vendor of its devices (`NVIDIA`, `AWSNeuron`). */
   readonly vendor: string;
+  /** The node's devices of this kind; undefined when it has none and nothing to say about it. */
+  register(node: NodeLike, config: EngineConfig): KindRegistration | undefined;
   /** Whether Fit of this kind sees a device of the kind (NVIDIA's Fit sees only types containing "nvidia"). */
   fitSees(device: DeviceInfo): boolean;
   /** One container's request of this kind; undefined when it asks for none. */
   request(container: ContainerLike, config: EngineConfig): ContainerRequest | undefined;
+  /** The quantities its requests read, with the largest value each may hold (undefined: no bound). */
+  quantities(config: EngineConfig): readonly { readonly name: string; readonly max: number | undefined }[];
   /**
    * Whether asking for more devices than the node has of this kind fails the container at once with
    * `NodeInsufficientDevice` (HAMi's pre-check; not for requests that several instances of one card may serve).
@@ -24,4 +33,18 @@ export interface DeviceKind {
   fit(run: FitRun, cards: Int32Array): string | undefined;
   /** Whether `/bind` takes HAMi's node lock for pods whose regular containers use this kind. */
   readonly locksNode: boolean;
+  /**
+   * Whether a booking on this device depends on which part of it is taken (a MIG placement, NeuronCore indexes), not
+   * only on how much: such bookings are written under the node's version (docs/state.md, "Guards"), since the
+   * store's per-card counters cannot tell two placements apart.
+   */
+  positional(device: DeviceInfo): boolean;
+  /** The pod annotation where the kind's device plugin reads the devices decided (HAMi's encoding, init containers first). */
+  readonly allocatedAnnotation: string;
+  /**
+   * The pod annotations the filter writes for the chosen devices (HAMi's `PatchAnnotations`), beyond the
+   * kind-independent `hami.io/vgpu-node` and `hami.io/vgpu-time`. `devices` holds only this kind's containers;
+   * `node` is the chosen node as decided on.
+   */
+  podAnnotations(devices: PodDevices, node: NodeState, context: { readonly nowMs: number; readonly nodeName: string }): Record<string, string>;
 }

@@ -243,6 +243,8 @@ describe('decision metrics (EMF)', () => {
       score: 2.35,
       devices: [],
       claims: [],
+      bookWholeNode: false,
+      podAnnotations: {},
       packEvidence: notPacked,
       fitNodes: [{ name: 'node3', score: 2.35 }],
       passedOver: [],

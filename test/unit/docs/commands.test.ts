@@ -21,6 +21,7 @@ interface Exercised {
 const exercised: readonly Exercised[] = [
   { command: /^npm ci$/, by: 'test/unit/infra/installScripts.test.ts', marker: 'allowScripts' },
   { command: /^npm start( &)?$/, by: 'test/integration/demo/demo.test.ts', marker: 'startLocalServer' },
+  { command: /^DDB_ENDPOINT=http:\/\/127\.0\.0\.1:8000 npm start$/, by: 'test/integration/local/endpoint.test.ts', marker: 'DDB_ENDPOINT: backend.endpoint' },
   { command: /^npm test$/, by: 'package.json', marker: '"test": "npm run typecheck && npm run lint && jest"' },
   { command: /^curl -s localhost:8080\/cluster\/events -d /, by: 'test/integration/control/controlPlane.test.ts', marker: '/cluster/events' },
   // controlPlane.test.ts drives these routes through test/support/cluster.ts over HTTP against the local server.
