@@ -3,6 +3,7 @@
  * HAMi's own tests (pkg/device/nvidia/mig_topology_test.go, pkg/scheduler/mig_allocation_test.go,
  * pkg/scheduler/score_test.go "mode is mig"); the others pin what the scheduler must hold around them.
  */
+import fc from 'fast-check';
 import { decide } from '../../../lib/engine/decide';
 import { decodeMigAllocations, freePlacement, migHeld, MigAllocationsError, placeMigInstances, selectMigCandidate } from '../../../lib/engine/devices/nvidia/mig';
 import { parseNodeRegistration } from '../../../lib/engine/registration';
@@ -197,5 +198,50 @@ describe('MIG registration', () => {
       registered: false,
       reason: 'hami.io/node-nvidia-register device 0 "migProfiles" 0 "placements" must be an array',
     });
+  });
+});
+
+describe('property: MIG instances never overlap and are legal', () => {
+  const profileArb = fc.record({
+    name: fc.constantFrom('1g.5gb', '2g.10gb', '3g.20gb', '4g.20gb', '7g.40gb'),
+    memoryMB: fc.integer({ min: 0, max: 40960 }),
+    core: fc.integer({ min: 0, max: 100 }),
+    sliceCount: fc.integer({ min: 1, max: 7 }),
+    placements: fc.array(fc.record({ start: fc.integer({ min: 0, max: 7 }), size: fc.integer({ min: 1, max: 4 }) }), { maxLength: 7 }),
+  });
+  const inUseArb = fc.array(fc.record({ start: fc.integer({ min: 0, max: 7 }), size: fc.integer({ min: 1, max: 4 }) }), { maxLength: 3 });
+  const containerArb = fc.record({ 'nvidia.com/gpu': fc.integer({ min: 1, max: 3 }), 'nvidia.com/gpumem': fc.integer({ min: 0, max: 30000 }) });
+
+  it('decide never throws; every MIG instance of a fit has its own legal placement, free before the pod, holding the memory asked', () => {
+    fc.assert(
+      fc.property(fc.array(fc.tuple(fc.uniqueArray(profileArb, { maxLength: 3, selector: (p) => p.name }), inUseArb, fc.boolean()), { minLength: 1, maxLength: 3 }), fc.array(containerArb, { minLength: 1, maxLength: 2 }), (cardSpecs, app) => {
+        const devices = cardSpecs.map(([profiles, , mig], i) => (mig ? migCard(`GPU-${i}`, profiles, { index: i }) : card(`GPU-${i}`, { index: i, devmem: 40960, count: 7 })));
+        const inUse = Object.fromEntries(cardSpecs.map(([, used], i) => [`GPU-${i}`, used]));
+        const state: NodeState = { ...node('n1', devices), placementsInUse: inUse };
+        const decision = decide(input(pod(app), [state]));
+        expect(['fit', 'noFit', 'error']).toContain(decision.kind);
+        if (decision.kind !== 'fit') return;
+        const allocations = decision.podAnnotations['hami.io/vgpu-mig-allocations'] === undefined ? [] : decodeMigAllocations(decision.podAnnotations['hami.io/vgpu-mig-allocations']);
+        const overlaps = (a: MigPlacement, b: MigPlacement) => a.start < b.start + b.size && b.start < a.start + a.size;
+        const taken = new Map<string, MigPlacement[]>();
+        for (const a of allocations) {
+          const device = devices.find((d) => d.id === a.gpuUUID)!;
+          expect(device.mode).toBe('mig');
+          const profile = device.migProfiles!.find((p) => p.name === a.profile)!;
+          expect(profile.placements).toContainEqual(a.placement);
+          const asked = Number(app[a.containerIndex]!['nvidia.com/gpumem']);
+          // Memory 0 asks for the whole card (HAMi's percentage default): a profile holding it is what was chosen.
+          expect(profile.memoryMB).toBeGreaterThanOrEqual(asked === 0 ? device.devmem : asked);
+          const held = taken.get(a.gpuUUID) ?? [...(inUse[a.gpuUUID] ?? [])];
+          expect(held.some((p) => overlaps(p, a.placement))).toBe(false);
+          held.push(a.placement);
+          taken.set(a.gpuUUID, held);
+        }
+        // Every device entry on a MIG card has its allocation.
+        const onMig = decision.devices.flat().filter((d) => devices.find((c) => c.id === d.uuid)?.mode === 'mig').length;
+        expect(allocations).toHaveLength(onMig);
+      }),
+      { numRuns: 400 },
+    );
   });
 });
