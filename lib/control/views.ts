@@ -3,6 +3,7 @@
  * Both are rendered from what was stored, never recomputed.
  */
 import type { AttemptRecord, BindRecord } from '../diagnostics/record';
+import { renderSummary, type SchedulerLogSummary } from '../diagnostics/summary';
 import { renderSchedulerLog, type SchedulerLog } from '../diagnostics/schedulerLog';
 import type { NodeDevices } from '../diagnostics/nodeDevices';
 import { NodeFailure } from '../engine/types';
@@ -10,6 +11,7 @@ import { NotFoundError } from '../errors';
 import { bookingCounts, effectiveRegistration, usageOf, type NodeLedger } from './ledger';
 import type { PodRecords } from './ports';
 import type { ControlDeps } from './deps';
+import { decodeContinue, encodeContinue, MAX_PAGE_BYTES, type ListBody } from './listing';
 
 /** How many earlier attempts `?history=true` shows. */
 export const HISTORY_LIMIT = 20;
@@ -126,5 +128,61 @@ export function renderNodeDevices(node: NodeLedger, nowMs: number, countResource
           expires: new Date(liveLock.expiresAtMs).toISOString(),
         }
       : null,
+  };
+}
+
+export interface ListQuery {
+  readonly limit: number;
+  readonly continue?: string;
+}
+
+/**
+ * Every node's devices view, by name, a page at a time (docs/api.md §10): the directory gives the names, the page's
+ * nodes are read in batches. A page also ends before it outgrows MAX_PAGE_BYTES.
+ */
+export async function listNodeDevices(deps: ControlDeps, q: ListQuery): Promise<ListBody<NodeDevicesView>> {
+  const after = q.continue === undefined ? undefined : decodeContinue(q.continue, 'nodes', '');
+  const names = (await deps.ledger.readDirectory()).filter((name) => after === undefined || name > after);
+  const page = names.slice(0, q.limit);
+  const nodes = await deps.ledger.readNodes(page, { consistent: false });
+  const nowMs = deps.runtime.clock.now();
+  const items: NodeDevicesView[] = [];
+  let bytes = 0;
+  let last: string | undefined;
+  for (const name of page) {
+    const node = nodes.get(name);
+    if (node !== undefined) {
+      const view = renderNodeDevices(node, nowMs, deps.config.engine.resourceCountName);
+      bytes += JSON.stringify(view).length;
+      if (bytes > MAX_PAGE_BYTES && items.length > 0) break;
+      items.push(view);
+    }
+    last = name;
+  }
+  const consumed = last === undefined ? 0 : names.indexOf(last) + 1;
+  const remaining = names.length - consumed;
+  return {
+    kind: 'NodeDevicesList',
+    apiVersion: 'v1',
+    metadata: remaining > 0 && last !== undefined ? { continue: encodeContinue('nodes', '', last), remainingItemCount: remaining } : {},
+    items,
+  };
+}
+
+/** The latest attempt of every pod (of one namespace, or all), summarised, a page at a time (docs/api.md §10). */
+export async function listSchedulerLogs(deps: ControlDeps, q: ListQuery & { readonly namespace?: string }): Promise<ListBody<SchedulerLogSummary>> {
+  const scope = q.namespace ?? '';
+  const after = q.continue === undefined ? undefined : decodeContinue(q.continue, 'schedulerlogs', scope);
+  const page = await deps.records.listSummaries({
+    limit: q.limit,
+    nowMs: deps.runtime.clock.now(),
+    ...(q.namespace !== undefined ? { namespace: q.namespace } : {}),
+    ...(after !== undefined ? { after } : {}),
+  });
+  return {
+    kind: 'SchedulerLogList',
+    apiVersion: 'v1',
+    metadata: page.next !== undefined ? { continue: encodeContinue('schedulerlogs', scope, page.next) } : {},
+    items: page.items.map(renderSummary),
   };
 }
