@@ -57,7 +57,11 @@ export interface NodeDevicesView extends NodeDevices {
   readonly registrationUpdated: string | null;
   readonly registrationAgeSeconds: number | null;
   readonly realtime: { readonly time: string; readonly ageSeconds: number } | null;
-  readonly devices: (NodeDevices['devices'][number] & { readonly freemem: number })[];
+  readonly devices: (NodeDevices['devices'][number] & {
+    readonly freemem: number;
+    /** What the node agent measured on the card (docs/realtime.md), where it reported. */
+    readonly realtime?: { readonly usedmem: number; readonly totalmem: number; readonly utilization?: number };
+  })[];
   readonly lock: (NonNullable<NodeDevices['lock']> & { readonly ageSeconds: number; readonly expires: string }) | null;
   /** Parts of the node's stored state that cannot be decoded (the node is not scheduled until repaired). */
   readonly problems?: readonly { readonly part: string; readonly problem: string }[];
@@ -103,6 +107,7 @@ export function renderNodeDevices(node: NodeLedger, nowMs: number, countResource
     devices: registration.registered
       ? registration.devices.map((d) => {
           const used = usage[d.id] ?? { used: 0, usedmem: 0, usedcores: 0 };
+          const measured = node.realtime?.devices[d.id];
           return {
             id: d.id,
             index: d.index,
@@ -117,6 +122,9 @@ export function renderNodeDevices(node: NodeLedger, nowMs: number, countResource
             usedcores: used.usedcores,
             freemem: d.devmem - used.usedmem,
             pods: (holders.get(d.id) ?? []).sort(),
+            ...(measured
+              ? { realtime: { usedmem: measured.usedMemMB, totalmem: measured.totalMemMB, ...(measured.utilization !== undefined ? { utilization: measured.utilization } : {}) } }
+              : {}),
           };
         })
       : [],
