@@ -47,7 +47,9 @@ afterAll(async () => {
 });
 
 afterEach(() => {
-  expect(pageErrors.splice(0)).toEqual([]);
+  // A fault in the page (an exception, a CSP violation) fails the test that caused it.
+  const errors = pageErrors.splice(0);
+  if (errors.length > 0) throw new Error(`the page reported errors:\n${errors.join('\n')}`);
 });
 
 /** Navigates to a console page and waits until it has drawn it. */
