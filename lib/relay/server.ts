@@ -1,6 +1,6 @@
 /**
  * The relay's HTTP surface. Two listeners share one router: the extender listener serves kube-scheduler's
- * verbs, the user listener serves scheduler logs; both serve probes. Splitting them lets a
+ * verbs, the user listener serves scheduler logs, the listing routes and the web console; both serve probes. Splitting them lets a
  * NetworkPolicy keep /filter and /bind reachable by the scheduler only (the protocol has no auth).
  */
 import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
