@@ -53,7 +53,8 @@ export function answerFor(attempt: AnswerInput): Answer {
     if (top !== undefined) {
       const others = filter.reasons.length - 1;
       const also = others > 0 ? `; ${others} other reason${others === 1 ? '' : 's'} on the rest` : '';
-      return withHint(`Pending: no node fits. ${top.nodes} of ${filter.evaluated} node${filter.evaluated === 1 ? '' : 's'} fail with ${top.code}${also}.`, top.code);
+      const nodes = `${top.nodes} of ${filter.evaluated} node${filter.evaluated === 1 ? '' : 's'} ${top.nodes === 1 ? 'fails' : 'fail'}`;
+      return withHint(`Pending: no node fits. ${nodes} with ${top.code}${also}.`, top.code);
     }
     if (filter.evaluated === 0 && filter.summary.startsWith('no available node')) {
       return { sentence: 'Pending: the scheduler offered no candidate node to the filter.' };

@@ -5,6 +5,8 @@
 import type { Server } from 'node:http';
 import { AdmissionregistrationV1Api, ApiException, AuthenticationV1Api, AuthorizationV1Api, CoreV1Api, type KubeConfig } from '@kubernetes/client-node';
 import { cardCapacity } from '../admission/cards';
+import { walkDecisionTree } from '../cli/decisionTree';
+import { KubeClusterReader } from '../cli/kubeClusterReader';
 import type { NodeLike } from '../engine/types';
 import type { AppLogger } from '../powertools';
 import type { RelayConfig } from './config';
@@ -158,6 +160,18 @@ export async function startRelay(opts: StartRelayOptions): Promise<RunningRelay>
     probeTimeoutMs: 2_000,
     schedulerLogTimeoutMs: config.extenderDeadlineMs,
     ...(config.extender.tls !== 'off' ? { extenderListening: () => extenderTls?.listening() === true } : {}),
+    diagnose: async (namespace: string, name: string) => {
+      const reader = new KubeClusterReader(core);
+      try {
+        const pod = await reader.getPod(namespace, name);
+        const nodeName = pod?.spec?.nodeName;
+        const node = nodeName ? await reader.getNode(nodeName) : undefined;
+        return walkDecisionTree({ namespace, name }, pod, node, { schedulerName: config.admission.schedulerName, resourceNames: config.managedResources });
+      } catch (err) {
+        logger.warn('DiagnosisUnavailable', { namespace, pod: name, error: err instanceof Error ? err.message : String(err) });
+        return undefined;
+      }
+    },
   };
   const sources = tlsSources(config, kubeConfig, core, logger, opts.now);
   // The extender port: mutual TLS (kube-scheduler's client certificate required), or plain HTTP when asked for.

@@ -33,6 +33,11 @@ export interface RouterDeps {
   readonly schedulerLogTimeoutMs: number;
   /** With mutual TLS the extender listener waits for its certificate; not ready until it listens. */
   readonly extenderListening?: () => boolean;
+  /**
+   * For a pod without a scheduling record: hami-diag's debugging decision tree walked with the relay's own view of
+   * the cluster (lib/cli/decisionTree.ts), added to the 404 as `diagnosis`; undefined when the cluster cannot be read.
+   */
+  readonly diagnose?: (namespace: string, name: string) => Promise<unknown>;
 }
 
 export type Listener = 'extender' | 'user';
@@ -182,7 +187,29 @@ async function schedulerLog(req: IncomingMessage, res: ServerResponse, url: URL,
     send(res, decision.code, statusBody(decision.code, decision.reason, decision.message));
     return decision.code;
   }
-  return forward(res, url.pathname, passedQuery(url, PASSED_QUERY), deps);
+  if (deps.diagnose === undefined) return forward(res, url.pathname, passedQuery(url, PASSED_QUERY), deps);
+  let answer: { status: number; text: string };
+  try {
+    answer = await deps.controlPlane.get(url.pathname, { timeoutMs: deps.schedulerLogTimeoutMs, query: passedQuery(url, PASSED_QUERY) });
+  } catch (err) {
+    deps.logger.warn('UserRouteUnavailable', { path: url.pathname, error: err instanceof Error ? err.message : String(err) });
+    send(res, 503, statusBody(503, 'ServiceUnavailable', 'the scheduler control plane is unavailable; retry later'));
+    return 503;
+  }
+  if (answer.status !== 404) {
+    send(res, answer.status, answer.text);
+    return answer.status;
+  }
+  // No record: why, in the debugging decision tree's words (the user may get this pod, so may read about it).
+  const diagnosis = await deps.diagnose(namespace, name);
+  let body: Record<string, unknown>;
+  try {
+    body = JSON.parse(answer.text) as Record<string, unknown>;
+  } catch {
+    body = statusBody(404, 'NotFound', `no scheduling record for pod ${namespace}/${name}`);
+  }
+  send(res, 404, diagnosis === undefined ? body : { ...body, diagnosis });
+  return 404;
 }
 
 /** Handles one request on the given listener; returns the status for the access log. */

@@ -3,7 +3,7 @@
  * log's rules: TokenReview, then SubjectAccessReview; `list nodes` for the overview, `get pods` per namespace.
  */
 import { startFakeKube, type FakeKube } from '../../support/fakeKube';
-import { recordingLogger, startFakeControlPlane, startTestRelay, type FakeControlPlane } from './harness';
+import { gpuPod, recordingLogger, startFakeControlPlane, startTestRelay, type FakeControlPlane } from './harness';
 import type { RunningRelay } from '../../../lib/relay/relay';
 
 let kube: FakeKube;
@@ -106,6 +106,21 @@ describe('scheduler-log listings on the user port', () => {
   it('gives a user without any rights an empty page, and no one without a token anything', async () => {
     expect((await get('/api/v1/schedulerlogs', bearer(NOBODY))).body.items).toEqual([]);
     expect((await get('/api/v1/schedulerlogs')).status).toBe(401);
+  });
+});
+
+describe('a pod without a scheduling record', () => {
+  it("answers the control plane's 404 with the debugging decision tree, walked with the relay's view of the cluster", async () => {
+    kube.create('Pod', gpuPod('waiting', 'team-a'));
+    cp.on('GET', 'schedulerlog', { status: 404, body: { kind: 'Status', apiVersion: 'v1', status: 'Failure', reason: 'NotFound', code: 404, message: 'no scheduling record for pod team-a/waiting' } });
+    const answer = await get('/api/v1/namespaces/team-a/pods/waiting/schedulerlog', bearer(ALICE));
+    expect(answer.status).toBe(404);
+    expect(answer.body).toMatchObject({
+      kind: 'Status',
+      message: 'no scheduling record for pod team-a/waiting',
+      diagnosis: { branch: 'never-filtered', explanation: 'The pod waits for scheduling, but no filter call for it has reached the control plane.' },
+    });
+    expect((await get('/api/v1/namespaces/team-a/pods/ghost/schedulerlog', bearer(ALICE))).body).toMatchObject({ diagnosis: { branch: 'pod-not-found' } });
   });
 });
 
