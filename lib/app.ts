@@ -26,7 +26,7 @@ export function dynamoStores(config: AppConfig, runtime: Runtime, options: Store
   const stats = options.stats ?? emptyStats();
   return {
     ledger: new DynamoLedgerStore(doc, config.stateTable, stats, runtime.sleep, () => runtime.clock.now()),
-    records: new RecordStore(doc, config.recordsTable, config.recordRetentionHours * 3600, stats),
+    records: new RecordStore(doc, config.recordsTable, config.recordRetentionHours * 3600, stats, runtime.sleep),
   };
 }
 

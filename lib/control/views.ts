@@ -3,6 +3,7 @@
  * Both are rendered from what was stored, never recomputed.
  */
 import type { AttemptRecord, BindRecord } from '../diagnostics/record';
+import { renderSummary, type SchedulerLogSummary } from '../diagnostics/summary';
 import { renderSchedulerLog, type SchedulerLog } from '../diagnostics/schedulerLog';
 import type { NodeDevices } from '../diagnostics/nodeDevices';
 import { NodeFailure, type MigProfile } from '../engine/types';
@@ -11,6 +12,7 @@ import { NotFoundError } from '../errors';
 import { bookingCounts, effectiveRegistration, partsHeld, usageOf, type HeldPart, type NodeLedger } from './ledger';
 import type { PodRecords } from './ports';
 import type { ControlDeps } from './deps';
+import { decodeContinue, encodeContinue, MAX_PAGE_BYTES, type ListBody } from './listing';
 
 /** How many earlier attempts `?history=true` shows. */
 export const HISTORY_LIMIT = 20;
@@ -56,7 +58,11 @@ export interface NodeDevicesView extends NodeDevices {
   readonly registrationUpdated: string | null;
   readonly registrationAgeSeconds: number | null;
   readonly realtime: { readonly time: string; readonly ageSeconds: number } | null;
-  readonly devices: (NodeDevices['devices'][number] & { readonly freemem: number })[];
+  readonly devices: (NodeDevices['devices'][number] & {
+    readonly freemem: number;
+    /** What the node agent measured on the card (docs/realtime.md), where it reported. */
+    readonly realtime?: { readonly usedmem: number; readonly totalmem: number; readonly utilization?: number };
+  })[];
   readonly lock: (NonNullable<NodeDevices['lock']> & { readonly ageSeconds: number; readonly expires: string }) | null;
   /** Parts of the node's stored state that cannot be decoded (the node is not scheduled until repaired). */
   readonly problems?: readonly { readonly part: string; readonly problem: string }[];
@@ -104,6 +110,7 @@ export function renderNodeDevices(node: NodeLedger, nowMs: number, countResource
     devices: registration.registered
       ? registration.devices.map((d) => {
           const used = usage[d.id] ?? { used: 0, usedmem: 0, usedcores: 0 };
+          const measured = node.realtime?.devices[d.id];
           return {
             id: d.id,
             index: d.index,
@@ -121,6 +128,9 @@ export function renderNodeDevices(node: NodeLedger, nowMs: number, countResource
             ...(d.mode === 'mig' ? { mode: d.mode } : {}),
             ...(failClosed.has(d.id) ? { health: false, unhealthyReason: 'a pod booked on this MIG card holds no placement the scheduler can account for' } : {}),
             ...(d.migProfiles ? { mig: migView(d.migProfiles, held.parts.filter((part) => part.uuid === d.id)) } : {}),
+            ...(measured
+              ? { realtime: { usedmem: measured.usedMemMB, totalmem: measured.totalMemMB, ...(measured.utilization !== undefined ? { utilization: measured.utilization } : {}) } }
+              : {}),
           };
         })
       : [],
@@ -141,5 +151,61 @@ function migView(profiles: readonly MigProfile[], held: readonly HeldPart[]) {
   return {
     profiles: profiles.map((p) => ({ name: p.name, memoryMB: p.memoryMB, core: p.core, placements: p.placements.length, free: freePlacements(p, taken).length })),
     inUse: held.map((part) => ({ start: part.placement.start, size: part.placement.size, pod: part.pod })).sort((a, b) => a.start - b.start),
+  };
+}
+
+export interface ListQuery {
+  readonly limit: number;
+  readonly continue?: string;
+}
+
+/**
+ * Every node's devices view, by name, a page at a time (docs/api.md §10): the directory gives the names, the page's
+ * nodes are read in batches. A page also ends before it outgrows MAX_PAGE_BYTES.
+ */
+export async function listNodeDevices(deps: ControlDeps, q: ListQuery): Promise<ListBody<NodeDevicesView>> {
+  const after = q.continue === undefined ? undefined : decodeContinue(q.continue, 'nodes', '');
+  const names = (await deps.ledger.readDirectory()).filter((name) => after === undefined || name > after);
+  const page = names.slice(0, q.limit);
+  const nodes = await deps.ledger.readNodes(page, { consistent: false });
+  const nowMs = deps.runtime.clock.now();
+  const items: NodeDevicesView[] = [];
+  let bytes = 0;
+  let last: string | undefined;
+  for (const name of page) {
+    const node = nodes.get(name);
+    if (node !== undefined) {
+      const view = renderNodeDevices(node, nowMs, deps.config.engine.resourceCountName);
+      bytes += JSON.stringify(view).length;
+      if (bytes > MAX_PAGE_BYTES && items.length > 0) break;
+      items.push(view);
+    }
+    last = name;
+  }
+  const consumed = last === undefined ? 0 : names.indexOf(last) + 1;
+  const remaining = names.length - consumed;
+  return {
+    kind: 'NodeDevicesList',
+    apiVersion: 'v1',
+    metadata: remaining > 0 && last !== undefined ? { continue: encodeContinue('nodes', '', last), remainingItemCount: remaining } : {},
+    items,
+  };
+}
+
+/** The latest attempt of every pod (of one namespace, or all), summarised, a page at a time (docs/api.md §10). */
+export async function listSchedulerLogs(deps: ControlDeps, q: ListQuery & { readonly namespace?: string }): Promise<ListBody<SchedulerLogSummary>> {
+  const scope = q.namespace ?? '';
+  const after = q.continue === undefined ? undefined : decodeContinue(q.continue, 'schedulerlogs', scope);
+  const page = await deps.records.listSummaries({
+    limit: q.limit,
+    nowMs: deps.runtime.clock.now(),
+    ...(q.namespace !== undefined ? { namespace: q.namespace } : {}),
+    ...(after !== undefined ? { after } : {}),
+  });
+  return {
+    kind: 'SchedulerLogList',
+    apiVersion: 'v1',
+    metadata: page.next !== undefined ? { continue: encodeContinue('schedulerlogs', scope, page.next) } : {},
+    items: page.items.map(renderSummary),
   };
 }

@@ -27,6 +27,10 @@ export interface FilterRecord {
   readonly packed?: StoredEvidence;
   /** Devices chosen per container (init first) when passed. */
   readonly devices?: PodDevices;
+  /** Nodes evaluated (the candidates), set by the filter: the evidence is written packed. */
+  readonly evaluated?: number;
+  /** Failed nodes per reason, most first, set by the filter when no node fit (the listing's summary reads them). */
+  readonly reasons?: readonly { readonly code: string; readonly nodes: number }[];
   /** Fitting nodes passed over because another allocation was under way on them, and by whom (lock-aware placement). */
   readonly passedOver?: readonly { readonly name: string; readonly holder: string }[];
 }

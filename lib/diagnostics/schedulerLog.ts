@@ -5,6 +5,7 @@
  */
 import { z } from 'zod';
 import type { ContainerEvidence, NodeEvidence } from '../engine/types';
+import { answerFor, filterFacts } from './answer';
 import { hintFor, type Hint } from './hints';
 import type { AttemptRecord } from './record';
 import { bindFailureKey, countNodesByReason, filterErrorKey } from './reasons';
@@ -90,8 +91,12 @@ const attemptLogSchema = z.object({
   view: z.object({ seq: z.number(), ageMs: z.number() }).optional(),
 });
 
+export const answerSchema = z.object({ sentence: z.string(), code: z.string().optional(), fix: z.string().optional() });
+
 export const schedulerLogSchema = attemptLogSchema.extend({
   hints: z.array(hintSchema),
+  /** The one-sentence answer, outcome first, with the fix for its reason (lib/diagnostics/answer.ts). */
+  answer: answerSchema.optional(),
   /** `?history=true`: earlier attempts, newest first, without hints. */
   history: z.array(attemptLogSchema).optional(),
 });
@@ -110,7 +115,9 @@ export interface RenderOptions {
 }
 
 export function renderSchedulerLog(latest: AttemptRecord, opts: RenderOptions = {}): SchedulerLog {
-  const log: SchedulerLog = { ...renderAttempt(latest, opts.detail), hints: hintsFor(latest) };
+  const attempt = renderAttempt(latest, opts.detail);
+  const answer = answerFor({ status: attempt.status, filter: filterFacts(latest), bind: attempt.bind });
+  const log: SchedulerLog = { ...attempt, hints: hintsFor(latest), answer };
   if (opts.history !== undefined) {
     log.history = opts.history
       .filter((earlier) => earlier.attemptId !== latest.attemptId)
@@ -121,7 +128,7 @@ export function renderSchedulerLog(latest: AttemptRecord, opts: RenderOptions = 
 }
 
 /** docs/api.md §9: succeeded after a successful bind outcome, failed on a failed filter or bind, else pending. */
-export function overallStatus(record: AttemptRecord): AttemptLog['status'] {
+export function overallStatus(record: { readonly filter: Pick<AttemptRecord['filter'], 'status'>; readonly bind: Pick<AttemptRecord['bind'], 'status'> }): AttemptLog['status'] {
   if (record.filter.status === 'failed') return 'failed';
   switch (record.bind.status) {
     case 'passed':

@@ -7,7 +7,8 @@ import { bindPodToNode, recordBindOutcome } from '../control/bind';
 import { clusterEventsBody, ingestClusterEvents } from '../control/clusterEvents';
 import type { ControlDeps } from '../control/deps';
 import { filterPod } from '../control/filter';
-import { readNodeDevices, readSchedulerLog } from '../control/views';
+import { listNodeDevices, listSchedulerLogs, readNodeDevices, readSchedulerLog } from '../control/views';
+import { DEFAULT_LIST_LIMIT, MAX_LIST_LIMIT } from '../control/listing';
 import type { NodeLike, PodLike } from '../engine/types';
 import { BadRequestError, PayloadTooLargeError } from '../errors';
 import { kubeName, kubeNamespace, kubeUid } from '../control/names';
@@ -227,6 +228,53 @@ export const nodeDevicesRoute: Route = {
   },
 };
 
+const listQuery = z.object({
+  limit: z
+    .string()
+    .regex(/^\d{1,7}$/, { message: `limit must be a whole number from 1 to ${MAX_LIST_LIMIT}` })
+    .transform(Number)
+    .refine((n) => n >= 1 && n <= MAX_LIST_LIMIT, { message: `limit must be a whole number from 1 to ${MAX_LIST_LIMIT}` })
+    .optional(),
+  continue: z.string().min(1).max(2048, { message: 'continue token is too long' }).optional(),
+});
+
+function pageOf(req: HttpRequest): { limit: number; continue?: string } {
+  const query = check(listQuery, req.query, 'query');
+  return { limit: query.limit ?? DEFAULT_LIST_LIMIT, ...(query.continue !== undefined ? { continue: query.continue } : {}) };
+}
+
+export const listNodesRoute: Route = {
+  name: 'listNodes',
+  kind: 'api',
+  method: 'GET',
+  path: '/api/v1/nodes',
+  async handle(deps, req) {
+    return json(200, await listNodeDevices(deps, pageOf(req)));
+  },
+};
+
+export const namespaceSchedulerLogsRoute: Route = {
+  name: 'namespaceSchedulerLogs',
+  kind: 'api',
+  method: 'GET',
+  path: '/api/v1/namespaces/{ns}/schedulerlogs',
+  async handle(deps, req, logKeys) {
+    const namespace = check(kubeNamespace, req.pathParameters.ns ?? '', 'namespace');
+    logKeys({ namespace });
+    return json(200, await listSchedulerLogs(deps, { ...pageOf(req), namespace }));
+  },
+};
+
+export const allSchedulerLogsRoute: Route = {
+  name: 'allSchedulerLogs',
+  kind: 'api',
+  method: 'GET',
+  path: '/api/v1/schedulerlogs',
+  async handle(deps, req) {
+    return json(200, await listSchedulerLogs(deps, pageOf(req)));
+  },
+};
+
 export const healthzRoute: Route = {
   name: 'healthz',
   kind: 'api',
@@ -238,7 +286,18 @@ export const healthzRoute: Route = {
 };
 
 /** Every route, in one place: the local server serves them, serverless.yml deploys one function each. */
-export const routes: readonly Route[] = [filterRoute, bindRoute, bindOutcomeRoute, clusterEventsRoute, schedulerLogRoute, nodeDevicesRoute, healthzRoute];
+export const routes: readonly Route[] = [
+  filterRoute,
+  bindRoute,
+  bindOutcomeRoute,
+  clusterEventsRoute,
+  schedulerLogRoute,
+  nodeDevicesRoute,
+  listNodesRoute,
+  namespaceSchedulerLogsRoute,
+  allSchedulerLogsRoute,
+  healthzRoute,
+];
 
 /**
  * The decoded parameters of `rawPath` under a route's template, or undefined when it does not match.

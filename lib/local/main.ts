@@ -15,6 +15,7 @@ async function main(): Promise<void> {
   const { describeStore, runFromEnvironment } = await import('./server');
   const server = await runFromEnvironment();
   process.stdout.write(`hami-explain control plane listening on ${server.url} (${describeStore(server.store)}${process.env.HAMI_API_TOKEN ? '; bearer token required' : ''})\n`);
+  process.stdout.write(`web console: open ${server.url}/ in a browser${process.env.HAMI_API_TOKEN ? ' and sign in with HAMI_API_TOKEN' : ''}\n`);
   const stop = () => {
     server.close().then(
       () => process.exit(0),

@@ -19,6 +19,7 @@ import { errorResponse, json, statusBody, type HttpResponse } from '../http/resp
 import { MAX_BODY_BYTES, routes, type Route } from '../http/routes';
 import { emptyStats, type StoreStats } from '../store/dynamo';
 import { ensureTables } from '../store/tables';
+import { consoleAsset } from '../console/serve';
 
 export interface LocalServerOptions {
   readonly port?: number;
@@ -82,6 +83,12 @@ export async function startLocalServer(options: LocalServerOptions = {}): Promis
   async function serve(req: IncomingMessage, res: ServerResponse): Promise<void> {
     const url = new URL(req.url ?? '/', 'http://local');
     const rawPath = url.pathname;
+    // The web console (docs/api.md §11): its assets carry no data, so they need no token; its API calls do.
+    const asset = consoleAsset(req.method, rawPath);
+    if (asset !== undefined) {
+      req.resume();
+      return send(res, asset);
+    }
     const matching = routes.filter((route) => matchesTemplate(route.path, rawPath));
     if (matching.length === 0) return send(res, json(404, statusBody(404, 'NotFound', `no route for ${safePath(rawPath)}`)));
     const route = matching.find((r) => r.method === req.method);

@@ -44,6 +44,12 @@ const envSchema = z
     RELAY_PORT: intFromEnv(8080, 0, 65535),
     /** Users' scheduler-log route and probes; a separate port so a NetworkPolicy can keep /filter and /bind for the scheduler. */
     RELAY_USER_PORT: intFromEnv(8081, 0, 65535),
+    /**
+     * The user port (scheduler logs, listings, the console): `self-managed` or `files` serve HTTPS with the same
+     * certificate machinery as the webhook; `off` is plain HTTP, only when asked for (local runs, tests). No default.
+     */
+    RELAY_USER_TLS: z.enum(['self-managed', 'files', 'off'], { message: 'must be self-managed, files or off (off: plain HTTP, for local runs and tests)' }),
+    RELAY_USER_CERT_DIR: z.string().trim().min(1).default('/tls'),
     HAMI_CONTROL_PLANE_URL: z.url({ protocol: /^https?$/, error: 'must be an http(s) URL, e.g. https://abc.execute-api.eu-west-1.amazonaws.com' }),
     HAMI_CONTROL_PLANE_AUTH: z.enum(['iam', 'token', 'none']).optional(),
     HAMI_API_TOKEN: optionalText,
@@ -119,8 +125,8 @@ const envSchema = z
     if (env.RELAY_WEBHOOK_TLS !== 'off' && env.RELAY_WEBHOOK_PORT !== 0 && [env.RELAY_PORT, env.RELAY_USER_PORT].includes(env.RELAY_WEBHOOK_PORT)) {
       ctx.addIssue({ code: 'custom', path: ['RELAY_WEBHOOK_PORT'], message: 'must differ from RELAY_PORT and RELAY_USER_PORT' });
     }
-    if ((env.RELAY_WEBHOOK_TLS === 'self-managed' || env.RELAY_EXTENDER_TLS === 'self-managed') && env.POD_NAMESPACE === undefined) {
-      ctx.addIssue({ code: 'custom', path: ['POD_NAMESPACE'], message: 'is required when RELAY_WEBHOOK_TLS or RELAY_EXTENDER_TLS is self-managed (set it from the downward API)' });
+    if ((env.RELAY_WEBHOOK_TLS === 'self-managed' || env.RELAY_EXTENDER_TLS === 'self-managed' || env.RELAY_USER_TLS === 'self-managed') && env.POD_NAMESPACE === undefined) {
+      ctx.addIssue({ code: 'custom', path: ['POD_NAMESPACE'], message: 'is required when RELAY_WEBHOOK_TLS, RELAY_EXTENDER_TLS or RELAY_USER_TLS is self-managed (set it from the downward API)' });
     }
     if (/REPLACE-ME|CHANGE-ME/i.test(env.HAMI_CONTROL_PLANE_URL)) {
       ctx.addIssue({ code: 'custom', path: ['HAMI_CONTROL_PLANE_URL'], message: 'still holds the placeholder: set it to your API URL (`serverless info` shows HttpApiUrl)' });
@@ -164,6 +170,7 @@ export interface RelayConfig {
     readonly clientName: string;
     readonly clientSecretName: string;
   };
+  readonly user: { readonly tls: 'self-managed' | 'files' | 'off'; readonly certDir: string };
   readonly webhook: {
     readonly tls: 'self-managed' | 'files' | 'off';
     readonly port: number;
@@ -233,6 +240,7 @@ export function loadRelayConfig(env: NodeJS.ProcessEnv = process.env): RelayConf
     backoff: { initialMs: e.RELAY_BACKOFF_INITIAL_MS, maxMs: e.RELAY_BACKOFF_MAX_MS },
     nudge: { perSecond: e.RELAY_NUDGE_PER_SECOND, windowMs: e.RELAY_NUDGE_WINDOW_SECONDS * 1000 },
     extender: { tls: e.RELAY_EXTENDER_TLS, certDir: e.RELAY_EXTENDER_CERT_DIR, clientName: e.RELAY_EXTENDER_CLIENT_NAME, clientSecretName: e.RELAY_EXTENDER_CLIENT_SECRET },
+    user: { tls: e.RELAY_USER_TLS, certDir: e.RELAY_USER_CERT_DIR },
     webhook: {
       tls: e.RELAY_WEBHOOK_TLS,
       port: e.RELAY_WEBHOOK_PORT,

@@ -5,6 +5,8 @@
 import type { Server } from 'node:http';
 import { AdmissionregistrationV1Api, ApiException, AuthenticationV1Api, AuthorizationV1Api, CoreV1Api, type KubeConfig } from '@kubernetes/client-node';
 import { cardCapacity } from '../admission/cards';
+import { walkDecisionTree } from '../cli/decisionTree';
+import { KubeClusterReader } from '../cli/kubeClusterReader';
 import type { NodeLike } from '../engine/types';
 import type { AppLogger } from '../powertools';
 import type { RelayConfig } from './config';
@@ -47,7 +49,9 @@ export interface RunningRelay {
   /** The plain-HTTP extender's URL; empty with mutual TLS (then `extenderTls.ready()` gives it). */
   readonly extenderUrl: string;
   readonly extenderTls?: RunningTlsListener;
+  /** The plain-HTTP user port's URL; empty with HTTPS (then `userTls.ready()` gives it). */
   readonly userUrl: string;
+  readonly userTls?: RunningTlsListener;
   readonly watcher: ClusterWatcher;
   readonly forwarder: ClusterEventForwarder;
   /** The admission webhook, unless RELAY_WEBHOOK_TLS=off. */
@@ -156,6 +160,18 @@ export async function startRelay(opts: StartRelayOptions): Promise<RunningRelay>
     probeTimeoutMs: 2_000,
     schedulerLogTimeoutMs: config.extenderDeadlineMs,
     ...(config.extender.tls !== 'off' ? { extenderListening: () => extenderTls?.listening() === true } : {}),
+    diagnose: async (namespace: string, name: string) => {
+      const reader = new KubeClusterReader(core);
+      try {
+        const pod = await reader.getPod(namespace, name);
+        const nodeName = pod?.spec?.nodeName;
+        const node = nodeName ? await reader.getNode(nodeName) : undefined;
+        return walkDecisionTree({ namespace, name }, pod, node, { schedulerName: config.admission.schedulerName, resourceNames: config.managedResources });
+      } catch (err) {
+        logger.warn('DiagnosisUnavailable', { namespace, pod: name, error: err instanceof Error ? err.message : String(err) });
+        return undefined;
+      }
+    },
   };
   const sources = tlsSources(config, kubeConfig, core, logger, opts.now);
   // The extender port: mutual TLS (kube-scheduler's client certificate required), or plain HTTP when asked for.
@@ -176,9 +192,27 @@ export async function startRelay(opts: StartRelayOptions): Promise<RunningRelay>
           clientAuth: { commonName: config.extender.clientName },
           ...(opts.webhookDelay ? { delay: opts.webhookDelay } : {}),
         });
-  const servers: Server[] = [...(plainExtender ? [plainExtender] : []), createRelayServer('user', deps)];
+  // The user port: HTTPS from the same certificate source as the webhook (docs/relay.md, "The console"), or plain
+  // HTTP only when RELAY_USER_TLS=off says so.
+  const plainUser = config.user.tls === 'off' ? createRelayServer('user', deps) : undefined;
+  const userHandler = relayHandler('user', deps);
+  const userTls =
+    sources.user === undefined
+      ? undefined
+      : startTlsListener({
+          logPrefix: 'User',
+          host: config.host,
+          port: config.userPort,
+          source: sources.user,
+          handler: async (req, res) => userHandler(req, res),
+          logger,
+          checkIntervalMs: config.webhook.checkIntervalMs,
+          backoff: config.backoff,
+          ...(opts.webhookDelay ? { delay: opts.webhookDelay } : {}),
+        });
+  const servers: Server[] = [...(plainExtender ? [plainExtender] : []), ...(plainUser ? [plainUser] : [])];
   const extenderUrl = plainExtender ? await listen(plainExtender, config.port, config.host) : '';
-  const userUrl = await listen(servers[servers.length - 1] as Server, config.userPort, config.host);
+  const userUrl = plainUser ? await listen(plainUser, config.userPort, config.host) : '';
   watcher.start();
   reachability.start();
   const webhook = sources.webhook === undefined ? undefined : startWebhook({
@@ -195,11 +229,17 @@ export async function startRelay(opts: StartRelayOptions): Promise<RunningRelay>
     backoff: config.backoff,
     ...(opts.webhookDelay ? { delay: opts.webhookDelay } : {}),
   });
-  logger.info('RelayStarted', { extenderUrl: extenderUrl || `https on port ${config.port} (client certificate required)`, userUrl, controlPlane: config.controlPlane.url, auth: config.controlPlane.auth });
+  logger.info('RelayStarted', {
+    extenderUrl: extenderUrl || `https on port ${config.port} (client certificate required)`,
+    userUrl: userUrl || `https on port ${config.userPort}`,
+    controlPlane: config.controlPlane.url,
+    auth: config.controlPlane.auth,
+  });
   return {
     extenderUrl,
     ...(extenderTls ? { extenderTls } : {}),
     userUrl,
+    ...(userTls ? { userTls } : {}),
     watcher,
     forwarder,
     ...(webhook ? { webhook } : {}),
@@ -210,7 +250,7 @@ export async function startRelay(opts: StartRelayOptions): Promise<RunningRelay>
       reachability.stop();
       nudger.stop();
       forwarder.close();
-      await Promise.all([...servers.map(closeServer), webhook?.close(), extenderTls?.close()]);
+      await Promise.all([...servers.map(closeServer), webhook?.close(), extenderTls?.close(), userTls?.close()]);
     },
   };
 }
@@ -220,8 +260,8 @@ export async function startRelay(opts: StartRelayOptions): Promise<RunningRelay>
  * Secret, one instance shared by both listeners (its refreshes coalesced), which also issues kube-scheduler's
  * client certificate when the extender port takes mutual TLS.
  */
-function tlsSources(config: RelayConfig, kubeConfig: KubeConfig, core: CoreV1Api, logger: AppLogger, now?: () => Date): { webhook?: ServingSource; extender?: ServingSource } {
-  const selfManaged = config.webhook.tls === 'self-managed' || config.extender.tls === 'self-managed';
+function tlsSources(config: RelayConfig, kubeConfig: KubeConfig, core: CoreV1Api, logger: AppLogger, now?: () => Date): { webhook?: ServingSource; extender?: ServingSource; user?: ServingSource } {
+  const selfManaged = config.webhook.tls === 'self-managed' || config.extender.tls === 'self-managed' || config.user.tls === 'self-managed';
   let shared: ServingSource | undefined;
   if (selfManaged) {
     const tls = new SelfManagedWebhookTls(
@@ -240,5 +280,6 @@ function tlsSources(config: RelayConfig, kubeConfig: KubeConfig, core: CoreV1Api
   const pick = (mode: 'self-managed' | 'files' | 'off', dir: string): ServingSource | undefined => (mode === 'off' ? undefined : mode === 'files' ? filesSource(dir) : shared);
   const webhook = pick(config.webhook.tls, config.webhook.certDir);
   const extender = pick(config.extender.tls, config.extender.certDir);
-  return { ...(webhook ? { webhook } : {}), ...(extender ? { extender } : {}) };
+  const user = pick(config.user.tls, config.user.certDir);
+  return { ...(webhook ? { webhook } : {}), ...(extender ? { extender } : {}), ...(user ? { user } : {}) };
 }

@@ -1,6 +1,6 @@
 /**
  * The relay's HTTP surface. Two listeners share one router: the extender listener serves kube-scheduler's
- * verbs, the user listener serves scheduler logs; both serve probes. Splitting them lets a
+ * verbs, the user listener serves scheduler logs, the listing routes and the web console; both serve probes. Splitting them lets a
  * NetworkPolicy keep /filter and /bind reachable by the scheduler only (the protocol has no auth).
  */
 import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
@@ -8,11 +8,19 @@ import type { AddressInfo } from 'node:net';
 import type { AppLogger } from '../powertools';
 import type { ControlPlaneClient } from './controlPlane';
 import { relayBind, relayFilter, type ExtenderDeps } from './extender';
-import { authorizePodRead, statusBody, type ReviewApis } from './userAuth';
+import { consoleAsset } from '../console/serve';
+import { authenticate, authorize, authorizePodRead, reviewAccess, statusBody, type ReviewApis } from './userAuth';
 
 export const MAX_BODY_BYTES = 8 * 1024 * 1024;
 const SCHEDULER_LOG_ROUTE = /^\/api\/v1\/namespaces\/([^/]+)\/pods\/([^/]+)\/schedulerlog$/;
+const NAMESPACE_LOGS_ROUTE = /^\/api\/v1\/namespaces\/([^/]+)\/schedulerlogs$/;
 const PASSED_QUERY = ['detail', 'history'] as const;
+const LIST_QUERY = ['limit', 'continue'] as const;
+/**
+ * Where `kubectl hami ui` puts the user's token: kube-apiserver's service proxy, which it calls through, consumes the
+ * Authorization header (docs/relay.md, "The console"). Checked exactly like Authorization.
+ */
+export const FORWARDED_AUTHORIZATION_HEADER = 'x-hami-authorization';
 
 export interface RouterDeps {
   readonly extender: ExtenderDeps;
@@ -25,6 +33,11 @@ export interface RouterDeps {
   readonly schedulerLogTimeoutMs: number;
   /** With mutual TLS the extender listener waits for its certificate; not ready until it listens. */
   readonly extenderListening?: () => boolean;
+  /**
+   * For a pod without a scheduling record: hami-diag's debugging decision tree walked with the relay's own view of
+   * the cluster (lib/cli/decisionTree.ts), added to the 404 as `diagnosis`; undefined when the cluster cannot be read.
+   */
+  readonly diagnose?: (namespace: string, name: string) => Promise<unknown>;
 }
 
 export type Listener = 'extender' | 'user';
@@ -73,28 +86,130 @@ async function readiness(deps: RouterDeps): Promise<{ ready: boolean; checks: Re
   return { ready: informers === 'ok' && controlPlane === 'ok' && extender === 'ok', checks: { informers, controlPlane, extender } };
 }
 
-async function schedulerLog(req: IncomingMessage, res: ServerResponse, url: URL, match: RegExpExecArray, deps: RouterDeps): Promise<number> {
-  const namespace = decodeURIComponent(match[1] ?? '');
-  const name = decodeURIComponent(match[2] ?? '');
-  const decision = await authorizePodRead(req.headers.authorization, { namespace, name }, deps.reviews, deps.logger);
+/** The caller's bearer token header: Authorization, else the one `kubectl hami ui` forwards. */
+function authorizationOf(req: IncomingMessage): string | undefined {
+  const forwarded = req.headers[FORWARDED_AUTHORIZATION_HEADER];
+  return req.headers.authorization ?? (typeof forwarded === 'string' ? forwarded : undefined);
+}
+
+function passedQuery(url: URL, keys: readonly string[]): Record<string, string> {
+  const query: Record<string, string> = {};
+  for (const key of keys) {
+    const value = url.searchParams.get(key);
+    if (value !== null) query[key] = value;
+  }
+  return query;
+}
+
+/** Forwards a GET to the control plane and answers what it answered (a 503 Status when it cannot be reached). */
+async function forward(res: ServerResponse, path: string, query: Record<string, string>, deps: RouterDeps): Promise<number> {
+  try {
+    const answer = await deps.controlPlane.get(path, { timeoutMs: deps.schedulerLogTimeoutMs, query });
+    send(res, answer.status, answer.text);
+    return answer.status;
+  } catch (err) {
+    deps.logger.warn('UserRouteUnavailable', { path, error: err instanceof Error ? err.message : String(err) });
+    send(res, 503, statusBody(503, 'ServiceUnavailable', 'the scheduler control plane is unavailable; retry later'));
+    return 503;
+  }
+}
+
+/** `GET /api/v1/nodes` (docs/api.md §10): every node's devices view, for users who may list nodes. */
+async function listNodes(req: IncomingMessage, res: ServerResponse, url: URL, deps: RouterDeps): Promise<number> {
+  const decision = await authorize(authorizationOf(req), { verb: 'list', resource: 'nodes' }, deps.reviews, deps.logger);
   if (!decision.allowed) {
     send(res, decision.code, statusBody(decision.code, decision.reason, decision.message));
     return decision.code;
   }
-  const query: Record<string, string> = {};
-  for (const key of PASSED_QUERY) {
-    const value = url.searchParams.get(key);
-    if (value !== null) query[key] = value;
+  return forward(res, url.pathname, passedQuery(url, LIST_QUERY), deps);
+}
+
+/** `GET /api/v1/namespaces/{ns}/schedulerlogs`: for users who may get pods in the namespace. */
+async function namespaceLogs(req: IncomingMessage, res: ServerResponse, url: URL, namespace: string, deps: RouterDeps): Promise<number> {
+  const decision = await authorize(authorizationOf(req), { verb: 'get', resource: 'pods', namespace }, deps.reviews, deps.logger);
+  if (!decision.allowed) {
+    send(res, decision.code, statusBody(decision.code, decision.reason, decision.message));
+    return decision.code;
   }
+  return forward(res, url.pathname, passedQuery(url, LIST_QUERY), deps);
+}
+
+/**
+ * `GET /api/v1/schedulerlogs`: a user who may get pods in every namespace sees the page as it is; anyone else sees
+ * only the items of namespaces where they may get pods (one review per namespace on the page), so a page may hold
+ * fewer items than its limit, and `continue` still leads on. Continue tokens name no pod (docs/api.md §10).
+ */
+async function allLogs(req: IncomingMessage, res: ServerResponse, url: URL, deps: RouterDeps): Promise<number> {
+  const who = await authenticate(authorizationOf(req), deps.reviews, deps.logger);
+  if (!who.ok) {
+    send(res, who.code, statusBody(who.code, who.reason, who.message));
+    return who.code;
+  }
+  const everywhere = await reviewAccess(who.user, { verb: 'get', resource: 'pods' }, deps.reviews, deps.logger);
+  if (everywhere.allowed) return forward(res, url.pathname, passedQuery(url, LIST_QUERY), deps);
+  if (everywhere.code !== 403) {
+    send(res, everywhere.code, statusBody(everywhere.code, everywhere.reason, everywhere.message));
+    return everywhere.code;
+  }
+  let answer: { status: number; text: string };
   try {
-    const answer = await deps.controlPlane.get(url.pathname, { timeoutMs: deps.schedulerLogTimeoutMs, query });
-    send(res, answer.status, answer.text);
-    return answer.status;
+    answer = await deps.controlPlane.get(url.pathname, { timeoutMs: deps.schedulerLogTimeoutMs, query: passedQuery(url, LIST_QUERY) });
   } catch (err) {
-    deps.logger.warn('SchedulerLogUnavailable', { namespace, pod: name, error: err instanceof Error ? err.message : String(err) });
+    deps.logger.warn('UserRouteUnavailable', { path: url.pathname, error: err instanceof Error ? err.message : String(err) });
     send(res, 503, statusBody(503, 'ServiceUnavailable', 'the scheduler control plane is unavailable; retry later'));
     return 503;
   }
+  if (answer.status !== 200) {
+    send(res, answer.status, answer.text);
+    return answer.status;
+  }
+  const list = JSON.parse(answer.text) as { items?: { pod?: { namespace?: unknown } }[] } & Record<string, unknown>;
+  const allowed = new Map<string, boolean>();
+  for (const item of list.items ?? []) {
+    const namespace = typeof item.pod?.namespace === 'string' ? item.pod.namespace : '';
+    if (allowed.has(namespace)) continue;
+    const decision = await reviewAccess(who.user, { verb: 'get', resource: 'pods', namespace }, deps.reviews, deps.logger);
+    if (!decision.allowed && decision.code !== 403) {
+      send(res, decision.code, statusBody(decision.code, decision.reason, decision.message));
+      return decision.code;
+    }
+    allowed.set(namespace, decision.allowed);
+  }
+  send(res, 200, { ...list, items: (list.items ?? []).filter((item) => allowed.get(typeof item.pod?.namespace === 'string' ? item.pod.namespace : '') === true) });
+  return 200;
+}
+
+async function schedulerLog(req: IncomingMessage, res: ServerResponse, url: URL, match: RegExpExecArray, deps: RouterDeps): Promise<number> {
+  const namespace = decodeURIComponent(match[1] ?? '');
+  const name = decodeURIComponent(match[2] ?? '');
+  const decision = await authorizePodRead(authorizationOf(req), { namespace, name }, deps.reviews, deps.logger);
+  if (!decision.allowed) {
+    send(res, decision.code, statusBody(decision.code, decision.reason, decision.message));
+    return decision.code;
+  }
+  if (deps.diagnose === undefined) return forward(res, url.pathname, passedQuery(url, PASSED_QUERY), deps);
+  let answer: { status: number; text: string };
+  try {
+    answer = await deps.controlPlane.get(url.pathname, { timeoutMs: deps.schedulerLogTimeoutMs, query: passedQuery(url, PASSED_QUERY) });
+  } catch (err) {
+    deps.logger.warn('UserRouteUnavailable', { path: url.pathname, error: err instanceof Error ? err.message : String(err) });
+    send(res, 503, statusBody(503, 'ServiceUnavailable', 'the scheduler control plane is unavailable; retry later'));
+    return 503;
+  }
+  if (answer.status !== 404) {
+    send(res, answer.status, answer.text);
+    return answer.status;
+  }
+  // No record: why, in the debugging decision tree's words (the user may get this pod, so may read about it).
+  const diagnosis = await deps.diagnose(namespace, name);
+  let body: Record<string, unknown>;
+  try {
+    body = JSON.parse(answer.text) as Record<string, unknown>;
+  } catch {
+    body = statusBody(404, 'NotFound', `no scheduling record for pod ${namespace}/${name}`);
+  }
+  send(res, 404, diagnosis === undefined ? body : { ...body, diagnosis });
+  return 404;
 }
 
 /** Handles one request on the given listener; returns the status for the access log. */
@@ -123,8 +238,23 @@ async function route(listener: Listener, req: IncomingMessage, res: ServerRespon
     send(res, 200, answer);
     return 200;
   }
-  const match = listener === 'user' && method === 'GET' ? SCHEDULER_LOG_ROUTE.exec(url.pathname) : null;
-  if (match !== null) return schedulerLog(req, res, url, match, deps);
+  if (listener === 'user') {
+    // The web console's assets (docs/api.md §11) hold no data: served to anyone; the routes they call are checked.
+    const asset = consoleAsset(method, url.pathname);
+    if (asset !== undefined) {
+      res.writeHead(asset.statusCode, { ...asset.headers, 'content-length': Buffer.byteLength(asset.body) });
+      res.end(asset.body);
+      return asset.statusCode;
+    }
+  }
+  if (listener === 'user' && method === 'GET') {
+    const log = SCHEDULER_LOG_ROUTE.exec(url.pathname);
+    if (log !== null) return schedulerLog(req, res, url, log, deps);
+    if (url.pathname === '/api/v1/nodes') return listNodes(req, res, url, deps);
+    if (url.pathname === '/api/v1/schedulerlogs') return allLogs(req, res, url, deps);
+    const logs = NAMESPACE_LOGS_ROUTE.exec(url.pathname);
+    if (logs !== null) return namespaceLogs(req, res, url, decodeURIComponent(logs[1] ?? ''), deps);
+  }
   send(res, 404, statusBody(404, 'NotFound', `no route for ${method} ${url.pathname}`));
   return 404;
 }

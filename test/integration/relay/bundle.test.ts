@@ -55,7 +55,7 @@ describe('the standalone relay bundle', () => {
   });
 
   it('reaches the cluster-credentials step with a valid configuration, and logs JSON lines', async () => {
-    const result = await runBundle([], { HAMI_CONTROL_PLANE_URL: 'http://127.0.0.1:9', RELAY_EXTENDER_TLS: 'off', KUBECONFIG: join(lonelyDir, 'missing') });
+    const result = await runBundle([], { HAMI_CONTROL_PLANE_URL: 'http://127.0.0.1:9', RELAY_EXTENDER_TLS: 'off', RELAY_USER_TLS: 'off', KUBECONFIG: join(lonelyDir, 'missing') });
     expect(result.code).toBe(1);
     const line = JSON.parse(result.stdout.trim().split('\n').pop() ?? '{}') as Record<string, unknown>;
     expect(line).toEqual(expect.objectContaining({ level: 'ERROR', message: 'RelayFailed', service: 'hami-relay' }));

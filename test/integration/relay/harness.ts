@@ -175,6 +175,7 @@ export function relayConfig(controlPlaneUrl: string, env: Record<string, string>
     HAMI_API_TOKEN: 'cp-secret-token',
     RELAY_HOST: '127.0.0.1',
     RELAY_EXTENDER_TLS: 'off',
+    RELAY_USER_TLS: 'off',
     RELAY_PORT: '0',
     RELAY_USER_PORT: '0',
     RELAY_BATCH_MAX_DELAY_MS: '0',

@@ -43,6 +43,8 @@ const exercised: readonly Exercised[] = [
   { command: /^kubectl apply -k infra\/kustomize-example$/, by: 'test/unit/infra/chart.test.ts', marker: "'kustomize', join(ROOT, 'infra/kustomize-example')", offline: 'needs a cluster; `kubectl kustomize` builds what it applies' },
   { command: /^npm install -g \.$/, by: 'test/integration/cli/plugin.test.ts', marker: 'What `npm install -g .`', offline: 'installs globally; the test puts the same link on the PATH' },
   { command: /^kubectl hami pod /, by: 'test/integration/cli/plugin.test.ts', marker: "'hami', 'pod'" },
+  { command: /^kubectl hami ui$/, by: 'test/integration/cli/ui.test.ts', marker: 'startUi(kube.kubeConfig(token)' },
+  { command: /^HAMI_CHROMIUM=\/usr\/bin\/chromium npm test$/, by: 'test/support/browser.ts', marker: 'HAMI_CHROMIUM' },
   { command: /^nvidia-smi --query-(gpu|compute-apps)=/, by: 'test/unit/realtime/nvidiaSmi.test.ts', marker: 'query' },
   // Transcripts ($ lines in output blocks) printed by the demo or produced by hami-diag's tests.
   { command: /^\$ kubectl describe pod -n \S+ \S+$/, by: 'lib/demo/demo.ts', marker: '$ kubectl describe pod -n ' },

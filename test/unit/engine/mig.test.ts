@@ -192,6 +192,14 @@ describe('MIG registration', () => {
     expect(registration.devices[0]!.migProfiles).toEqual([{ name: '2g.10gb', memoryMB: 9984, core: 29, sliceCount: 2, placements: [{ start: 0, size: 2 }, { start: 2, size: 2 }, { start: 4, size: 2 }] }]);
   });
 
+  it('leaves the node unregistered when a profile is larger than its card (its instances would over-book the card)', () => {
+    const register = JSON.stringify([{ id: 'GPU-a', count: 7, devmem: 40960, devcore: 100, type: 'NVIDIA', mode: 'mig', health: true, migProfiles: [{ name: '7g.80gb', memoryMB: 81920, core: 100, sliceCount: 7, placements: [{ start: 0, size: 8 }] }] }]);
+    expect(parseNodeRegistration({ metadata: { name: 'n1', annotations: { 'hami.io/node-nvidia-register': register } } }, config())).toEqual({
+      registered: false,
+      reason: 'hami.io/node-nvidia-register device "GPU-a" offers MIG profile "7g.80gb" (81920 MiB, 100 cores) larger than the card (40960 MiB, 100 cores)',
+    });
+  });
+
   it('leaves the node unregistered, saying which field is wrong, when a profile cannot be read', () => {
     const register = JSON.stringify([{ id: 'GPU-a', count: 7, devmem: 40960, devcore: 100, type: 'NVIDIA', mode: 'mig', health: true, migProfiles: [{ name: '1g', placements: 'all' }] }]);
     expect(parseNodeRegistration({ metadata: { name: 'n1', annotations: { 'hami.io/node-nvidia-register': register } } }, config())).toEqual({

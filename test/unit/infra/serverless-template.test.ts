@@ -22,6 +22,9 @@ const contractRoutes = [
   { routeKey: 'POST /cluster/events', fn: 'clusterEvents', iam: true },
   { routeKey: 'GET /api/v1/namespaces/{ns}/pods/{name}/schedulerlog', fn: 'schedulerLog', iam: true },
   { routeKey: 'GET /api/v1/nodes/{name}/devices', fn: 'nodeDevices', iam: true },
+  { routeKey: 'GET /api/v1/nodes', fn: 'listNodes', iam: true },
+  { routeKey: 'GET /api/v1/namespaces/{ns}/schedulerlogs', fn: 'namespaceSchedulerLogs', iam: true },
+  { routeKey: 'GET /api/v1/schedulerlogs', fn: 'allSchedulerLogs', iam: true },
   { routeKey: 'GET /healthz', fn: 'healthz', iam: false },
 ] as const;
 
@@ -31,7 +34,7 @@ type FunctionName = (typeof contractRoutes)[number]['fn'];
 const leastPrivilege: Record<FunctionName, Partial<Record<'StateTable' | 'RecordsTable', string[]>>> = {
   filter: {
     StateTable: ['GetItem', 'BatchGetItem', 'UpdateItem', 'PutItem'],
-    RecordsTable: ['PutItem', 'Query', 'UpdateItem'],
+    RecordsTable: ['PutItem', 'BatchWriteItem', 'Query', 'UpdateItem'],
   },
   bind: { StateTable: ['GetItem', 'UpdateItem', 'BatchGetItem'], RecordsTable: ['Query', 'UpdateItem', 'PutItem'] },
   bindOutcome: {
@@ -41,6 +44,9 @@ const leastPrivilege: Record<FunctionName, Partial<Record<'StateTable' | 'Record
   clusterEvents: { StateTable: ['GetItem', 'BatchGetItem', 'UpdateItem', 'PutItem', 'DeleteItem'] },
   schedulerLog: { RecordsTable: ['Query', 'GetItem'] },
   nodeDevices: { StateTable: ['GetItem', 'BatchGetItem'] },
+  listNodes: { StateTable: ['BatchGetItem'] },
+  namespaceSchedulerLogs: { RecordsTable: ['Query'] },
+  allSchedulerLogs: { RecordsTable: ['Query'] },
   healthz: {},
 };
 
@@ -50,8 +56,17 @@ const relayRoutes = [
   'POST /bind/outcome',
   'POST /cluster/events',
   'GET /api/v1/namespaces/{ns}/pods/{name}/schedulerlog',
+  'GET /api/v1/nodes',
+  'GET /api/v1/namespaces/{ns}/schedulerlogs',
+  'GET /api/v1/schedulerlogs',
 ];
-const operatorRoutes = ['GET /api/v1/namespaces/{ns}/pods/{name}/schedulerlog', 'GET /api/v1/nodes/{name}/devices'];
+const operatorRoutes = [
+  'GET /api/v1/namespaces/{ns}/pods/{name}/schedulerlog',
+  'GET /api/v1/nodes/{name}/devices',
+  'GET /api/v1/nodes',
+  'GET /api/v1/namespaces/{ns}/schedulerlogs',
+  'GET /api/v1/schedulerlogs',
+];
 
 const getAtt = z.object({ 'Fn::GetAtt': z.tuple([z.string(), z.literal('Arn')]) });
 const ref = z.object({ Ref: z.string() });

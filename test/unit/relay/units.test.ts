@@ -13,8 +13,8 @@ import { bearerToken } from '../../../lib/relay/userAuth';
 const MANAGED = ['nvidia.com/gpu', 'nvidia.com/gpumem', 'nvidia.com/gpumem-percentage', 'nvidia.com/gpucores'];
 
 describe('loadRelayConfig', () => {
-  // Every call below chooses the extender transport, which has no default.
-  const loadRelayConfig = (env: Record<string, string>) => loadConfigFrom({ RELAY_EXTENDER_TLS: 'off', ...env });
+  // Every call below chooses the extender's and the user port's transports, which have no default.
+  const loadRelayConfig = (env: Record<string, string>) => loadConfigFrom({ RELAY_EXTENDER_TLS: 'off', RELAY_USER_TLS: 'off', ...env });
 
   it('applies defaults and infers token auth from HAMI_API_TOKEN', () => {
     const c = loadRelayConfig({ HAMI_CONTROL_PLANE_URL: 'http://127.0.0.1:8080/', HAMI_API_TOKEN: 'secret-token', RELAY_EXTENDER_TLS: 'off' });
@@ -30,14 +30,21 @@ describe('loadRelayConfig', () => {
         controlPlane: { url: 'http://127.0.0.1:8080', auth: 'token', token: 'secret-token' },
         nudge: { perSecond: 10, windowMs: 30_000 },
         extender: { tls: 'off', certDir: '/tls', clientName: 'hami-scheduler', clientSecretName: 'hami-scheduler-extender-tls' },
+        user: { tls: 'off', certDir: '/tls' },
       }),
     );
   });
 
   it('makes the extender port\'s transport an explicit choice: plain HTTP only when asked for', () => {
-    expect(() => loadConfigFrom({ HAMI_CONTROL_PLANE_URL: 'http://127.0.0.1:8080/' })).toThrow(/RELAY_EXTENDER_TLS: must be self-managed, files or off/);
-    expect(() => loadConfigFrom({ HAMI_CONTROL_PLANE_URL: 'http://127.0.0.1:8080/', RELAY_EXTENDER_TLS: 'self-managed' })).toThrow(/POD_NAMESPACE/);
-    expect(loadConfigFrom({ HAMI_CONTROL_PLANE_URL: 'http://127.0.0.1:8080/', RELAY_EXTENDER_TLS: 'files' }).extender.tls).toBe('files');
+    expect(() => loadConfigFrom({ HAMI_CONTROL_PLANE_URL: 'http://127.0.0.1:8080/', RELAY_USER_TLS: 'off' })).toThrow(/RELAY_EXTENDER_TLS: must be self-managed, files or off/);
+    expect(() => loadConfigFrom({ HAMI_CONTROL_PLANE_URL: 'http://127.0.0.1:8080/', RELAY_USER_TLS: 'off', RELAY_EXTENDER_TLS: 'self-managed' })).toThrow(/POD_NAMESPACE/);
+    expect(loadConfigFrom({ HAMI_CONTROL_PLANE_URL: 'http://127.0.0.1:8080/', RELAY_USER_TLS: 'off', RELAY_EXTENDER_TLS: 'files' }).extender.tls).toBe('files');
+  });
+
+  it("makes the user port's transport an explicit choice too: HTTPS from the webhook's machinery, plain HTTP only when asked for", () => {
+    expect(() => loadConfigFrom({ HAMI_CONTROL_PLANE_URL: 'http://127.0.0.1:8080/', RELAY_EXTENDER_TLS: 'off' })).toThrow(/RELAY_USER_TLS: must be self-managed, files or off/);
+    expect(() => loadConfigFrom({ HAMI_CONTROL_PLANE_URL: 'http://127.0.0.1:8080/', RELAY_EXTENDER_TLS: 'off', RELAY_USER_TLS: 'self-managed' })).toThrow(/POD_NAMESPACE/);
+    expect(loadConfigFrom({ HAMI_CONTROL_PLANE_URL: 'http://127.0.0.1:8080/', RELAY_EXTENDER_TLS: 'off', RELAY_USER_TLS: 'files', RELAY_USER_CERT_DIR: '/certs' }).user).toEqual({ tls: 'files', certDir: '/certs' });
   });
 
   it('reports every problem at once, naming each variable', () => {
@@ -64,7 +71,7 @@ describe('loadRelayConfig', () => {
 });
 
 describe('loadRelayConfig: the admission webhook', () => {
-  const base = { HAMI_CONTROL_PLANE_URL: 'https://abc.execute-api.eu-west-1.amazonaws.com', HAMI_CONTROL_PLANE_AUTH: 'none', RELAY_EXTENDER_TLS: 'off' };
+  const base = { HAMI_CONTROL_PLANE_URL: 'https://abc.execute-api.eu-west-1.amazonaws.com', HAMI_CONTROL_PLANE_AUTH: 'none', RELAY_EXTENDER_TLS: 'off', RELAY_USER_TLS: 'off' };
 
   it('is off by default, and takes the engine settings from the control plane\'s own variables', () => {
     const c = loadConfigFrom({ ...base, HAMI_RESOURCE_COUNT_NAME: 'example.com/vgpu', HAMI_DEFAULT_MEMORY: '1024' });

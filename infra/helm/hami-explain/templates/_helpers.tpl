@@ -7,7 +7,7 @@
 {{/* kube-scheduler's client certificate for the extender port (mutual TLS). */}}
 {{- define "hami.extenderClientSecret" -}}{{ .Values.namePrefix }}-scheduler-extender-tls{{- end -}}
 {{/* The relay's certificates come from its own CA unless cert-manager is chosen; needed by the webhook and/or the extender port. */}}
-{{- define "hami.tlsNeeded" -}}{{ if or .Values.webhook.enabled (eq .Values.extender.tls "mutual") }}true{{ end }}{{- end -}}
+{{- define "hami.tlsNeeded" -}}{{ if or .Values.webhook.enabled (eq .Values.extender.tls "mutual") (eq .Values.userPort.tls "https") }}true{{ end }}{{- end -}}
 
 {{/*
 Pod annotations only the scheduler writes (lib/engine/podAnnotations.ts SchedulerOwnedPodAnnotations, plus the relay's

@@ -53,6 +53,11 @@ function registrationInconsistency(devices: readonly DeviceInfo[]): string | und
     if (device.id.trim() === '') return `${RegisterAnnotation} device ${position} has no id`;
     if (seen.has(device.id)) return `${RegisterAnnotation} lists device ${JSON.stringify(device.id)} more than once`;
     seen.add(device.id);
+    // A MIG instance books its profile's memory and cores: a profile larger than its card would over-book it.
+    const oversized = device.migProfiles?.find((p) => p.memoryMB > device.devmem || p.core > device.devcore);
+    if (oversized !== undefined) {
+      return `${RegisterAnnotation} device ${JSON.stringify(device.id)} offers MIG profile ${JSON.stringify(oversized.name)} (${oversized.memoryMB} MiB, ${oversized.core} cores) larger than the card (${device.devmem} MiB, ${device.devcore} cores)`;
+    }
   }
   return undefined;
 }

@@ -1,0 +1,104 @@
+/**
+ * `npm run bench:console`: how long the console's overview takes to draw completely in a real headless Chromium,
+ * at 100 and 1,000 nodes x 8 cards (one running pod per card), served by the local server with its store in a
+ * child process as `npm start` runs it. Time is from the start of navigation to the end of the first complete
+ * render (every node loaded through GET /api/v1/nodes, totals computed, the first page of nodes drawn), read from
+ * the page's own performance timeline; the median of `--runs` loads. Also the bytes of the console's assets.
+ * Last line: one JSON object. Target (issue 18): at most 1,000 ms at 1,000 nodes.
+ *
+ * Flags: --runs 5 --sizes 100,1000
+ */
+import { parseArgs } from 'node:util';
+import { gzipSync } from 'node:zlib';
+import { consoleAssetBytes } from '../lib/console/serve';
+import type { startLocalServer as StartLocalServer } from '../lib/local/server';
+import { launchBrowser } from '../test/support/browser';
+import { card, controlClient, gpuNode, gpuPod } from '../test/support/cluster';
+import { assets } from 'virtual:console-assets';
+
+// Set before the server's observability clients are built (they read the environment at import): quiet logs.
+process.env.POWERTOOLS_LOG_LEVEL ??= 'ERROR';
+process.env.POWERTOOLS_METRICS_DISABLED ??= 'true';
+process.env.AWS_SDK_JS_NODE_VERSION_SUPPORT_WARNING_DISABLED ??= 'true';
+
+const CARDS = 8;
+let startLocalServer: typeof StartLocalServer;
+const BATCH = 500;
+
+function runningPod(node: string, c: number) {
+  const pod = gpuPod(`run-${node}-${c}`, [{ name: 'main', gpu: 1, mem: 8000, cores: 10 }], { namespace: 'prod' });
+  return {
+    kind: 'Pod',
+    apiVersion: 'v1',
+    ...pod,
+    metadata: { ...pod.metadata, annotations: { 'hami.io/vgpu-node': node, 'hami.io/vgpu-devices-allocated': `GPU-${node}-${c},NVIDIA,8000,10:;`, 'hami.io/bind-phase': 'success' } },
+    spec: { ...pod.spec, nodeName: node },
+    status: { phase: 'Running' },
+  };
+}
+
+async function measure(nodes: number, runs: number, log: (line: string) => void): Promise<{ nodes: number; cards: number; firstRenderMs: number; runsMs: number[]; listBytes: number }> {
+  const server = await startLocalServer({ env: {}, storeMode: 'child-process' });
+  const browser = await launchBrowser();
+  try {
+    const api = controlClient(server.url);
+    const names = Array.from({ length: nodes }, (_, i) => `gpu-${String(i).padStart(4, '0')}`);
+    const events: { type: string; object: unknown }[] = names.map((name) => ({ type: 'ADDED', object: gpuNode(name, Array.from({ length: CARDS }, (_, c) => card(`GPU-${name}-${c}`, { devmem: 81920, type: 'NVIDIA-A100-SXM4-80GB' }))) }));
+    for (const name of names) for (let c = 0; c < CARDS; c++) events.push({ type: 'ADDED', object: runningPod(name, c) });
+    for (let i = 0; i < events.length; i += BATCH) {
+      const res = await api.events(events.slice(i, i + BATCH));
+      if (res.status !== 200 || res.json.rejected.length > 0) throw new Error(`cluster events refused: ${res.text.slice(0, 300)}`);
+    }
+    const listBytes = (await api.call('GET', '/api/v1/nodes?limit=1000')).text.length;
+    const page = await browser.browser.newPage();
+    const times: number[] = [];
+    for (let run = 0; run <= runs; run++) {
+      await page.goto('about:blank');
+      await page.goto(`${server.url}/#/`);
+      await page.waitForSelector('main[data-rendered]', { timeout: 60_000 });
+      const drawn = await page.$$eval('section.node tr[data-card]', (rows) => rows.length);
+      if (drawn === 0) throw new Error('the overview drew no card');
+      const ms = await page.evaluate(() => performance.getEntriesByName('console-rendered')[0]?.startTime ?? Number.NaN);
+      // The first load warms the server's and the browser's caches; it is reported apart.
+      if (run > 0) times.push(Math.round(ms));
+      log(`  ${nodes} nodes: load ${run}${run === 0 ? ' (warm-up)' : ''}: ${Math.round(ms)} ms`);
+    }
+    const sorted = [...times].sort((a, b) => a - b);
+    return { nodes, cards: nodes * CARDS, firstRenderMs: sorted[Math.floor(sorted.length / 2)] ?? Number.NaN, runsMs: times, listBytes };
+  } finally {
+    await browser.close();
+    await server.close();
+  }
+}
+
+async function main(): Promise<void> {
+  const { values } = parseArgs({ args: process.argv.slice(2), options: { runs: { type: 'string', default: '5' }, sizes: { type: 'string', default: '100,1000' } }, strict: true });
+  ({ startLocalServer } = await import('../lib/local/server'));
+  const runs = Number(values.runs);
+  const sizes = (values.sizes ?? '').split(',').map(Number);
+  const results = [];
+  for (const nodes of sizes) {
+    process.stdout.write(`overview at ${nodes} nodes x ${CARDS} cards\n`);
+    results.push(await measure(nodes, runs, (line) => process.stdout.write(`${line}\n`)));
+  }
+  const gzipBytes = assets.reduce((sum, asset) => sum + gzipSync(asset.body).length, 0);
+  const at1000 = results.find((r) => r.nodes === 1000);
+  process.stdout.write(
+    `${JSON.stringify({
+      bench: 'console',
+      assetBytes: consoleAssetBytes(),
+      assetGzipBytes: gzipBytes,
+      overview: results,
+      targetMs: 1000,
+      targetMet: at1000 === undefined ? null : at1000.firstRenderMs <= 1000,
+    })}\n`,
+  );
+}
+
+main().then(
+  () => process.exit(0),
+  (err: unknown) => {
+    process.stderr.write(`bench:console failed: ${err instanceof Error ? err.message : String(err)}\n`);
+    process.exit(1);
+  },
+);

@@ -1,0 +1,78 @@
+/**
+ * The one-sentence answer to "why is my pod (not) running?", from a scheduling attempt: what hami-diag prints
+ * first, what the scheduler-log listing carries per pod, and what the console shows at the top of a pod page.
+ * One rule for all three (docs/api.md §5 `answer`, §10). A pod without a record is answered by the debugging
+ * decision tree instead (lib/cli/decisionTree.ts).
+ */
+import { hintFor } from './hints';
+import type { AttemptRecord } from './record';
+import { bindFailureKey, countNodesByReason, filterErrorKey } from './reasons';
+
+/** The fields of an attempt the answer reads: the full scheduler log and the listing's summary both have them. */
+export interface AnswerInput {
+  readonly status: 'succeeded' | 'failed' | 'pending';
+  readonly filter: {
+    readonly status: 'passed' | 'failed';
+    readonly summary: string;
+    /** The chosen node when passed. */
+    readonly node?: string;
+    /** Failed nodes per reason, most first (`countNodesByReason`). */
+    readonly reasons: readonly { readonly code: string; readonly nodes: number }[];
+    /** Nodes the filter evaluated. */
+    readonly evaluated: number;
+  };
+  readonly bind: { readonly status: 'passed' | 'failed' | 'pending'; readonly summary: string; readonly node?: string };
+}
+
+export interface Answer {
+  /** One sentence, outcome first. */
+  readonly sentence: string;
+  /** The reason the hint is about (a HAMi reason code or one of ours), when one applies. */
+  readonly code?: string;
+  /** What to do about it: the hint's fix for `code`. */
+  readonly fix?: string;
+}
+
+/** The filter's facts the answer reads, from a stored attempt (its evidence unpacked, or the counts the filter wrote). */
+export function filterFacts(record: AttemptRecord): AnswerInput['filter'] {
+  const { filter } = record;
+  const reasons = filter.reasons ?? countNodesByReason(filter.nodes).map(([code, nodes]) => ({ code, nodes }));
+  return {
+    status: filter.status,
+    summary: filter.summary,
+    ...(filter.node !== undefined ? { node: filter.node } : {}),
+    reasons: reasons.map(({ code, nodes }) => ({ code, nodes })),
+    evaluated: filter.evaluated ?? filter.nodes.length,
+  };
+}
+
+export function answerFor(attempt: AnswerInput): Answer {
+  const { filter, bind } = attempt;
+  if (filter.status === 'failed') {
+    const top = filter.reasons[0];
+    if (top !== undefined) {
+      const others = filter.reasons.length - 1;
+      const also = others > 0 ? `; ${others} other reason${others === 1 ? '' : 's'} on the rest` : '';
+      const nodes = `${top.nodes} of ${filter.evaluated} node${filter.evaluated === 1 ? '' : 's'} ${top.nodes === 1 ? 'fails' : 'fail'}`;
+      return withHint(`Pending: no node fits. ${nodes} with ${top.code}${also}.`, top.code);
+    }
+    if (filter.evaluated === 0 && filter.summary.startsWith('no available node')) {
+      return { sentence: 'Pending: the scheduler offered no candidate node to the filter.' };
+    }
+    return withHint(`Pending: the filter refused the pod before trying any node: ${filter.summary}`, filterErrorKey(filter.summary));
+  }
+  const node = filter.node ?? bind.node ?? 'its node';
+  switch (bind.status) {
+    case 'passed':
+      return { sentence: `Scheduled: bound to ${bind.node ?? node}.` };
+    case 'failed':
+      return withHint(`Pending: ${node} was chosen, but the bind failed: ${bind.summary}`, bindFailureKey(bind.summary));
+    case 'pending':
+      return { sentence: `Placed on ${node}; the bind has not been reported yet.` };
+  }
+}
+
+function withHint(sentence: string, code: string): Answer {
+  const hint = hintFor(code);
+  return hint ? { sentence, code, fix: hint.fix } : { sentence, code };
+}

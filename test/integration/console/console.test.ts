@@ -1,0 +1,205 @@
+/**
+ * The web console in a real headless Chromium (test/support/browser.ts), against `npm start`'s server holding the
+ * demo's cluster, and against the relay's user port for the authorization cases. Also takes the README's
+ * screenshots (UPDATE_SCREENSHOTS=1 writes them into docs/images; otherwise into a temporary directory).
+ */
+import { mkdtempSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import type { Page } from 'puppeteer-core';
+import { runDemo } from '../../../lib/demo/demo';
+import { startLocalServer, type LocalServer } from '../../../lib/local/server';
+import type { RunningRelay } from '../../../lib/relay/relay';
+import { launchBrowser, type LaunchedBrowser } from '../../support/browser';
+import { controlClient, gpuNode, gpuPod } from '../../support/cluster';
+import { startFakeKube, type FakeKube } from '../../support/fakeKube';
+import { recordingLogger, startTestRelay } from '../relay/harness';
+
+const SHOTS = process.env.UPDATE_SCREENSHOTS === '1' ? join(__dirname, '../../../docs/images') : mkdtempSync(join(tmpdir(), 'console-shots-'));
+const MARKUP_TYPE = '<img src=x onerror="window.__pwned=1">';
+const MARKUP_WEIGHTS = '<script>window.__pwned=2</script>';
+
+let server: LocalServer;
+let launched: LaunchedBrowser;
+let page: Page;
+const pageErrors: string[] = [];
+
+beforeAll(async () => {
+  server = await startLocalServer({ env: {} });
+  await runDemo(() => undefined, { url: server.url });
+  const api = controlClient(server.url);
+  // Hostile cluster data: a card type and a pod annotation that are markup.
+  await api.events([{ type: 'ADDED', object: gpuNode('zz-hostile', [{ id: 'GPU-hostile', type: MARKUP_TYPE }]) }]);
+  await api.filter(gpuPod('markup-pod', [{ name: 'main', gpu: 1, mem: 1000 }], { namespace: 'default', annotations: { 'hami.io/device-scoring-weights': MARKUP_WEIGHTS } }), ['zz-hostile']);
+  launched = await launchBrowser();
+  page = await launched.browser.newPage();
+  page.on('pageerror', (err) => pageErrors.push(String(err)));
+  // A CSP violation would show here: the console runs no inline script and sets no style attribute.
+  // (HTTP errors the console expects and explains, 401 and 403, are logged by the browser too; they are not faults.)
+  page.on('console', (message) => {
+    if (message.type() === 'error' && !message.text().startsWith('Failed to load resource: the server responded with a status of 40')) pageErrors.push(message.text());
+  });
+}, 120_000);
+
+afterAll(async () => {
+  await launched?.close();
+  await server?.close();
+});
+
+afterEach(() => {
+  // A fault in the page (an exception, a CSP violation) fails the test that caused it.
+  const errors = pageErrors.splice(0);
+  if (errors.length > 0) throw new Error(`the page reported errors:\n${errors.join('\n')}`);
+});
+
+/** Navigates to a console page and waits until it has drawn it. */
+async function open(base: string, hash: string): Promise<void> {
+  await page.goto(`${base}/${hash}`);
+  await page.waitForSelector('main[data-rendered]');
+}
+
+async function textOf(selector: string): Promise<string> {
+  return page.$eval(selector, (el) => (el as HTMLElement).innerText);
+}
+
+describe('the console served by npm start, with the demo cluster loaded', () => {
+  it("shows each named card's usage next to its bars, as the devices view holds it", async () => {
+    await open(server.url, '#/');
+    const devices = (await controlClient(server.url).devices('node3')).json as { devices: { id: string; usedmem: number; devmem: number; usedcores: number; devcore: number; used: number; count: number; pods: string[] }[] };
+    for (const card of devices.devices) {
+      const row = `section[data-node="node3"] tr[data-card="${card.id}"]`;
+      expect(await textOf(`${row} [data-usage="memory ${card.id}"]`)).toBe(`${card.usedmem} / ${card.devmem} MiB`);
+      expect(await textOf(`${row} [data-usage="cores ${card.id}"]`)).toBe(`${card.usedcores} / ${card.devcore} %`);
+      expect(await textOf(`${row} [data-usage="slots ${card.id}"]`)).toBe(`${card.used} / ${card.count}`);
+    }
+    // The demo's first pod took two whole A100s on node3.
+    const deepseek = devices.devices.filter((card) => card.pods.includes('llm/deepseek-5996b8569d-kgwgx'));
+    expect(deepseek.map((card) => [card.usedcores, card.devmem])).toEqual([
+      [100, 40960],
+      [100, 40960],
+    ]);
+    expect(await textOf(`section[data-node="node3"] tr[data-card="${deepseek[0]?.id}"]`)).toContain('llm/deepseek-5996b8569d-kgwgx');
+    expect(await textOf('section[data-node="node10"]')).toContain('Not scheduled:');
+    expect(await textOf('#totals')).toMatch(/Nodes 10 registered of 11/);
+    await page.screenshot({ path: join(SHOTS, 'console-overview.png') });
+  });
+
+  it('filters the nodes by name, card type and free memory', async () => {
+    await open(server.url, '#/');
+    await page.type('#filter-name', 'node1');
+    expect(await page.$$eval('section.node', (els) => els.map((el) => el.getAttribute('data-node')))).toEqual(['node1', 'node10']);
+    await page.$eval('#filter-name', (el) => ((el as HTMLInputElement).value = ''));
+    await page.select('#filter-type', 'NVIDIA-Tesla-T4');
+    await page.$eval('#filter-type', (el) => el.dispatchEvent(new Event('change')));
+    expect(await page.$$eval('section.node', (els) => els.map((el) => el.getAttribute('data-node')))).toEqual(['node6']);
+    await page.select('#filter-type', '');
+    await page.type('#filter-free', '81920');
+    expect(await page.$$eval('section.node', (els) => els.map((el) => el.getAttribute('data-node')))).toEqual([]);
+  });
+
+  it("draws the pending pod's page answer first: its reason code and the hint's fix", async () => {
+    await open(server.url, '#/pods/default/gpu-pod-default');
+    const answer = await textOf('#answer');
+    expect(answer).toContain('failed');
+    expect(answer).toContain('Pending: no node fits.');
+    expect(answer).toContain('NodeInsufficientDevice');
+    expect(answer).toContain('Fix: Lower nvidia.com/gpu');
+    expect(await textOf('#nodes')).toContain('NodeInsufficientDevice');
+    expect(await textOf('#bind')).toContain('not attempted');
+    await page.screenshot({ path: join(SHOTS, 'console-pod.png') });
+  });
+
+  it('shows markup from cluster data as text and runs none of it', async () => {
+    await open(server.url, '#/pods/default/markup-pod');
+    expect(await textOf('#answer')).toContain(MARKUP_WEIGHTS);
+    await open(server.url, '#/');
+    await page.type('#filter-name', 'zz-hostile');
+    expect(await textOf('section[data-node="zz-hostile"]')).toContain(MARKUP_TYPE);
+    expect(await page.$$('main img, main script')).toHaveLength(0);
+    expect(await page.evaluate(() => (window as unknown as { __pwned?: number }).__pwned)).toBeUndefined();
+  });
+
+  it('is served with a Content-Security-Policy the browser enforces: an inline script never runs', async () => {
+    await open(server.url, '#/');
+    const ran = await page.evaluate(() => {
+      const script = document.createElement('script');
+      script.textContent = 'window.__inline = 1';
+      document.body.append(script);
+      return (window as unknown as { __inline?: number }).__inline;
+    });
+    expect(ran).toBeUndefined();
+    expect(pageErrors.splice(0).join('\n')).toMatch(/inline script violates .*Content Security Policy directive 'script-src 'self''/);
+  });
+
+  it('reaches every pod page from the decisions list with the keyboard alone', async () => {
+    await open(server.url, '#/decisions');
+    const listed = await page.$$eval('#decisions a', (links) => links.map((a) => a.getAttribute('href')));
+    expect(listed.length).toBeGreaterThanOrEqual(6);
+    const reached = new Set<string>();
+    for (let i = 0; i < 60 && reached.size < listed.length; i++) {
+      await page.keyboard.press('Tab');
+      const href = await page.evaluate(() => (document.activeElement?.closest('#decisions') ? document.activeElement.getAttribute('href') : null));
+      if (href !== null) reached.add(href);
+    }
+    expect([...reached].sort()).toEqual([...listed].sort());
+    // Enter on the focused link opens that pod's page.
+    const focused = await page.evaluate(() => document.activeElement?.getAttribute('href'));
+    await page.keyboard.press('Enter');
+    await page.waitForFunction((hash) => location.hash === hash, {}, focused);
+    await page.waitForSelector('main[data-rendered] #answer');
+  });
+
+  it('filters the decisions by namespace, outcome and reason code', async () => {
+    await open(server.url, '#/decisions');
+    await page.select('#filter-outcome', 'failed');
+    await page.select('#filter-reason', 'NodeInsufficientDevice');
+    expect(await page.$$eval('#decisions tbody tr', (rows) => rows.map((r) => r.getAttribute('data-pod')))).toEqual(['default/gpu-pod-default']);
+    await page.select('#filter-reason', '');
+    await page.select('#filter-namespace', 'llm');
+    expect(await page.$$eval('#decisions tbody tr', (rows) => rows.map((r) => r.getAttribute('data-pod')))).toEqual([]);
+    await page.select('#filter-outcome', '');
+    expect(await page.$$eval('#decisions tbody tr', (rows) => rows.map((r) => r.getAttribute('data-pod')))).toEqual(['llm/deepseek-5996b8569d-kgwgx']);
+  });
+
+  it('answers "why is my pod pending?" from a namespace and a name', async () => {
+    await open(server.url, '#/why');
+    await page.$eval('#why-namespace', (el) => ((el as HTMLInputElement).value = ''));
+    await page.type('#why-namespace', 'default');
+    await page.type('#why-name', 'notebook-carol');
+    await page.keyboard.press('Enter');
+    await page.waitForSelector('main[data-rendered] #answer');
+    expect(await textOf('#answer-sentence')).toContain('node lock contention');
+  });
+});
+
+describe('the console on the relay user port', () => {
+  let kube: FakeKube;
+  let relay: RunningRelay;
+
+  beforeAll(async () => {
+    kube = await startFakeKube({ requiredToken: 'relay-token' });
+    kube.addUser('nobody-token', { username: 'nobody' });
+    relay = await startTestRelay(kube, server.url, { logger: recordingLogger(), env: { HAMI_API_TOKEN: '', HAMI_CONTROL_PLANE_AUTH: 'none' } });
+  });
+
+  afterAll(async () => {
+    await relay.close();
+    await kube.close();
+  });
+
+  it('asks for a token, keeps it for the tab, and shows a user without rights a clear 403 and no data', async () => {
+    await open(relay.userUrl, '#/');
+    expect(await page.$('#sign-in')).not.toBeNull();
+    await page.type('#token', 'nobody-token');
+    await page.keyboard.press('Enter');
+    await page.waitForSelector('#forbidden');
+    expect(await textOf('main')).toContain('nodes is forbidden: User "nobody" cannot list resource "nodes"');
+    expect(await page.$$('section.node')).toHaveLength(0);
+    expect(await textOf('main')).not.toContain('node3');
+    expect(await page.evaluate(() => [sessionStorage.getItem('hami-explain.token'), localStorage.length, location.href])).toEqual(['nobody-token', 0, `${relay.userUrl}/#/`]);
+
+    await open(relay.userUrl, '#/pods/llm/deepseek-5996b8569d-kgwgx');
+    await page.waitForSelector('#forbidden');
+    expect(await textOf('main')).not.toContain('node3');
+  });
+});
