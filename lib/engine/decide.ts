@@ -113,7 +113,7 @@ export function decide(input: DecideInput): Decision {
     devices,
     claims: trace.claims(chosen.trace, plan.initCount),
     bookWholeNode: takesByPosition(devices, chosenState),
-    podAnnotations: annotationsFor(devices, chosenState, input.nowMs),
+    podAnnotations: annotationsFor(devices, chosenState, input, plan.containers.map((container) => container.request)),
     fitNodes: listed,
     passedOver,
     failedNodes,
@@ -138,10 +138,10 @@ function takesByPosition(devices: PodDevices, state: NodeState): boolean {
 }
 
 /** The pod annotations of the pod's device kind (one kind per pod: see `podRequestProblems`). */
-function annotationsFor(devices: PodDevices, state: NodeState, nowMs: number): Record<string, string> {
+function annotationsFor(devices: PodDevices, state: NodeState, input: DecideInput, requests: readonly (ContainerRequest | undefined)[]): Record<string, string> {
   const type = devices.flat()[0]?.type;
   const kind = type === undefined ? undefined : deviceKind(type);
-  return kind === undefined ? {} : kind.podAnnotations(devices, state, { nowMs, nodeName: state.name });
+  return kind === undefined ? {} : kind.podAnnotations(devices, state, { nowMs: input.nowMs, nodeName: state.name, requests, config: input.config });
 }
 
 // ---------------------------------------------------------------------------------------------

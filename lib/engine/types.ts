@@ -42,6 +42,8 @@ export const NodeFailure = {
 
 /** The request type HAMi writes into pod annotations and compares in Fit (constant `NvidiaGPUDevice`). */
 export const NVIDIA = 'NVIDIA';
+/** HAMi's `AWSNeuronCommonWord`: the type and vendor of AWS Neuron devices (docs/devices.md, "AWS Neuron"). */
+export const AWS_NEURON = 'AWSNeuron';
 
 /** One registered card, from `hami.io/node-nvidia-register` (docs/hami-parity.md §2.2 / 2.3). */
 export interface DeviceInfo {
@@ -56,6 +58,11 @@ export interface DeviceInfo {
   readonly health: boolean;
   /** The device kind's vendor word (lib/engine/devices); absent: NVIDIA, registered by HAMi's device plugin. */
   readonly vendor?: string;
+  /**
+   * The node's instance type (label `node.kubernetes.io/instance-type`) where the kind's rules depend on it
+   * (AWS Neuron's contiguity, docs/devices.md "AWS Neuron"); HAMi's `custominfo.AWSNodeType`.
+   */
+  readonly nodeType?: string;
 }
 
 /** `hami.io/node-nvidia-score`: uuid -> (uuid -> pair score). Missing pairs count 0. */
@@ -167,7 +174,11 @@ export interface NodeLike {
     readonly annotations?: Readonly<Record<string, string>>;
     readonly labels?: Readonly<Record<string, string>>;
   };
-  readonly status?: { readonly allocatable?: Readonly<Record<string, string | number>> };
+  readonly status?: {
+    readonly allocatable?: Readonly<Record<string, string | number>>;
+    /** Device kinds registered from capacity (AWS Neuron) read it here. */
+    readonly capacity?: Readonly<Record<string, string | number>>;
+  };
 }
 
 export type RealtimeMode = 'strict' | 'warning' | 'disabled';
@@ -177,6 +188,10 @@ export interface EngineConfig {
   readonly resourceMemoryName: string;
   readonly resourceMemoryPercentageName: string;
   readonly resourceCoreName: string;
+  /** AWS Neuron: whole devices (docs/devices.md, "AWS Neuron"). */
+  readonly neuronResourceName: string;
+  /** AWS Neuron: NeuronCores. */
+  readonly neuronCoreResourceName: string;
   readonly defaultMemory: number;
   readonly defaultCores: number;
   readonly memoryFactor: number;
@@ -198,6 +213,8 @@ export const defaultEngineConfig: EngineConfig = {
   resourceMemoryName: 'nvidia.com/gpumem',
   resourceMemoryPercentageName: 'nvidia.com/gpumem-percentage',
   resourceCoreName: 'nvidia.com/gpucores',
+  neuronResourceName: 'aws.amazon.com/neuron',
+  neuronCoreResourceName: 'aws.amazon.com/neuroncore',
   defaultMemory: 0,
   defaultCores: 0,
   memoryFactor: 1,
