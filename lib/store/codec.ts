@@ -175,8 +175,11 @@ function decodeBookingText(text: string): Booking {
 }
 
 // ---- registration: compact positional JSON -------------------------------------------------------------
-//   registered:   {"d":[[id,index,count,devmem,devcore,type,numa,mode,health(0|1)],…],"c":[cordoned…],"p":{pair scores}}
+//   registered:   {"d":[[id,index,count,devmem,devcore,type,numa,mode,health(0|1)],…],"c":[cordoned…],"p":{pair scores},
+//                  "k":[[vendor|null,nodeType|null,[positions…]],…]}
 //   unregistered: {"r":"reason"}
+// "k" (added with AWS Neuron) groups the devices of other kinds than NVIDIA by vendor and instance type; items written
+// before it have none, and all their devices are NVIDIA's.
 
 export function encodeRegistration(registration: NodeRegistration): string {
   if (!registration.registered) return JSON.stringify({ r: registration.reason });
@@ -184,7 +187,20 @@ export function encodeRegistration(registration: NodeRegistration): string {
     d: registration.devices.map((d) => [d.id, d.index, d.count, d.devmem, d.devcore, d.type, d.numa, d.mode, d.health ? 1 : 0]),
     ...(registration.cordoned.length > 0 ? { c: registration.cordoned } : {}),
     ...(Object.keys(registration.pairScores).length > 0 ? { p: registration.pairScores } : {}),
+    ...kindGroups(registration.devices),
   });
+}
+
+/** The `k` groups: positions of devices with a vendor or instance type, grouped by both. */
+function kindGroups(devices: readonly DeviceInfo[]): { k?: [string | null, string | null, number[]][] } {
+  const groups = new Map<string, [string | null, string | null, number[]]>();
+  devices.forEach((d, position) => {
+    if (d.vendor === undefined && d.nodeType === undefined) return;
+    const key = JSON.stringify([d.vendor ?? null, d.nodeType ?? null]);
+    const group = groups.get(key) ?? groups.set(key, [d.vendor ?? null, d.nodeType ?? null, []]).get(key)!;
+    group[2].push(position);
+  });
+  return groups.size > 0 ? { k: [...groups.values()] } : {};
 }
 
 const int = z.number().int();
@@ -194,6 +210,7 @@ const compactRegistration = z.union([
     d: z.array(z.tuple([z.string().min(1), nat, nat, nat, nat, z.string(), int, z.string(), z.union([z.literal(0), z.literal(1)])])),
     c: z.array(z.string()).optional(),
     p: z.record(z.string(), z.record(z.string(), int)).optional(),
+    k: z.array(z.tuple([z.string().nullable(), z.string().nullable(), z.array(nat)])).optional(),
   }),
 ]);
 
@@ -201,6 +218,13 @@ function decodeRegistrationText(text: string): NodeRegistration {
   const compact = compactRegistration.parse(JSON.parse(text));
   if ('r' in compact) return { registered: false, reason: compact.r };
   const devices: DeviceInfo[] = compact.d.map(([id, index, count, devmem, devcore, type, numa, mode, health]) => ({ id, index, count, devmem, devcore, type, numa, mode, health: health === 1 }));
+  for (const [vendor, nodeType, positions] of compact.k ?? []) {
+    for (const position of positions) {
+      const device = devices[position];
+      if (device === undefined) throw new Error(`registration kind group names device ${position} of ${devices.length}`);
+      devices[position] = { ...device, ...(vendor !== null ? { vendor } : {}), ...(nodeType !== null ? { nodeType } : {}) };
+    }
+  }
   return { registered: true, devices, cordoned: compact.c ?? [], pairScores: compact.p ?? {} };
 }
 

@@ -60,6 +60,45 @@ describe('node items', () => {
     expect(codec.bookingText(decoded)).toBe(stored);
   });
 
+  it('round-trip a registration with AWS Neuron devices: vendor and instance type per device', () => {
+    const mixed: NodeRegistration = {
+      registered: true,
+      devices: [
+        ...(registration.registered ? registration.devices : []),
+        ...[0, 1].map((index) => ({ id: `trn-AWSNeuron-${index}`, index, count: 2, devmem: 0, devcore: 3, type: 'AWSNeuron', numa: 0, mode: '', health: true, vendor: 'AWSNeuron', nodeType: 'trn1.32xlarge' })),
+        { id: 'odd-AWSNeuron-0', index: 0, count: 2, devmem: 0, devcore: 3, type: 'AWSNeuron', numa: 0, mode: '', health: true, vendor: 'AWSNeuron', nodeType: '' },
+      ],
+      cordoned: [],
+      pairScores: {},
+    };
+    const node: NodeLedger = { ...ledger({}), registration: mixed };
+    const item = codec.encode(node, 0);
+    expect(JSON.parse(item.reg as string).k).toEqual([
+      ['AWSNeuron', 'trn1.32xlarge', [2, 3]],
+      ['AWSNeuron', '', [4]],
+    ]);
+    expect(new NodeCodec().decode('node-1', item).registration).toEqual(mixed);
+  });
+
+  it('decode registrations stored before AWS Neuron (no kind groups): every device is NVIDIA\'s, nothing else is added', () => {
+    const stored = '{"d":[["GPU-a",0,10,81920,100,"NVIDIA-A100",0,"hami-core",1]],"c":["GPU-a"]}';
+    const decoded = new NodeCodec().decode('node-1', { ...nodeKey('node-1'), v: 1, reg: stored }).registration;
+    expect(decoded).toEqual({
+      registered: true,
+      devices: [{ id: 'GPU-a', index: 0, count: 10, devmem: 81920, devcore: 100, type: 'NVIDIA-A100', numa: 0, mode: 'hami-core', health: true }],
+      cordoned: ['GPU-a'],
+      pairScores: {},
+    });
+    expect(encodeRegistration(decoded!)).toBe(stored);
+  });
+
+  it('refuse a kind group naming a device the registration does not have, as an unreadable registration', () => {
+    const stored = '{"d":[["GPU-a",0,10,81920,100,"NVIDIA-A100",0,"hami-core",1]],"k":[["AWSNeuron","trn1",[3]]]}';
+    const node = new NodeCodec().decode('node-1', { ...nodeKey('node-1'), v: 1, reg: stored });
+    expect(node.registration).toBeUndefined();
+    expect(node.unreadable?.map((p) => [p.part, p.problem])).toEqual([['registration', 'registration kind group names device 3 of 1']]);
+  });
+
   it('store the registration compactly: well under the size of the engine objects', () => {
     expect(encodeRegistration(registration).length).toBeLessThan(JSON.stringify(registration).length * 0.6);
   });

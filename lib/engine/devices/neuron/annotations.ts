@@ -5,22 +5,11 @@
 import { encodePodDevices } from '../../podAnnotations';
 import type { ContainerRequest, EngineConfig, NodeState, PodDevices } from '../../types';
 import { coreCount, coreIndexes } from './masks';
+import { NeuronPodAnnotation } from './names';
 import { asksWholeDevices } from './requests';
 
-export const NeuronPodAnnotation = {
-  /** HAMi's `UUID,AWSNeuron,0,<core mask>:` per device, `;` per container (no `-to-allocate` twin). */
-  DevicesAllocated: 'hami.io/aws-neuron-devices-allocated',
-  /** Device indexes for device requests, core indexes (`index × cores per device + core`) for core requests. */
-  Ids: 'AWS_NEURON_IDS',
-  /** When the scheduler decided, in Unix nanoseconds. */
-  AllocTime: 'NEURON_ALLOC_TIME',
-  /** `"false"` as written; the AWS device plugin sets `"true"` once it has allocated. */
-  Allocated: 'NEURON_ALLOCATED',
-  /** The core resource name, written for core requests only. */
-  ResourceType: 'NEURON_RESOURCE_TYPE',
-  /** The chosen node. */
-  PredicateNode: 'aws.amazon.com/predicate-node',
-} as const;
+export { NeuronPodAnnotation } from './names';
+
 
 /**
  * The annotations for one pod's Neuron devices, as HAMi's `PatchAnnotations` writes them: one `AWS_NEURON_IDS` for
