@@ -5,6 +5,8 @@
 import type { AttemptRecord, BindRecord } from '../diagnostics/record';
 import { renderSchedulerLog, type SchedulerLog } from '../diagnostics/schedulerLog';
 import type { NodeDevices } from '../diagnostics/nodeDevices';
+import { coresAreMasks } from '../engine/devices';
+import { coreIndexes, usedMask } from '../engine/devices/neuron/masks';
 import { NodeFailure } from '../engine/types';
 import { NotFoundError } from '../errors';
 import { bookingCounts, effectiveRegistration, usageOf, type NodeLedger } from './ledger';
@@ -67,6 +69,12 @@ export async function readNodeDevices(deps: ControlDeps, node: string): Promise<
   return renderNodeDevices(found, deps.runtime.clock.now(), deps.config.engine.resourceCountName);
 }
 
+/** Cores taken by index (AWS Neuron): booked and free, as indexes on the device. */
+function coreIndexesOf(deviceMask: number, usedCores: number): { used: number[]; free: number[] } {
+  const used = usedMask(usedCores, deviceMask);
+  return { used: coreIndexes(used), free: coreIndexes(deviceMask & ~used) };
+}
+
 export function renderNodeDevices(node: NodeLedger, nowMs: number, countResource: string): NodeDevicesView {
   const { name, lock } = node;
   const unreadable = node.unreadable?.filter((part) => part.blocking) ?? [];
@@ -115,6 +123,8 @@ export function renderNodeDevices(node: NodeLedger, nowMs: number, countResource
             usedcores: used.usedcores,
             freemem: d.devmem - used.usedmem,
             pods: (holders.get(d.id) ?? []).sort(),
+            ...(d.vendor !== undefined ? { vendor: d.vendor } : {}),
+            ...(d.vendor !== undefined && coresAreMasks(d.vendor) ? { coreIndexes: coreIndexesOf(d.devcore, used.usedcores) } : {}),
           };
         })
       : [],

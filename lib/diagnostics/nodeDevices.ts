@@ -18,6 +18,10 @@ export const nodeDeviceSchema = z.object({
   usedcores: z.number(),
   /** `namespace/name` of the pods booked on the card. */
   pods: z.array(z.string()),
+  /** The device kind's vendor when not NVIDIA (`AWSNeuron`). */
+  vendor: z.string().optional(),
+  /** Devices whose cores are taken by index (AWS Neuron): cores booked and free, by index on the device. */
+  coreIndexes: z.object({ used: z.array(z.number()), free: z.array(z.number()) }).optional(),
 });
 
 export const nodeDevicesSchema = z.object({
