@@ -160,6 +160,17 @@ describe('a mixed NVIDIA and AWS Neuron cluster over HTTP', () => {
     }
   });
 
+  it('simulates with Nodes given (cluster-autoscaler): Neuron devices from the objects\' capacity, nothing written', async () => {
+    const pod = neuronPod('sim', [{ name: 'main', devices: 8 }]);
+    const items = [neuronNode('new-trn', 16, 32, 'trn1.32xlarge'), neuronNode('new-inf', 6, 12, 'inf2.24xlarge')];
+    const res = await api.call('POST', '/filter', { Pod: pod, Nodes: { items }, NodeNames: null });
+    expect(res.json.Error).toBe('');
+    expect(res.json.Nodes.items.map((n: { metadata: { name: string } }) => n.metadata.name)).toEqual(['new-trn']);
+    expect(res.json.FailedNodes).toEqual({ 'new-inf': 'NodeInsufficientDevice' });
+    expect(res.json.Effects).toEqual([]);
+    expect((await api.schedulerLog('default', 'sim')).status).toBe(404);
+  });
+
   it('keeps NVIDIA and Neuron bookings apart on one cluster: each kind sees only its own devices', async () => {
     const neuron = await api.filter(neuronPod('n1', [{ name: 'main', devices: 1 }]), NODES);
     const gpu = await api.filter(gpuPod('g1', [{ name: 'main', gpu: 2, mem: 1000 }]), NODES);
