@@ -173,6 +173,13 @@ export function renderNodeDevicesText(view: NodeDevices, opts: NodeRenderOptions
     { text: device.pods.length === 0 ? '-' : device.pods.join(', ') },
   ]);
   out.push('', ...table(['IDX', 'UUID', 'TYPE', 'HEALTH', 'NUMA', 'SLOTS', 'MEM USED/TOTAL', 'MEM FREE', 'CORES USED/TOTAL', 'PODS'], rows, style));
+  for (const device of view.devices) {
+    if (device.unhealthyReason !== undefined) out.push('', `  ${device.id}: ${style('bad', 'unhealthy')}: ${device.unhealthyReason}`);
+    if (device.mig === undefined) continue;
+    const profiles = device.mig.profiles.map((p) => `${p.name} (${p.memoryMB} MiB, ${p.core} cores) ${p.free} of ${p.placements} placements free`).join(', ');
+    const inUse = device.mig.inUse.map((u) => `slices ${u.start}-${u.start + u.size - 1} ${u.pod}`).join(', ');
+    out.push('', `  ${device.id} MIG: ${profiles === '' ? 'no profiles' : profiles}`, `  ${' '.repeat(device.id.length)} in use: ${inUse === '' ? 'none' : inUse}`);
+  }
   return `${out.join('\n')}\n`;
 }
 

@@ -483,7 +483,19 @@ function planPod(deps: ControlDeps, type: WatchEvent['type'], pod: PodObject, ui
     if (held === undefined) {
       if (decidedElsewhere.length > 0) return undefined;
       // A pod placed before we took over: adopted from its annotations.
-      booking = { namespace: ref.namespace, name: ref.name, state: 'confirmed', devices: allocated, initCount, initDone, uses: cardUsesOf(devices, initCount, initDone), holdsAppCards: appContainersNeedLock(devices, initCount), origin: 'adopted', ...facts };
+      booking = {
+        namespace: ref.namespace,
+        name: ref.name,
+        state: 'confirmed',
+        devices: allocated,
+        ...(allocation.parts !== undefined ? { parts: allocation.parts } : {}),
+        initCount,
+        initDone,
+        uses: cardUsesOf(devices, initCount, initDone),
+        holdsAppCards: appContainersNeedLock(devices, initCount),
+        origin: 'adopted',
+        ...facts,
+      };
     } else if (held.devices === allocated) {
       const { expiresAtMs: _expiry, resourceVersion: _rv, bindPhase: _bp, terminating: _t, ...kept } = held;
       booking = { ...kept, state: 'confirmed', initDone, uses: held.initDone === initDone ? held.uses : cardUsesOf(devices, held.initCount, initDone), ...facts };

@@ -195,6 +195,7 @@ function book(deps: ControlDeps, req: FilterRequest, decision: Extract<Decision,
     expiresAtMs: nowMs + deps.config.reservationTtlSeconds * 1000,
     placedAtMs: nowMs,
     attemptId,
+    ...(decision.parts !== undefined ? { parts: decision.parts } : {}),
   };
   const previous = node.bookings[uid];
   if (!decision.bookWholeNode && countersAreExact(node, nowMs) && (previous === undefined || bookingCounts(previous, nowMs))) {

@@ -9,9 +9,10 @@
  * (docs/state.md, "Bookings belong to the scheduler").
  */
 import type { StoredClaim } from '../engine/claims';
-import { coresAreMasks, deviceKind } from '../engine/devices';
+import { coresAreMasks, DEVICE_KINDS, deviceKind, deviceKindOf } from '../engine/devices';
+import { decodePodDevices } from '../engine/podAnnotations';
 import { collapsePodUsage } from '../engine/usage';
-import { NodeFailure, NVIDIA, type AlignedUsage, type CardClaim, type DeviceUsage, type NodeRegistration, type NodeState, type PodDevices, type QuotaView, type RealtimeReport } from '../engine/types';
+import { NodeFailure, NVIDIA, type AlignedUsage, type CardClaim, type DeviceInfo, type DeviceUsage, type MigPlacement, type NodeRegistration, type NodeState, type PodDevices, type QuotaView, type RealtimeReport } from '../engine/types';
 
 /** One card's share of a booking after HAMi's init-container collapse. */
 export interface CardUse {
@@ -36,6 +37,8 @@ export interface Booking {
   readonly initCount: number;
   /** Every init container exited 0: only app containers count (HAMi's shrink). */
   readonly initDone: boolean;
+  /** Which parts of cards the pod holds, as its device kind records them (MIG placements); absent for most pods. */
+  readonly parts?: string;
   /** Collapsed per-card usage, derived from `devices` (never stored). */
   readonly uses: readonly CardUse[];
   /** Some regular (non-init) container holds a card of a kind that binds under HAMi's node lock: `/bind` takes the lock for it. */
@@ -211,6 +214,42 @@ export function usageOf(ledger: NodeLedger, nowMs: number, excludeUid?: string):
   return usage;
 }
 
+/** A part of a card a booking holds (a MIG placement), and whose it is. */
+export interface HeldPart {
+  readonly uuid: string;
+  readonly placement: MigPlacement;
+  /** `namespace/name`. */
+  readonly pod: string;
+}
+
+/**
+ * Parts of cards the counting bookings hold (MIG placements), and the cards that cannot be accounted for, by each
+ * device kind that records parts; only bookings that record parts, or nodes with cards taken by position, are read.
+ */
+export function partsHeld(ledger: NodeLedger, devices: readonly DeviceInfo[], nowMs: number, excludeUid?: string): { parts: HeldPart[]; failClosed: string[] } {
+  const parts: HeldPart[] = [];
+  const failClosed = new Set<string>();
+  for (const kind of DEVICE_KINDS) {
+    if (kind.heldParts === undefined) continue;
+    const own = devices.filter((d) => deviceKindOf(d) === kind);
+    const byPosition = own.some((d) => kind.positional(d));
+    for (const [uid, booking] of Object.entries(ledger.bookings)) {
+      if (uid === excludeUid || !bookingCounts(booking, nowMs) || booking.devices === undefined) continue;
+      if (booking.parts === undefined && !byPosition) continue;
+      const held = kind.heldParts(decodePodDevices(booking.devices), booking.parts, own);
+      for (const [uuid, list] of Object.entries(held.placements)) for (const placement of list) parts.push({ uuid, placement, pod: `${booking.namespace}/${booking.name}` });
+      for (const uuid of held.failClosed) failClosed.add(uuid);
+    }
+  }
+  return { parts, failClosed: [...failClosed] };
+}
+
+function placementsByCard(parts: readonly HeldPart[]): Record<string, MigPlacement[]> {
+  const byCard: Record<string, MigPlacement[]> = {};
+  for (const part of parts) (byCard[part.uuid] ??= []).push(part.placement);
+  return byCard;
+}
+
 /** The registration as the views show it: deleted and not-yet-reported nodes are unregistered, with the reason. */
 export function effectiveRegistration(ledger: NodeLedger): NodeRegistration {
   if (ledger.deleted) return { registered: false, reason: 'node deleted' };
@@ -231,11 +270,14 @@ export function toNodeState(ledger: NodeLedger, nowMs: number, excludeUid?: stri
         : undefined;
   const registration = effectiveRegistration(ledger);
   const usage = usageOf(ledger, nowMs, excludeUid);
+  const held = registration.registered ? partsHeld(ledger, registration.devices, nowMs, excludeUid) : undefined;
   return {
     name: ledger.name,
     registration,
     usage,
     ...(registration.registered ? { usageByPosition: aligned(registration.devices, usage) } : {}),
+    ...(held && held.parts.length > 0 ? { placementsInUse: placementsByCard(held.parts) } : {}),
+    ...(held && held.failClosed.length > 0 ? { failClosed: held.failClosed } : {}),
     ...(ledger.realtime ? { realtime: ledger.realtime } : {}),
     ...(unschedulable ? { unschedulable } : {}),
   };

@@ -7,9 +7,10 @@ import { renderSchedulerLog, type SchedulerLog } from '../diagnostics/schedulerL
 import type { NodeDevices } from '../diagnostics/nodeDevices';
 import { coresAreMasks } from '../engine/devices';
 import { coreIndexes, usedMask } from '../engine/devices/neuron/masks';
-import { NodeFailure } from '../engine/types';
+import { NodeFailure, type MigProfile } from '../engine/types';
+import { freePlacements } from '../engine/devices/nvidia/mig';
 import { NotFoundError } from '../errors';
-import { bookingCounts, effectiveRegistration, usageOf, type NodeLedger } from './ledger';
+import { bookingCounts, effectiveRegistration, partsHeld, usageOf, type HeldPart, type NodeLedger } from './ledger';
 import type { PodRecords } from './ports';
 import type { ControlDeps } from './deps';
 
@@ -90,6 +91,8 @@ export function renderNodeDevices(node: NodeLedger, nowMs: number, countResource
       holders.set(use.uuid, list);
     }
   }
+  const held = registration.registered ? partsHeld(node, registration.devices, nowMs) : { parts: [], failClosed: [] };
+  const failClosed = new Set(held.failClosed);
   const ageSeconds = (ms: number) => Math.max(0, Math.round((nowMs - ms) / 1000));
   const liveLock = lock && lock.expiresAtMs >= nowMs ? lock : undefined;
   return {
@@ -123,6 +126,9 @@ export function renderNodeDevices(node: NodeLedger, nowMs: number, countResource
             usedcores: used.usedcores,
             freemem: d.devmem - used.usedmem,
             pods: (holders.get(d.id) ?? []).sort(),
+            ...(d.mode === 'mig' ? { mode: d.mode } : {}),
+            ...(failClosed.has(d.id) ? { health: false, unhealthyReason: 'a pod booked on this MIG card holds no placement the scheduler can account for' } : {}),
+            ...(d.migProfiles ? { mig: migView(d.migProfiles, held.parts.filter((part) => part.uuid === d.id)) } : {}),
             ...(d.vendor !== undefined ? { vendor: d.vendor } : {}),
             ...(d.vendor !== undefined && coresAreMasks(d.vendor) ? { coreIndexes: coreIndexesOf(d.devcore, used.usedcores) } : {}),
           };
@@ -136,5 +142,14 @@ export function renderNodeDevices(node: NodeLedger, nowMs: number, countResource
           expires: new Date(liveLock.expiresAtMs).toISOString(),
         }
       : null,
+  };
+}
+
+/** A MIG card's profiles with their free placements now, and its instances in use (by start). */
+function migView(profiles: readonly MigProfile[], held: readonly HeldPart[]) {
+  const taken = held.map((part) => part.placement);
+  return {
+    profiles: profiles.map((p) => ({ name: p.name, memoryMB: p.memoryMB, core: p.core, placements: p.placements.length, free: freePlacements(p, taken).length })),
+    inUse: held.map((part) => ({ start: part.placement.start, size: part.placement.size, pod: part.pod })).sort((a, b) => a.start - b.start),
   };
 }

@@ -77,7 +77,7 @@ const hintTexts: Readonly<Record<ReasonKey, HintText>> = {
   [ReasonCode.CardMigTopologyInfeasible]: {
     meaning: 'The MIG card has no free slice combination large enough.',
     cause: 'The card runs in MIG mode and every free placement of a profile with enough memory is taken or does not exist.',
-    fix: 'Request a smaller memory size, wait for MIG slices to be released, or reconfigure the card’s MIG geometry.',
+    fix: 'Request a smaller memory size, wait for MIG instances to be released (`hami-diag node <node>` shows each profile’s free placements and who holds the others), or offer more profiles in the device plugin’s MIG allowlist.',
   },
   [ReasonCode.NodeInsufficientDevice]: {
     meaning: 'The container asks for more cards than the node has at all.',

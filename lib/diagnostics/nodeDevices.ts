@@ -18,6 +18,17 @@ export const nodeDeviceSchema = z.object({
   usedcores: z.number(),
   /** `namespace/name` of the pods booked on the card. */
   pods: z.array(z.string()),
+  /** `mig` for a card split into MIG instances (absent: HAMi-core sharing). */
+  mode: z.string().optional(),
+  /** Why a card is not healthy to the scheduler although its device plugin reports it healthy. */
+  unhealthyReason: z.string().optional(),
+  /** A MIG card: its profiles with how many placements are free now, and the instances in use, by pod. */
+  mig: z
+    .object({
+      profiles: z.array(z.object({ name: z.string(), memoryMB: z.number(), core: z.number(), placements: z.number(), free: z.number() })),
+      inUse: z.array(z.object({ start: z.number(), size: z.number(), pod: z.string() })),
+    })
+    .optional(),
   /** The device kind's vendor when not NVIDIA (`AWSNeuron`). */
   vendor: z.string().optional(),
   /** Devices whose cores are taken by index (AWS Neuron): cores booked and free, by index on the device. */

@@ -4,6 +4,8 @@
  * view) keeps one arena; `decide` makes a fresh one when given none. One decision at a time: `decide` is synchronous.
  */
 
+import type { MigPlacement } from './types';
+
 /** Grown together, to the card count of the largest node seen. */
 const INT_ARRAYS = [
   'baseUsed',
@@ -46,6 +48,14 @@ export class DecisionArena {
   pickedMaxMem = new Int32Array(16);
   pickedMaxCores = new Int32Array(16);
   pickedExclusive = new Uint8Array(16);
+  /** 1 for a card the node's bookings make unusable (`NodeState.failClosed`). */
+  failClosed = new Uint8Array(16);
+  /** Whether `failClosed` holds a 1 anywhere (most nodes have none: then it is not cleared). */
+  anyFailClosed = false;
+  /** Parts of each card held before this pod (MIG placements in use); undefined: none. */
+  basePlacements: (readonly MigPlacement[] | undefined)[] = [];
+  /** The working copy the current container sees: before this pod, plus the pod's earlier containers here. */
+  placements: MigPlacement[][] = [];
   /** Index into the decision's real-time notes per card, -1 when none yet for this node. */
   noteAt = new Int32Array(16);
   /** Per reason code (see `REASON_SLOTS` in ./fit), how many cards of the current container failed with it. */
@@ -59,6 +69,7 @@ export class DecisionArena {
     const size = Math.max(cards, this.order.length * 2);
     for (const key of INT_ARRAYS) this[key] = new Int32Array(size);
     this.pickedExclusive = new Uint8Array(size);
+    this.failClosed = new Uint8Array(size);
     this.cardScore = new Float64Array(size);
   }
 
@@ -69,5 +80,6 @@ export class DecisionArena {
       this.usedMem[p] = this.baseMem[p]!;
       this.usedCores[p] = this.baseCores[p]!;
     }
+    for (let p = 0; p < this.placements.length; p++) this.placements[p] = [...(this.basePlacements[p] ?? [])];
   }
 }

@@ -15,10 +15,10 @@ import { deviceKind, deviceKindOf } from './devices';
 import { DecisionTrace } from './evidence';
 import { FitRun, realtimeView } from './fit';
 import { fitNodeMessage, noAvailableNodeMessage, reasonEvents } from './messages';
-import { planPod } from './plan';
+import { planPod, type PodContainer } from './plan';
 import type { DeviceScoringWeights } from './podAnnotations';
 import { DeviceScoringWeightsError, deviceScoringWeightsOf } from './podAnnotations';
-import { bookCard, cardsOf, EMPTY_NODE, loadBookedUsage, nodeScore, prepareNode, type PreparedNode } from './prepared';
+import { bookCard, EMPTY_NODE, loadBookedUsage, nodeScore, prepareNode, type PreparedNode } from './prepared';
 import { describeQuantityProblems, podRequestProblems } from './requests';
 import { NodeFailure, NVIDIA, PercentageUnset } from './types';
 import type { ContainerRequest, DecideInput, Decision, NodeEvidence, NodeState, PodDevices, RealtimeNote } from './types';
@@ -43,7 +43,7 @@ export function decide(input: DecideInput): Decision {
   const trace = new DecisionTrace(plan.containers, input.candidates.length);
   const fitNodes: { name: string; score: number; trace: number }[] = [];
   const failedNodes: Record<string, string> = {};
-  const run = new FitRun({ arena, plan, notes, trace, node: EMPTY_NODE, nodeRow: 0, request: NO_REQUEST, realtime: undefined });
+  const run = new FitRun({ arena, plan, notes, trace, node: EMPTY_NODE, nodeRow: 0, request: NO_REQUEST, realtime: undefined, kindState: undefined });
   const outcome: NodeOutcome = { trace: 0, score: 0, reason: undefined };
 
   for (const name of input.candidates) {
@@ -113,7 +113,7 @@ export function decide(input: DecideInput): Decision {
     devices,
     claims: trace.claims(chosen.trace, plan.initCount),
     bookWholeNode: takesByPosition(devices, chosenState),
-    podAnnotations: annotationsFor(devices, chosenState, input, plan.containers.map((container) => container.request)),
+    ...annotationsFor(devices, chosenState, input, plan.initCount, plan.containers.map((container) => container.request)),
     fitNodes: listed,
     passedOver,
     failedNodes,
@@ -137,11 +137,23 @@ function takesByPosition(devices: PodDevices, state: NodeState): boolean {
   );
 }
 
-/** The pod annotations of the pod's device kind (one kind per pod: see `podRequestProblems`). */
-function annotationsFor(devices: PodDevices, state: NodeState, input: DecideInput, requests: readonly (ContainerRequest | undefined)[]): Record<string, string> {
+/**
+ * The pod annotations of the pod's device kind (one kind per pod: see `podRequestProblems`), and the parts of cards
+ * they record, which the booking keeps.
+ */
+function annotationsFor(
+  devices: PodDevices,
+  state: NodeState,
+  input: DecideInput,
+  initCount: number,
+  requests: readonly (ContainerRequest | undefined)[],
+): { podAnnotations: Record<string, string>; parts?: string } {
   const type = devices.flat()[0]?.type;
   const kind = type === undefined ? undefined : deviceKind(type);
-  return kind === undefined ? {} : kind.podAnnotations(devices, state, { nowMs: input.nowMs, nodeName: state.name, requests, config: input.config });
+  if (kind === undefined) return { podAnnotations: {} };
+  const podAnnotations = kind.podAnnotations(devices, state, { nowMs: input.nowMs, nodeName: state.name, initCount, requests, config: input.config });
+  const parts = kind.partsAnnotation === undefined ? undefined : podAnnotations[kind.partsAnnotation];
+  return parts === undefined ? { podAnnotations } : { podAnnotations, parts };
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -169,7 +181,8 @@ function evaluateNode(run: FitRun, state: NodeState, node: PreparedNode, outcome
   let failure: string | undefined;
   let appCopyReady = false;
   for (let c = 0; c < plan.containers.length; c++) {
-    const { init, request } = plan.containers[c]!;
+    const container = plan.containers[c]!;
+    const { init, request } = container;
     if (failure !== undefined) {
       trace.addContainer(c, 'skipped');
       continue;
@@ -186,7 +199,13 @@ function evaluateNode(run: FitRun, state: NodeState, node: PreparedNode, outcome
     }
     run.input.request = request;
     const firstCard = trace.cardCount;
-    failure = fitKind(run, node, request);
+    failure = fitKind(run, node, container);
+    if (failure !== undefined) {
+      trace.addContainer(c, 'failed', failure, firstCard);
+      continue;
+    }
+    const kind = container.kind!;
+    if (kind.addResourceUsage !== undefined) for (let i = 0; i < run.pickedCount && failure === undefined; i++) failure = kind.addResourceUsage(run, i);
     if (failure !== undefined) {
       trace.addContainer(c, 'failed', failure, firstCard);
       continue;
@@ -212,12 +231,11 @@ function evaluateNode(run: FitRun, state: NodeState, node: PreparedNode, outcome
 
 /**
  * One container by its device kind (docs/hami-parity.md §4.4): a node without devices of the kind fails with
- * `Device type not found`; asking more devices than the node has of it, with `NodeInsufficientDevice` (unless the
- * kind serves several requests from one card); else the kind's Fit.
+ * `Device type not found`; else the kind's Fit (which checks the device count as HAMi does).
  */
-function fitKind(run: FitRun, node: PreparedNode, request: ContainerRequest): string | undefined {
-  const kind = deviceKind(request.type);
-  if (kind === undefined || !node.kinds.has(kind.vendor)) return NodeFailure.DeviceTypeNotFound;
-  const cards = cardsOf(node, kind.vendor);
-  return kind.fit(run, cards);
+function fitKind(run: FitRun, node: PreparedNode, container: PodContainer): string | undefined {
+  const cards = container.kind === undefined ? undefined : node.cardsByKind[container.kindIndex];
+  if (cards === undefined) return NodeFailure.DeviceTypeNotFound;
+  run.input.kindState = node.kindState[container.kindIndex];
+  return container.kind!.fit(run, cards);
 }

@@ -29,6 +29,8 @@ export const REASONS: readonly ReasonCode[] = [
   ReasonCode.CardRealtimeInsufficientMemory,
   ReasonCode.CardInsufficientCore,
   ReasonCode.CardComputeUnitsExhausted,
+  ReasonCode.CardNotFoundCustomFilterRule,
+  ReasonCode.CardMigTopologyInfeasible,
   ReasonCode.AllocatedCardsInsufficientRequest,
 ];
 const reasonSlot = new Map<ReasonCode, number>(REASONS.map((r, i) => [r, i]));
@@ -59,18 +61,30 @@ export interface FitInput {
   nodeRow: number;
   request: ContainerRequest;
   realtime: RealtimeView | undefined;
+  /** What the container's device kind prepared for this node (`DeviceKind.prepare`). */
+  kindState: unknown;
+}
+
+/** What a device kind adds to HAMi's card loop (HAMi's `CustomFilterRule` and what follows a pick). */
+export interface FitRules {
+  /** Whether asking more cards than the node has fails at once with `NodeInsufficientDevice`. */
+  readonly countsDevices: boolean;
+  /** A last check after HAMi's own (`CustomFilterRule`), and the reason a card failing it counts under. */
+  readonly custom?: { fits(run: FitRun, position: number): boolean; readonly failure: ReasonCode };
+  /** Whether a card just picked is tried again for the container's next card (several MIG instances on one card). */
+  readonly retriesCard?: (run: FitRun, position: number) => boolean;
 }
 
 /**
  * HAMi's Fit for the current container: undefined when it fits (the chosen cards are
  * `this.arena.picked[0 … run.pickedCount-1]`), else the reason string. Every tried card goes into the trace.
  */
-export function fitContainer(run: FitRun, cards: Int32Array): string | undefined {
+export function fitContainer(run: FitRun, cards: Int32Array, rules: FitRules): string | undefined {
   const { arena, plan, node, request } = run.input;
   const cardCount = cards.length;
-  run.begin();
+  run.begin(rules.custom);
   scoreCards(arena, cards, node, request, plan.weights);
-  if (request.nums > cardCount) return ReasonCode.NodeInsufficientDevice;
+  if (rules.countsDevices && request.nums > cardCount) return ReasonCode.NodeInsufficientDevice;
   orderCards(arena, cards, node, plan.gpuPolicy);
 
   for (let i = cardCount - 1; i >= 0; i--) {
@@ -83,6 +97,7 @@ export function fitContainer(run: FitRun, cards: Int32Array): string | undefined
     }
     run.pick(position);
     if (run.remaining === 0 && !plan.gpuPolicy.needTopology) return undefined;
+    if (rules.retriesCard?.(run, position) === true) i++;
   }
   if (plan.gpuPolicy.needTopology) {
     if (run.pickedCount === request.nums) return undefined;
@@ -136,8 +151,11 @@ export class FitRun {
     this.arena = input.arena;
   }
 
+  private custom: FitRules['custom'];
+
   /** Starts Fit for `input.request` on `input.node`. */
-  begin(): void {
+  begin(custom: FitRules['custom']): void {
+    this.custom = custom;
     this.remaining = this.input.request.nums;
     this.coresRequest = this.input.request.coresreq;
     this.pickedCount = 0;
@@ -152,7 +170,7 @@ export class FitRun {
     this.memoryRequest = memoryToBook(request, device.devmem);
     this.realtimeUsed = undefined;
     this.realtimeTotal = undefined;
-    if (!device.health) return ReasonCode.CardNotHealth;
+    if (!device.health || this.arena.failClosed[p] === 1) return ReasonCode.CardNotHealth;
     if (node.cordoned[p] === 1) return ReasonCode.CardCordoned;
     if (!this.typeMatches(p)) return ReasonCode.CardTypeMismatch;
     if (plan.selectors.numaBind) this.startNumaGroupIfChanged(node.numa[p]!);
@@ -170,7 +188,14 @@ export class FitRun {
     if (device.devcore === 100 && this.coresRequest === 100 && used > 0) return ReasonCode.ExclusiveDeviceAllocateConflict;
     // A request without cores cannot go on a card whose compute is fully booked.
     if (device.devcore !== 0 && usedCores === device.devcore && this.coresRequest === 0) return ReasonCode.CardComputeUnitsExhausted;
+    // The kind's own rule sees the memory resolved above, not the raw request.
+    if (this.custom !== undefined && !this.custom.fits(this, p)) return this.custom.failure;
     return 'Fit';
+  }
+
+  /** Memory the card being tried would be booked (check 9, the request resolved against the card). */
+  get memory(): number {
+    return this.memoryRequest;
   }
 
   pick(p: number): void {

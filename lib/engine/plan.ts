@@ -4,6 +4,7 @@
  */
 import type { DeviceSelectors, DeviceScoringWeights, GpuPolicy, NodePolicy } from './podAnnotations';
 import { gpuPolicyOf, nodePolicyOf, parseDeviceSelectors, realtimeOverrideOf } from './podAnnotations';
+import { deviceKind, kindIndex, type DeviceKind } from './devices';
 import { podContainerRequests } from './requests';
 import type { ContainerRequest, DecideInput, QuotaView, RealtimeMode } from './types';
 
@@ -13,6 +14,9 @@ export interface PodContainer {
   readonly index: number;
   readonly init: boolean;
   readonly request: ContainerRequest | undefined;
+  /** The kind of device the request is for, and its position in `DEVICE_KINDS`; undefined with the request. */
+  readonly kind: DeviceKind | undefined;
+  readonly kindIndex: number;
 }
 
 export interface RealtimeSettings {
@@ -48,9 +52,13 @@ export function planPod(input: DecideInput, weights: DeviceScoringWeights): PodP
   const annotations = pod.metadata.annotations ?? {};
   const requests = podContainerRequests(pod, config);
   const containers: PodContainer[] = [];
-  (pod.spec?.initContainers ?? []).forEach((c, i) => containers.push({ name: c.name, index: i, init: true, request: requests.init[i] }));
+  const container = (name: string, index: number, init: boolean, request: ContainerRequest | undefined): PodContainer => {
+    const kind = request === undefined ? undefined : deviceKind(request.type);
+    return { name, index, init, request, kind, kindIndex: kind === undefined ? -1 : kindIndex(kind) };
+  };
+  (pod.spec?.initContainers ?? []).forEach((c, i) => containers.push(container(c.name, i, true, requests.init[i])));
   const initCount = containers.length;
-  (pod.spec?.containers ?? []).forEach((c, i) => containers.push({ name: c.name, index: initCount + i, init: false, request: requests.app[i] }));
+  (pod.spec?.containers ?? []).forEach((c, i) => containers.push(container(c.name, initCount + i, false, requests.app[i])));
   const selectors = parseDeviceSelectors(annotations);
   const realtimeOn = realtimeOverrideOf(annotations) ?? config.realtime.enabled;
   const mode = config.realtime.mode;

@@ -4,7 +4,7 @@
  * node score before the pod (docs/hami-parity.md §5.1), booking a chosen card for the pod's later containers.
  */
 import type { DecisionArena } from './arena';
-import { deviceKindOf, DEVICE_KINDS } from './devices';
+import { deviceKindOf, DEVICE_KINDS, kindIndex } from './devices';
 import type { DeviceInfo, NodeRegistration, NodeState, PairScores } from './types';
 
 const SCORE_WEIGHT = 10;
@@ -12,10 +12,10 @@ const f32 = Math.fround;
 
 export interface PreparedNode {
   readonly devices: readonly DeviceInfo[];
-  /** Vendors of the device kinds the node has at least one device of. */
-  readonly kinds: ReadonlySet<string>;
-  /** Per device kind (by vendor), the positions (into `devices`) of the cards that kind's Fit sees. */
-  readonly cardsOf: ReadonlyMap<string, Int32Array>;
+  /** Per device kind (by its position in `DEVICE_KINDS`), the positions (into `devices`) of the cards its Fit sees; undefined: the node has no device of the kind. */
+  readonly cardsByKind: readonly (Int32Array | undefined)[];
+  /** Per device kind, what it prepared for this node (`DeviceKind.prepare`). */
+  readonly kindState: readonly unknown[];
   readonly cordoned: Uint8Array;
   readonly numa: Int32Array;
   /** `type` and `mode` joined, the key of the per-pod type check cache. */
@@ -29,8 +29,8 @@ export interface PreparedNode {
 
 export const EMPTY_NODE: PreparedNode = {
   devices: [],
-  kinds: new Set(),
-  cardsOf: new Map(),
+  cardsByKind: [],
+  kindState: [],
   cordoned: new Uint8Array(0),
   numa: new Int32Array(0),
   typeKeys: [],
@@ -40,12 +40,6 @@ export const EMPTY_NODE: PreparedNode = {
   totalMem: 0,
 };
 
-const NO_CARDS = new Int32Array(0);
-
-/** The positions of the node's cards that the kind with this vendor word sees. */
-export function cardsOf(node: PreparedNode, vendor: string): Int32Array {
-  return node.cardsOf.get(vendor) ?? NO_CARDS;
-}
 
 /**
  * What `prepareNode` computed, per registration object. A memo of a pure function keyed by immutable objects: it
@@ -58,16 +52,15 @@ export function prepareNode(registration: Extract<NodeRegistration, { registered
   if (cached !== undefined) return cached;
   const { devices } = registration;
   const cordonedIds = new Set(registration.cordoned);
-  const kinds = new Set<string>();
-  const positions = new Map<string, number[]>(DEVICE_KINDS.map((kind) => [kind.vendor, []]));
+  const positions: (number[] | undefined)[] = DEVICE_KINDS.map(() => undefined);
   let totalSlots = 0;
   let totalCores = 0;
   let totalMem = 0;
   devices.forEach((device, position) => {
     const kind = deviceKindOf(device);
     if (kind !== undefined) {
-      kinds.add(kind.vendor);
-      if (kind.fitSees(device)) positions.get(kind.vendor)!.push(position);
+      const list = (positions[kindIndex(kind)] ??= []);
+      if (kind.fitSees(device)) list.push(position);
     }
     totalSlots += device.count;
     totalCores += device.devcore;
@@ -75,8 +68,8 @@ export function prepareNode(registration: Extract<NodeRegistration, { registered
   });
   const prepared: PreparedNode = {
     devices,
-    kinds,
-    cardsOf: new Map([...positions].filter(([, list]) => list.length > 0).map(([vendor, list]) => [vendor, Int32Array.from(list)])),
+    cardsByKind: positions.map((list) => (list === undefined ? undefined : Int32Array.from(list))),
+    kindState: DEVICE_KINDS.map((kind) => kind.prepare?.(devices)),
     cordoned: Uint8Array.from(devices, (d) => (cordonedIds.has(d.id) ? 1 : 0)),
     numa: Int32Array.from(devices, (d) => d.numa),
     typeKeys: devices.map((d) => `${d.type}\u0000${d.mode}`),
@@ -92,6 +85,7 @@ export function prepareNode(registration: Extract<NodeRegistration, { registered
 /** Booked usage per card into the arena; cards absent from the ledger are idle (docs/hami-parity.md §7.2). */
 export function loadBookedUsage(arena: DecisionArena, state: NodeState, node: PreparedNode): void {
   const { devices } = node;
+  loadHeldParts(arena, state, node);
   const aligned = state.usageByPosition;
   if (aligned !== undefined && aligned.used.length === devices.length) {
     arena.baseUsed.set(aligned.used);
@@ -105,6 +99,28 @@ export function loadBookedUsage(arena: DecisionArena, state: NodeState, node: Pr
     arena.baseMem[p] = usage?.usedmem ?? 0;
     arena.baseCores[p] = usage?.usedcores ?? 0;
   }
+}
+
+/** Cards failed closed, and parts of cards in use (MIG placements), into the arena; nothing to do for most nodes. */
+function loadHeldParts(arena: DecisionArena, state: NodeState, node: PreparedNode): void {
+  if (arena.anyFailClosed) arena.failClosed.fill(0);
+  arena.anyFailClosed = state.failClosed !== undefined;
+  if (state.failClosed !== undefined) {
+    for (const uuid of state.failClosed) {
+      const p = node.devices.findIndex((d) => d.id === uuid);
+      if (p >= 0) arena.failClosed[p] = 1;
+    }
+  }
+  const inUse = state.placementsInUse;
+  if (arena.placements.length !== 0) {
+    arena.basePlacements.length = 0;
+    arena.placements.length = 0;
+  }
+  if (inUse === undefined) return;
+  node.devices.forEach((d, p) => {
+    arena.basePlacements[p] = inUse[d.id];
+    arena.placements[p] = [...(inUse[d.id] ?? [])];
+  });
 }
 
 /**

@@ -45,6 +45,21 @@ export const NVIDIA = 'NVIDIA';
 /** HAMi's `AWSNeuronCommonWord`: the type and vendor of AWS Neuron devices (docs/devices.md, "AWS Neuron"). */
 export const AWS_NEURON = 'AWSNeuron';
 
+/** Where a MIG instance sits on its card: `size` slices from `start` (NVML's placement). */
+export interface MigPlacement {
+  readonly start: number;
+  readonly size: number;
+}
+
+/** A MIG profile a card offers (HAMi v2.10 dynamic MIG, docs/devices.md): its memory, cores and legal placements. */
+export interface MigProfile {
+  readonly name: string;
+  readonly memoryMB: number;
+  readonly core: number;
+  readonly sliceCount: number;
+  readonly placements: readonly MigPlacement[];
+}
+
 /** One registered card, from `hami.io/node-nvidia-register` (docs/hami-parity.md §2.2 / 2.3). */
 export interface DeviceInfo {
   readonly id: string;
@@ -58,6 +73,8 @@ export interface DeviceInfo {
   readonly health: boolean;
   /** The device kind's vendor word (lib/engine/devices); absent: NVIDIA, registered by HAMi's device plugin. */
   readonly vendor?: string;
+  /** MIG profiles, on a card in `mig` mode. */
+  readonly migProfiles?: readonly MigProfile[];
   /**
    * The node's instance type (label `node.kubernetes.io/instance-type`) where the kind's rules depend on it
    * (AWS Neuron's contiguity, docs/devices.md "AWS Neuron"); HAMi's `custominfo.AWSNodeType`.
@@ -113,6 +130,13 @@ export interface NodeState {
    * decisions: the engine then reads arrays instead of looking every card up by UUID.
    */
   readonly usageByPosition?: AlignedUsage;
+  /** Parts of cards held by bookings, per card UUID (MIG placements in use). */
+  readonly placementsInUse?: Readonly<Record<string, readonly MigPlacement[]>>;
+  /**
+   * Cards no pod may be placed on, because what their bookings hold cannot be accounted for (a MIG card booked
+   * without a placement: HAMi's fail-closed rule); Fit sees them as not healthy.
+   */
+  readonly failClosed?: readonly string[];
 }
 
 export interface AlignedUsage {
@@ -340,6 +364,8 @@ export type Decision =
        * booking, so it must be written under the node's version (docs/state.md, "Guards").
        */
       readonly bookWholeNode: boolean;
+      /** Which parts of cards the pod takes, as its device kind records them (MIG placements); stored with the booking. */
+      readonly parts?: string;
       /** The pod annotations the device plugin reads, for the chosen devices (HAMi's `PatchAnnotations`, per kind). */
       readonly podAnnotations: Readonly<Record<string, string>>;
       /** Fitting nodes in HAMi's listing order (binpack ascending, spread descending; ties by name). */

@@ -104,7 +104,7 @@ export function quotaKey(namespace: string): Key {
 
 // ---- bookings: compact positional JSON ----------------------------------------------------------------
 //   [namespace, name, state(0 reserved | 1 confirmed | 2 gone), devices, initCount, flags, resourceVersion,
-//    expiresAtMs, placedAtMs, bindPhase, attemptId, disputed]     flags: 1 initDone, 2 holdsAppCards, 4 terminating, 8 adopted
+//    expiresAtMs, placedAtMs, bindPhase, attemptId, disputed, parts]     flags: 1 initDone, 2 holdsAppCards, 4 terminating, 8 adopted
 // Trailing absent fields are dropped; absent fields in the middle are null.
 
 const STATES: readonly BookingState[] = ['reserved', 'confirmed', 'gone'];
@@ -115,7 +115,7 @@ const optionalText = z.string().nullish();
 const bookingTuple = z
   .tuple([z.string().min(1), z.string().min(1), z.number().int().min(0).max(2)])
   .rest(z.union([z.string(), z.number(), z.null()]));
-const bookingTail = z.tuple([optionalText, nat.nullish(), nat.nullish(), optionalText, nat.nullish(), nat.nullish(), optionalText, optionalText, optionalText]);
+const bookingTail = z.tuple([optionalText, nat.nullish(), nat.nullish(), optionalText, nat.nullish(), nat.nullish(), optionalText, optionalText, optionalText, optionalText]);
 
 function encodeBookingText(booking: Booking): string {
   const flags =
@@ -136,6 +136,7 @@ function encodeBookingText(booking: Booking): string {
     booking.bindPhase ?? null,
     booking.attemptId ?? null,
     booking.disputed ?? null,
+    booking.parts ?? null,
   ];
   while (fields.length > 3 && fields[fields.length - 1] === null) fields.pop();
   return JSON.stringify(fields);
@@ -145,9 +146,9 @@ function encodeBookingText(booking: Booking): string {
 function decodeBookingText(text: string): Booking {
   const head = bookingTuple.parse(JSON.parse(text));
   const [namespace, name, stateCode, ...rest] = head;
-  const [devices, initCount, flags, resourceVersion, expiresAtMs, placedAtMs, bindPhase, attemptId, disputed] = bookingTail.parse([
+  const [devices, initCount, flags, resourceVersion, expiresAtMs, placedAtMs, bindPhase, attemptId, disputed, parts] = bookingTail.parse([
     ...rest,
-    ...Array.from({ length: Math.max(0, 9 - rest.length) }, () => null),
+    ...Array.from({ length: Math.max(0, 10 - rest.length) }, () => null),
   ]);
   const state = STATES[stateCode]!;
   const init = initCount ?? 0;
@@ -171,60 +172,80 @@ function decodeBookingText(text: string): Booking {
     ...((flagBits & Flag.terminating) !== 0 ? { terminating: true } : {}),
     ...(attemptId ? { attemptId } : {}),
     ...(disputed ? { disputed } : {}),
+    ...(parts ? { parts } : {}),
   };
 }
 
 // ---- registration: compact positional JSON -------------------------------------------------------------
-//   registered:   {"d":[[id,index,count,devmem,devcore,type,numa,mode,health(0|1)],…],"c":[cordoned…],"p":{pair scores},
-//                  "k":[[vendor|null,nodeType|null,[positions…]],…]}
+//   registered:   {"d":[[id,index,count,devmem,devcore,type,numa,mode,health(0|1),extras?],…],"c":[cordoned…],"p":{pair scores}}
+//                 extras (absent when empty): {"v": vendor, "t": instance type, "g": [[name, memoryMB, core, sliceCount, [[start,size],…]],…]}
 //   unregistered: {"r":"reason"}
-// "k" (added with AWS Neuron) groups the devices of other kinds than NVIDIA by vendor and instance type; items written
-// before it have none, and all their devices are NVIDIA's.
+// Extras came with MIG and AWS Neuron (`t`: the node's instance type, docs/devices.md "AWS Neuron"); devices stored
+// without them are NVIDIA's, as before.
+
+function deviceExtras(d: DeviceInfo): Record<string, unknown> | undefined {
+  const extras: Record<string, unknown> = {};
+  if (d.vendor !== undefined) extras.v = d.vendor;
+  if (d.nodeType !== undefined) extras.t = d.nodeType;
+  if (d.migProfiles !== undefined && d.migProfiles.length > 0) {
+    extras.g = d.migProfiles.map((p) => [p.name, p.memoryMB, p.core, p.sliceCount, p.placements.map((pl) => [pl.start, pl.size])]);
+  }
+  return Object.keys(extras).length > 0 ? extras : undefined;
+}
 
 export function encodeRegistration(registration: NodeRegistration): string {
   if (!registration.registered) return JSON.stringify({ r: registration.reason });
   return JSON.stringify({
-    d: registration.devices.map((d) => [d.id, d.index, d.count, d.devmem, d.devcore, d.type, d.numa, d.mode, d.health ? 1 : 0]),
+    d: registration.devices.map((d) => {
+      const row: unknown[] = [d.id, d.index, d.count, d.devmem, d.devcore, d.type, d.numa, d.mode, d.health ? 1 : 0];
+      const extras = deviceExtras(d);
+      if (extras !== undefined) row.push(extras);
+      return row;
+    }),
     ...(registration.cordoned.length > 0 ? { c: registration.cordoned } : {}),
     ...(Object.keys(registration.pairScores).length > 0 ? { p: registration.pairScores } : {}),
-    ...kindGroups(registration.devices),
   });
-}
-
-/** The `k` groups: positions of devices with a vendor or instance type, grouped by both. */
-function kindGroups(devices: readonly DeviceInfo[]): { k?: [string | null, string | null, number[]][] } {
-  const groups = new Map<string, [string | null, string | null, number[]]>();
-  devices.forEach((d, position) => {
-    if (d.vendor === undefined && d.nodeType === undefined) return;
-    const key = JSON.stringify([d.vendor ?? null, d.nodeType ?? null]);
-    const group = groups.get(key) ?? groups.set(key, [d.vendor ?? null, d.nodeType ?? null, []]).get(key)!;
-    group[2].push(position);
-  });
-  return groups.size > 0 ? { k: [...groups.values()] } : {};
 }
 
 const int = z.number().int();
+const deviceExtrasSchema = z.object({
+  v: z.string().min(1).optional(),
+  t: z.string().optional(),
+  g: z.array(z.tuple([z.string(), nat, nat, nat, z.array(z.tuple([nat, nat]))])).optional(),
+});
 const compactRegistration = z.union([
   z.object({ r: z.string() }),
   z.object({
-    d: z.array(z.tuple([z.string().min(1), nat, nat, nat, nat, z.string(), int, z.string(), z.union([z.literal(0), z.literal(1)])])),
+    d: z.array(
+      z.union([
+        z.tuple([z.string().min(1), nat, nat, nat, nat, z.string(), int, z.string(), z.union([z.literal(0), z.literal(1)])]),
+        z.tuple([z.string().min(1), nat, nat, nat, nat, z.string(), int, z.string(), z.union([z.literal(0), z.literal(1)]), deviceExtrasSchema]),
+      ]),
+    ),
     c: z.array(z.string()).optional(),
     p: z.record(z.string(), z.record(z.string(), int)).optional(),
-    k: z.array(z.tuple([z.string().nullable(), z.string().nullable(), z.array(nat)])).optional(),
   }),
 ]);
 
 function decodeRegistrationText(text: string): NodeRegistration {
   const compact = compactRegistration.parse(JSON.parse(text));
   if ('r' in compact) return { registered: false, reason: compact.r };
-  const devices: DeviceInfo[] = compact.d.map(([id, index, count, devmem, devcore, type, numa, mode, health]) => ({ id, index, count, devmem, devcore, type, numa, mode, health: health === 1 }));
-  for (const [vendor, nodeType, positions] of compact.k ?? []) {
-    for (const position of positions) {
-      const device = devices[position];
-      if (device === undefined) throw new Error(`registration kind group names device ${position} of ${devices.length}`);
-      devices[position] = { ...device, ...(vendor !== null ? { vendor } : {}), ...(nodeType !== null ? { nodeType } : {}) };
-    }
-  }
+  const devices: DeviceInfo[] = compact.d.map(([id, index, count, devmem, devcore, type, numa, mode, health, extras]) => ({
+    id,
+    index,
+    count,
+    devmem,
+    devcore,
+    type,
+    numa,
+    mode,
+    health: health === 1,
+    ...(extras?.v !== undefined ? { vendor: extras.v } : {}),
+    ...(extras?.t !== undefined ? { nodeType: extras.t } : {}),
+    ...(extras?.g !== undefined
+      ? { migProfiles: extras.g.map(([name, memoryMB, core, sliceCount, placements]) => ({ name, memoryMB, core, sliceCount, placements: placements.map(([start, size]) => ({ start, size })) })) }
+      : {}),
+  }));
   return { registered: true, devices, cordoned: compact.c ?? [], pairScores: compact.p ?? {} };
 }
 

@@ -9,6 +9,9 @@ export interface CardSpec {
   readonly type?: string;
   readonly numa?: number;
   readonly health?: boolean;
+  /** `mig` with `migProfiles` for a card split into MIG instances (HAMi v2.10's field names). */
+  readonly mode?: string;
+  readonly migProfiles?: readonly { name: string; memoryMB: number; core: number; sliceCount: number; placements: readonly { start: number; size: number }[] }[];
 }
 
 export function card(id: string, overrides: Omit<CardSpec, 'id'> = {}): CardSpec {
@@ -29,8 +32,9 @@ export function gpuNode(
     devcore: c.devcore ?? 100,
     type: c.type ?? 'NVIDIA-Tesla T4',
     numa: c.numa ?? 0,
-    mode: 'hami-core',
+    mode: c.mode ?? 'hami-core',
     health: c.health ?? true,
+    ...(c.migProfiles ? { migProfiles: c.migProfiles } : {}),
   }));
   return {
     kind: 'Node',

@@ -9,6 +9,12 @@ export type { DeviceKind } from './kind';
 export const DEVICE_KINDS: readonly DeviceKind[] = [nvidia, neuron];
 
 const byVendor = new Map<string, DeviceKind>(DEVICE_KINDS.map((kind) => [kind.vendor, kind]));
+const indexes = new Map<DeviceKind, number>(DEVICE_KINDS.map((kind, i) => [kind, i]));
+
+/** The kind's position in `DEVICE_KINDS` (per-kind arrays are indexed by it). */
+export function kindIndex(kind: DeviceKind): number {
+  return indexes.get(kind)!;
+}
 
 /** The kind with this vendor word (a request's `type`). */
 export function deviceKind(vendor: string): DeviceKind | undefined {
@@ -17,12 +23,16 @@ export function deviceKind(vendor: string): DeviceKind | undefined {
 
 /**
  * The devices a pod holds by its annotations: the first kind whose allocated annotation it carries (a pod uses one
- * kind), in HAMi's encoding.
+ * kind), in HAMi's encoding, with the parts of cards the kind records (MIG placements) when there are.
  */
-export function allocatedDevicesOf(annotations: Readonly<Record<string, string>>): { readonly annotation: string; readonly text: string } | undefined {
+export function allocatedDevicesOf(
+  annotations: Readonly<Record<string, string>>,
+): { readonly annotation: string; readonly text: string; readonly parts?: string } | undefined {
   for (const kind of DEVICE_KINDS) {
     const text = annotations[kind.allocatedAnnotation];
-    if (text !== undefined) return { annotation: kind.allocatedAnnotation, text };
+    if (text === undefined) continue;
+    const parts = kind.partsAnnotation === undefined ? undefined : annotations[kind.partsAnnotation];
+    return parts === undefined ? { annotation: kind.allocatedAnnotation, text } : { annotation: kind.allocatedAnnotation, text, parts };
   }
   return undefined;
 }

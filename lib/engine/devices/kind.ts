@@ -5,8 +5,7 @@
  * module under lib/engine/devices; nothing outside it knows the kind's rules.
  */
 import type { FitRun } from '../fit';
-import type { PreparedNode } from '../prepared';
-import type { ContainerLike, ContainerRequest, DeviceInfo, EngineConfig, NodeLike, NodeState, PairScores, PodDevices } from '../types';
+import type { ContainerLike, ContainerRequest, DeviceInfo, EngineConfig, MigPlacement, NodeLike, NodeState, PairScores, PodDevices } from '../types';
 
 /** A node's devices of one kind (HAMi's `GetNodeDevices`), or why it has none that can be scheduled. */
 export type KindRegistration =
@@ -20,19 +19,29 @@ export interface DeviceKind {
   register(node: NodeLike, config: EngineConfig): KindRegistration | undefined;
   /** Whether Fit of this kind sees a device of the kind (NVIDIA's Fit sees only types containing "nvidia"). */
   fitSees(device: DeviceInfo): boolean;
+  /** What the kind works out once per registration (kept with the prepared node, `kindState`), e.g. whether it has MIG cards. */
+  prepare?(devices: readonly DeviceInfo[]): unknown;
   /** One container's request of this kind; undefined when it asks for none. */
   request(container: ContainerLike, config: EngineConfig): ContainerRequest | undefined;
   /** The quantities its requests read, with the largest value each may hold (undefined: no bound). */
   quantities(config: EngineConfig): readonly { readonly name: string; readonly max: number | undefined }[];
   /**
-   * Whether asking for more devices than the node has of this kind fails the container at once with
-   * `NodeInsufficientDevice` (HAMi's pre-check; not for requests that several instances of one card may serve).
+   * HAMi's Fit for the current container on `cards` (positions the kind's Fit sees): undefined when it fits, else the
+   * reason. `run.input.kindState` holds what `prepare` worked out for the node.
    */
-  countsDevices(node: PreparedNode, request: ContainerRequest, annotations: Readonly<Record<string, string>>): boolean;
-  /** HAMi's Fit for the current container on `cards` (positions the kind's Fit sees): undefined when it fits, else the reason. */
   fit(run: FitRun, cards: Int32Array): string | undefined;
+  /**
+   * HAMi's `AddResourceUsage` for pick `pick` of a container that fit, before it is booked on the working usage: may
+   * rewrite what the pick books (`arena.pickedMem`, `arena.pickedCores`) and take parts of the card (MIG). A text is a
+   * failure of the container.
+   */
+  addResourceUsage?(run: FitRun, pick: number): string | undefined;
   /** Whether `/bind` takes HAMi's node lock for pods whose regular containers use this kind. */
   readonly locksNode: boolean;
+  /** The pod annotation where the kind records the parts of cards a pod holds, when it does (MIG placements). */
+  readonly partsAnnotation?: string;
+  /** Which parts of cards a booked pod holds, and the cards that cannot be accounted for (fail closed). */
+  heldParts?(devices: PodDevices, parts: string | undefined, registered: readonly DeviceInfo[]): { placements: Record<string, MigPlacement[]>; failClosed: string[] };
   /**
    * Whether a booking on this device depends on which part of it is taken (a MIG placement, NeuronCore indexes), not
    * only on how much: such bookings are written under the node's version (docs/state.md, "Guards"), since the
@@ -55,6 +64,12 @@ export interface DeviceKind {
   podAnnotations(
     devices: PodDevices,
     node: NodeState,
-    context: { readonly nowMs: number; readonly nodeName: string; readonly requests: readonly (ContainerRequest | undefined)[]; readonly config: EngineConfig },
+    context: {
+      readonly nowMs: number;
+      readonly nodeName: string;
+      readonly initCount: number;
+      readonly requests: readonly (ContainerRequest | undefined)[];
+      readonly config: EngineConfig;
+    },
   ): Record<string, string>;
 }

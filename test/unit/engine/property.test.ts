@@ -158,6 +158,17 @@ describe('property: claims are exactly what the store can admit', () => {
     devcore: fc.constantFrom(0, 1, 100, 200),
     numa: fc.integer({ min: -1, max: 1 }),
     health: fc.boolean(),
+    // Now and then a MIG card (its instances book their profile's memory and cores, guarded the same way).
+    mig: fc.oneof(
+      { weight: 4, arbitrary: fc.constant(undefined) },
+      {
+        weight: 1,
+        arbitrary: fc.uniqueArray(
+          fc.record({ name: fc.constantFrom('1g.5gb', '2g.10gb', '3g.20gb'), memoryMB: fc.integer({ min: 0, max: 20000 }), core: fc.integer({ min: 0, max: 200 }), sliceCount: fc.integer({ min: 1, max: 4 }), placements: fc.array(fc.record({ start: fc.integer({ min: 0, max: 6 }), size: fc.integer({ min: 1, max: 3 }) }), { maxLength: 4 }) }),
+          { maxLength: 3, selector: (p) => p.name },
+        ),
+      },
+    ),
   });
   // Idle cards are common, and are where off-by-one bounds show.
   const some = (max: number) => fc.oneof(fc.constant(0), fc.integer({ min: 0, max }));
@@ -172,7 +183,14 @@ describe('property: claims are exactly what the store can admit', () => {
         annotationsArb,
         (specs, app, init, annotations) => {
           const nodes: NodeState[] = specs.map(([cardSpecs, usages], n) => {
-            const withIds = cardSpecs.map((c, i) => ({ ...c, id: c.id === 'own' ? `GPU-${n}-${i}` : c.id, index: i, type: 'NVIDIA-T4', mode: 'hami-core' }));
+            const withIds = cardSpecs.map(({ mig, ...c }, i) => ({
+              ...c,
+              id: c.id === 'own' ? `GPU-${n}-${i}` : c.id,
+              index: i,
+              type: 'NVIDIA-T4',
+              mode: mig === undefined ? 'hami-core' : 'mig',
+              ...(mig === undefined ? {} : { migProfiles: mig }),
+            }));
             const register = JSON.stringify(withIds);
             const registration = parseNodeRegistration({ metadata: { name: `node-${n}`, annotations: { 'hami.io/node-nvidia-register': register } } }, config());
             const usage: Record<string, DeviceUsage> = {};

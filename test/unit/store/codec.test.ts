@@ -73,14 +73,17 @@ describe('node items', () => {
     };
     const node: NodeLedger = { ...ledger({}), registration: mixed };
     const item = codec.encode(node, 0);
-    expect(JSON.parse(item.reg as string).k).toEqual([
-      ['AWSNeuron', 'trn1.32xlarge', [2, 3]],
-      ['AWSNeuron', '', [4]],
+    expect((JSON.parse(item.reg as string).d as unknown[][]).map((row) => row[9])).toEqual([
+      undefined,
+      undefined,
+      { v: 'AWSNeuron', t: 'trn1.32xlarge' },
+      { v: 'AWSNeuron', t: 'trn1.32xlarge' },
+      { v: 'AWSNeuron', t: '' },
     ]);
     expect(new NodeCodec().decode('node-1', item).registration).toEqual(mixed);
   });
 
-  it('decode registrations stored before AWS Neuron (no kind groups): every device is NVIDIA\'s, nothing else is added', () => {
+  it('decode registrations stored before MIG and AWS Neuron (no extras): every device is NVIDIA\'s, nothing else is added', () => {
     const stored = '{"d":[["GPU-a",0,10,81920,100,"NVIDIA-A100",0,"hami-core",1]],"c":["GPU-a"]}';
     const decoded = new NodeCodec().decode('node-1', { ...nodeKey('node-1'), v: 1, reg: stored }).registration;
     expect(decoded).toEqual({
@@ -90,13 +93,6 @@ describe('node items', () => {
       pairScores: {},
     });
     expect(encodeRegistration(decoded!)).toBe(stored);
-  });
-
-  it('refuse a kind group naming a device the registration does not have, as an unreadable registration', () => {
-    const stored = '{"d":[["GPU-a",0,10,81920,100,"NVIDIA-A100",0,"hami-core",1]],"k":[["AWSNeuron","trn1",[3]]]}';
-    const node = new NodeCodec().decode('node-1', { ...nodeKey('node-1'), v: 1, reg: stored });
-    expect(node.registration).toBeUndefined();
-    expect(node.unreadable?.map((p) => [p.part, p.problem])).toEqual([['registration', 'registration kind group names device 3 of 1']]);
   });
 
   it('store the registration compactly: well under the size of the engine objects', () => {

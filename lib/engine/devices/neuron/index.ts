@@ -19,8 +19,7 @@ export const neuron: DeviceKind = {
   fitSees: (device: DeviceInfo) => device.type === AWS_NEURON,
   request: neuronRequest,
   quantities: neuronQuantities,
-  // Fit counts the devices a request spans on the node it tries (cores by that node's geometry).
-  countsDevices: () => true,
+  // Fit counts the devices a request spans on the node it tries (cores by that node's geometry): NodeInsufficientDevice.
   fit: (run: FitRun, cards: Int32Array) => neuronFit(run, cards),
   locksNode: false,
   positional: () => true,

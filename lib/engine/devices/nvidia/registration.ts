@@ -5,7 +5,7 @@
  */
 import { quantityAsInt64, INT32_MAX } from '../../quantity';
 import { parseGoBool } from '../../messages';
-import type { DeviceInfo, EngineConfig, NodeLike, PairScores } from '../../types';
+import type { DeviceInfo, EngineConfig, MigProfile, NodeLike, PairScores } from '../../types';
 import type { KindRegistration } from '../kind';
 
 /** A registration annotation that cannot be decoded; the message names the field at fault. */
@@ -104,7 +104,33 @@ function decodeJsonDevice(item: unknown, position: number): DeviceInfo {
     numa: jsonInteger(fields.get('numa'), `${where} "numa"`, -INT32_MAX - 1, INT32_MAX),
     mode: jsonString(fields.get('mode'), `${where} "mode"`),
     health: jsonBoolean(fields.get('health'), `${where} "health"`),
+    ...migProfilesOf(fields.get('migprofiles'), where),
   };
+}
+
+/** `migProfiles` of a MIG card (docs/devices.md, "NVIDIA MIG"); absent or empty: none. */
+function migProfilesOf(value: unknown, where: string): { migProfiles?: MigProfile[] } {
+  if (value === undefined || value === null) return {};
+  if (!Array.isArray(value)) throw new RegistrationFormatError(`${where} "migProfiles" must be an array`);
+  const profiles = value.map((item: unknown, i): MigProfile => {
+    const at = `${where} "migProfiles" ${i}`;
+    if (item === null || typeof item !== 'object' || Array.isArray(item)) throw new RegistrationFormatError(`${at} is not an object`);
+    const fields = new Map<string, unknown>(Object.entries(item).map(([k, v]) => [k.toLowerCase(), v]));
+    const placements = fields.get('placements') ?? [];
+    if (!Array.isArray(placements)) throw new RegistrationFormatError(`${at} "placements" must be an array`);
+    return {
+      name: jsonString(fields.get('name'), `${at} "name"`),
+      memoryMB: jsonInteger(fields.get('memorymb'), `${at} "memoryMB"`, 0, INT32_MAX),
+      core: jsonInteger(fields.get('core'), `${at} "core"`, 0, INT32_MAX),
+      sliceCount: jsonInteger(fields.get('slicecount'), `${at} "sliceCount"`, 0, INT32_MAX),
+      placements: placements.map((placement: unknown, k) => {
+        if (placement === null || typeof placement !== 'object' || Array.isArray(placement)) throw new RegistrationFormatError(`${at} placement ${k} is not an object`);
+        const p = new Map<string, unknown>(Object.entries(placement).map(([key, v]) => [key.toLowerCase(), v]));
+        return { start: jsonInteger(p.get('start'), `${at} placement ${k} "start"`, 0, INT32_MAX), size: jsonInteger(p.get('size'), `${at} placement ${k} "size"`, 0, INT32_MAX) };
+      }),
+    };
+  });
+  return profiles.length > 0 ? { migProfiles: profiles } : {};
 }
 
 /** Absent and null decode to Go's zero value, as `omitempty` output requires. */
