@@ -1,6 +1,6 @@
 /**
- * A mixed cluster over real HTTP (local server, embedded dynalite): HAMi-core NVIDIA nodes beside AWS Neuron trn1 and
- * inf2 nodes, driven as the relay and kube-scheduler drive the control plane. Pods of each kind land with the right
+ * A mixed cluster over real HTTP (local server, embedded dynalite): HAMi-core and MIG NVIDIA nodes beside AWS Neuron
+ * trn1 and inf2 nodes, driven as the relay and kube-scheduler drive the control plane. Pods of each kind land with the right
  * annotations, are freed on delete, and every failure is explained by code in the scheduler log
  * (docs/devices.md, "AWS Neuron").
  */
@@ -9,7 +9,12 @@ import { schedulerLogSchema } from '../../../lib/diagnostics/schedulerLog';
 import { startLocalServer, type LocalServer } from '../../../lib/local/server';
 import { card, controlClient, forwardedPod, gpuNode, gpuPod, neuronNode, neuronPod, patchedAnnotations } from '../../support/cluster';
 
-const NODES = ['gpu-a', 'gpu-b', 'inf2-a', 'trn1-a'];
+const NODES = ['gpu-a', 'gpu-b', 'mig-a', 'inf2-a', 'trn1-a'];
+const a100Profiles = [
+  { name: '1g.5gb', memoryMB: 4864, core: 14, sliceCount: 1, placements: [0, 1, 2, 3, 4, 5, 6].map((start) => ({ start, size: 1 })) },
+  { name: '3g.20gb', memoryMB: 19968, core: 42, sliceCount: 3, placements: [0, 4].map((start) => ({ start, size: 4 })) },
+];
+const coreMode = { 'nvidia.com/vgpu-mode': 'hami-core' };
 
 describe('a mixed NVIDIA and AWS Neuron cluster over HTTP', () => {
   let server: LocalServer;
@@ -21,11 +26,12 @@ describe('a mixed NVIDIA and AWS Neuron cluster over HTTP', () => {
     const nodes = [
       gpuNode('gpu-a', [card('GPU-a0'), card('GPU-a1')]),
       gpuNode('gpu-b', [card('GPU-b0')]),
+      gpuNode('mig-a', [card('GPU-mig0', { count: 7, devmem: 40960, type: 'NVIDIA-A100-PCIE-40GB', mode: 'mig', migProfiles: a100Profiles })]),
       neuronNode('inf2-a', 12, 24, 'inf2.48xlarge'),
       neuronNode('trn1-a', 16, 32, 'trn1.32xlarge'),
     ];
     const res = await api.events(nodes.map((object) => ({ type: 'ADDED', object })));
-    if (res.json.accepted !== 4 || res.json.rejected.length !== 0) throw new Error(`nodes not registered: ${res.text}`);
+    if (res.json.accepted !== 5 || res.json.rejected.length !== 0) throw new Error(`nodes not registered: ${res.text}`);
   });
 
   afterEach(async () => {
@@ -45,8 +51,8 @@ describe('a mixed NVIDIA and AWS Neuron cluster over HTTP', () => {
     return { failed, hints: (log.json.hints as { code: string }[]).map((h) => h.code), log: log.json };
   }
 
-  it('places an NVIDIA pod on a GPU node with HAMi\'s annotations; the Neuron nodes fail with "Device type not found"', async () => {
-    const pod = gpuPod('cuda', [{ name: 'main', gpu: 1, mem: 4000, cores: 30 }]);
+  it('places an NVIDIA pod on a HAMi-core node with HAMi\'s annotations; the Neuron nodes fail with "Device type not found"', async () => {
+    const pod = gpuPod('cuda', [{ name: 'main', gpu: 1, mem: 4000, cores: 30 }], { annotations: coreMode });
     const res = await api.filter(pod, NODES);
     expect(res.json.Error).toBe('');
     expect(['gpu-a', 'gpu-b']).toContain(res.json.NodeNames[0]);
@@ -54,8 +60,20 @@ describe('a mixed NVIDIA and AWS Neuron cluster over HTTP', () => {
     expect(annotations['hami.io/vgpu-devices-allocated']).toMatch(/^GPU-[ab]\d,NVIDIA,4000,30:;$/);
     expect(Object.keys(annotations).filter((key) => key.includes('NEURON') || key.startsWith('aws.amazon.com/'))).toEqual([]);
     const { failed, hints } = await explained('default', 'cuda');
-    expect(failed).toEqual({ 'inf2-a': 'Device type not found', 'trn1-a': 'Device type not found' });
-    expect(hints).toEqual(['Device type not found']);
+    expect(failed).toEqual({ 'mig-a': '1/1 CardTypeMismatch', 'inf2-a': 'Device type not found', 'trn1-a': 'Device type not found' });
+    expect(hints).toEqual(['Device type not found', 'CardTypeMismatch']);
+  });
+
+  it('places a MIG pod on the MIG card with its instance, and no AWS annotation', async () => {
+    const pod = gpuPod('mig', [{ name: 'main', gpu: 1, mem: 4000 }], { annotations: { 'nvidia.com/vgpu-mode': 'mig' } });
+    const res = await api.filter(pod, NODES);
+    expect(res.json.NodeNames).toEqual(['mig-a']);
+    const annotations = patchedAnnotations(res.json);
+    expect(annotations['hami.io/vgpu-devices-allocated']).toBe('GPU-mig0,NVIDIA,4864,14:;');
+    expect(JSON.parse(annotations['hami.io/vgpu-mig-allocations']!)).toEqual([{ containerIndex: 0, deviceIndex: 0, gpuUUID: 'GPU-mig0', profile: '1g.5gb', placement: { start: 6, size: 1 } }]);
+    expect(Object.keys(annotations).filter((key) => key.includes('NEURON') || key.startsWith('aws.amazon.com/'))).toEqual([]);
+    const { failed } = await explained('default', 'mig');
+    expect(failed).toEqual({ 'gpu-a': '2/2 CardTypeMismatch', 'gpu-b': '1/1 CardTypeMismatch', 'inf2-a': 'Device type not found', 'trn1-a': 'Device type not found' });
   });
 
   it('places a 4-device pod on the first aligned trn1 group, binds it without a node lock, and frees it on delete', async () => {
@@ -113,7 +131,7 @@ describe('a mixed NVIDIA and AWS Neuron cluster over HTTP', () => {
       'aws.amazon.com/predicate-node': 'inf2-a',
     });
     const { failed, hints, log } = await explained('default', 'infer');
-    expect(failed).toEqual({ 'gpu-a': 'Device type not found', 'gpu-b': 'Device type not found', 'trn1-a': '16/16 NumaNotFit' });
+    expect(failed).toEqual({ 'gpu-a': 'Device type not found', 'gpu-b': 'Device type not found', 'mig-a': 'Device type not found', 'trn1-a': '16/16 NumaNotFit' });
     expect(hints).toEqual(['Device type not found', 'NumaNotFit']);
     const numa = (log.hints as { code: string; cause: string }[]).find((h) => h.code === 'NumaNotFit');
     expect(numa?.cause).toContain('Trainium');
@@ -135,11 +153,12 @@ describe('a mixed NVIDIA and AWS Neuron cluster over HTTP', () => {
     expect(res.json.FailedNodes).toEqual({
       'gpu-a': 'Device type not found',
       'gpu-b': 'Device type not found',
+      'mig-a': 'Device type not found',
       'inf2-a': 'NodeInsufficientDevice',
       'trn1-a': '8/16 AllocatedCardsInsufficientRequest, 8/16 CardInsufficientCore',
     });
     const events = (res.json.Effects as { reason: string; message: string }[]).filter((e) => e.reason === 'FilteringFailed').map((e) => e.message);
-    expect(events).toContain('no available node, 4 nodes do not meet');
+    expect(events).toContain('no available node, 5 nodes do not meet');
     const { failed, hints } = await explained('default', 'second');
     expect(failed).toEqual(res.json.FailedNodes);
     expect(hints).toEqual(['Device type not found', 'NodeInsufficientDevice', 'AllocatedCardsInsufficientRequest', 'CardInsufficientCore']);
@@ -154,7 +173,7 @@ describe('a mixed NVIDIA and AWS Neuron cluster over HTTP', () => {
     const { log, hints } = await explained('default', 'both');
     expect(log.filter).toMatchObject({ status: 'failed', summary: message });
     expect(hints).toEqual(['InvalidResourceRequest']);
-    for (const node of ['trn1-a', 'gpu-a']) {
+    for (const node of ['trn1-a', 'gpu-a', 'mig-a']) {
       const devices = await api.devices(node);
       expect(devices.json.devices.every((d: { pods: string[] }) => d.pods.length === 0)).toBe(true);
     }
@@ -173,9 +192,9 @@ describe('a mixed NVIDIA and AWS Neuron cluster over HTTP', () => {
 
   it('keeps NVIDIA and Neuron bookings apart on one cluster: each kind sees only its own devices', async () => {
     const neuron = await api.filter(neuronPod('n1', [{ name: 'main', devices: 1 }]), NODES);
-    const gpu = await api.filter(gpuPod('g1', [{ name: 'main', gpu: 2, mem: 1000 }]), NODES);
+    const gpu = await api.filter(gpuPod('g1', [{ name: 'main', gpu: 2, mem: 1000 }], { annotations: coreMode }), NODES);
     expect(neuron.json.NodeNames).toEqual(['trn1-a']);
     expect(gpu.json.NodeNames).toEqual(['gpu-a']);
-    expect((await explained('default', 'g1')).failed).toEqual({ 'gpu-b': 'NodeInsufficientDevice', 'inf2-a': 'Device type not found', 'trn1-a': 'Device type not found' });
+    expect((await explained('default', 'g1')).failed).toEqual({ 'gpu-b': 'NodeInsufficientDevice', 'mig-a': 'NodeInsufficientDevice', 'inf2-a': 'Device type not found', 'trn1-a': 'Device type not found' });
   });
 });
