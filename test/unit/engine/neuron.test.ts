@@ -4,6 +4,8 @@
  * TestDevices_Fit, Test_PatchAnnotations; facts only), then the cases where we deliberately differ from HAMi v2.10,
  * each named "fix:" with what HAMi does. Fit is exercised through `decide`, as the scheduler runs it.
  */
+import fc from 'fast-check';
+import { claimAdmits } from '../../../lib/engine/claims';
 import { decide } from '../../../lib/engine/decide';
 import { coresAreMasks } from '../../../lib/engine/devices';
 import { neuron } from '../../../lib/engine/devices/neuron';
@@ -425,5 +427,81 @@ describe('the kind', () => {
     expect(neuron.positional(device('d', 0))).toBe(true);
     expect(neuron.coreMask).toBe(true);
     expect(neuron.allocatedAnnotation).toBe('hami.io/aws-neuron-devices-allocated');
+  });
+});
+
+describe('property: Neuron placements', () => {
+  const geometry = fc.record({
+    instanceType: fc.constantFrom('trn1.32xlarge', 'trn2.48xlarge', 'inf2.48xlarge', 'inf1.6xlarge', ''),
+    devices: fc.integer({ min: 1, max: 16 }),
+    coresPerDevice: fc.constantFrom(1, 2, 4, 8),
+  });
+  // Per device: the cores booked (a mask within the device's) and how many pods hold them.
+  const nodeArb = geometry.chain((g) =>
+    fc.tuple(fc.constant(g), fc.array(
+        fc.tuple(
+          // Most devices idle, so that runs of several devices are found as often as refused.
+          fc.oneof({ arbitrary: fc.constant(0), weight: 3 }, { arbitrary: fc.integer({ min: 0, max: (1 << g.coresPerDevice) - 1 }), weight: 1 }),
+          fc.integer({ min: 0, max: 8 }),
+        ),
+        { minLength: g.devices, maxLength: g.devices },
+      ),
+    ),
+  );
+  const containerArb: fc.Arbitrary<Limits> = fc.oneof(fc.record({ [NEURON]: fc.integer({ min: 1, max: 8 }) }), fc.record({ [CORES]: fc.integer({ min: 1, max: 20 }) }));
+  /** A non-empty run of adjacent bits. */
+  const isRun = (mask: number) => {
+    const shifted = mask / (mask & -mask);
+    return mask > 0 && (shifted & (shifted + 1)) === 0;
+  };
+
+  it('gives free, contiguous cores; runs of whole free devices by index under AWS\'s rules; exactly what was asked; claims the store admits', () => {
+    fc.assert(
+      fc.property(fc.array(nodeArb, { minLength: 1, maxLength: 3 }), fc.array(containerArb, { minLength: 1, maxLength: 3 }), fc.boolean(), (specs, app, mutex) => {
+        const states = specs.map(([g, usage], n) => {
+          const nodeObject = neuronNode(`n${n}`, g.devices, g.devices * g.coresPerDevice, g.instanceType);
+          const byIndex: Record<number, Partial<DeviceUsage>> = {};
+          usage.forEach(([mask, pods], i) => {
+            if (mask !== 0) byIndex[i] = { usedcores: mask, used: Math.max(1, Math.min(pods, coreCount(mask))) };
+          });
+          return neuronState(nodeObject, byIndex);
+        });
+        const p = pod(app, mutex ? { annotations: { 'hami.io/gpu-scheduler-policy': 'mutex' } } : {});
+        const decision = decide(input(p, states));
+        if (decision.kind !== 'fit') return;
+        const chosen = states.find((st) => st.name === decision.node)!;
+        if (!chosen.registration.registered) throw new Error('chosen node is not registered');
+        const devices = new Map(chosen.registration.devices.map((d) => [d.id, d]));
+        const nodeType = chosen.registration.devices[0]!.nodeType ?? '';
+        const taken = new Map<string, number>();
+        let ids = 0;
+        decision.devices.forEach((container, c) => {
+          const limits = app[c]!;
+          const whole = limits[NEURON] !== undefined;
+          for (const given of container) {
+            const device = devices.get(given.uuid)!;
+            const before = (chosen.usage[given.uuid]?.usedcores ?? 0) | (taken.get(given.uuid) ?? 0);
+            expect(given.usedcores & ~device.devcore).toBe(0);
+            expect(given.usedcores & before).toBe(0);
+            expect(isRun(given.usedcores)).toBe(true);
+            // A device of a run of several is entirely free; a device request takes every core; mutex takes unused devices.
+            expect(container.length === 1 || before === 0).toBe(true);
+            expect(!whole || given.usedcores === device.devcore).toBe(true);
+            expect(!mutex || (chosen.usage[given.uuid]?.used ?? 0) === 0).toBe(true);
+            taken.set(given.uuid, before | given.usedcores);
+            ids += whole ? 1 : coreCount(given.usedcores);
+          }
+          const indexes = container.map((d) => d.idx);
+          expect(indexes.every((idx, k) => idx === indexes[0]! + k)).toBe(true);
+          const trainium = !nodeType.includes('inf') && !nodeType.includes('Inf');
+          expect(container.length === 1 || !trainium || ([4, 8, 16].includes(container.length) && indexes[0]! % container.length === 0)).toBe(true);
+          expect(whole ? container.length : container.reduce((sum, d) => sum + coreCount(d.usedcores), 0)).toBe(Number(whole ? limits[NEURON] : limits[CORES]));
+        });
+        expect(decision.bookWholeNode).toBe(true);
+        expect(decision.podAnnotations.AWS_NEURON_IDS?.split(',')).toHaveLength(ids);
+        for (const claim of decision.claims) expect(claimAdmits(claim, chosen.usage[claim.uuid] ?? { used: 0, usedmem: 0, usedcores: 0 })).toBe(true);
+      }),
+      { numRuns: 300 },
+    );
   });
 });
