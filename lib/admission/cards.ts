@@ -1,10 +1,11 @@
 /**
- * What the registered cards can hold at most, from the Node objects the relay's informer sees, read with the
- * engine's own registration rules (`parseNodeRegistration`). The webhook warns about requests beyond it:
- * such a pod can never be scheduled, however the cluster's usage changes, until bigger cards register.
+ * What the registered NVIDIA cards can hold at most, from the Node objects the relay's informer sees, read with the
+ * engine's own registration rules (`parseNodeRegistration`). The webhook warns about NVIDIA requests beyond it:
+ * such a pod can never be scheduled, however the cluster's usage changes, until bigger cards register. Devices of
+ * other kinds (AWS Neuron, docs/devices.md) are not cards an NVIDIA request can use, so they are not counted.
  */
 import { parseNodeRegistration } from '../engine/registration';
-import type { EngineConfig, NodeLike } from '../engine/types';
+import { NVIDIA, type EngineConfig, type NodeLike } from '../engine/types';
 
 export interface CardCapacity {
   /** Registered nodes and their cards. */
@@ -26,11 +27,12 @@ export function cardCapacity(nodes: readonly NodeLike[], config: EngineConfig): 
   let hasMig = false;
   for (const node of nodes) {
     const registration = parseNodeRegistration(node, config);
-    if (!registration.registered) continue;
+    const devices = registration.registered ? registration.devices.filter((device) => (device.vendor ?? NVIDIA) === NVIDIA) : [];
+    if (devices.length === 0) continue;
     registered++;
-    cards += registration.devices.length;
-    mostCardsOnANode = Math.max(mostCardsOnANode, registration.devices.length);
-    for (const device of registration.devices) {
+    cards += devices.length;
+    mostCardsOnANode = Math.max(mostCardsOnANode, devices.length);
+    for (const device of devices) {
       largestMemoryMiB = Math.max(largestMemoryMiB, device.devmem);
       if (device.mode === 'mig') hasMig = true;
     }

@@ -9,7 +9,7 @@ import { z } from 'zod';
 import { SchedulerOwnedPodAnnotations } from '../engine/podAnnotations';
 import { readQuantity } from '../engine/quantity';
 import { containerRequest, describeQuantityProblems, hasManagedResources, podRequestProblems } from '../engine/requests';
-import type { ContainerLike, EngineConfig, PodLike } from '../engine/types';
+import { NVIDIA, type ContainerLike, type EngineConfig, type PodLike } from '../engine/types';
 import type { CardCapacity } from './cards';
 import { jsonPatch, type JsonPatchOperation } from './jsonPatch';
 
@@ -164,6 +164,9 @@ export function decidePod(raw: unknown, namespace: string | undefined, settings:
   const mutated = structuredClone(raw) as Pod;
   const containers = [...(mutated.spec.initContainers ?? []), ...mutated.spec.containers];
   for (const container of containers) {
+    // HAMi's NVIDIA defaults are NVIDIA's: a container asking another kind (AWS Neuron) is only validated, as HAMi's
+    // Neuron MutateAdmission does (docs/devices.md, "AWS Neuron").
+    if (asksOtherKind(container, engine)) continue;
     const refused = applyNvidiaDefaults(container, settings);
     if (refused !== undefined) return deny(refused, 400);
   }
@@ -175,6 +178,11 @@ export function decidePod(raw: unknown, namespace: string | undefined, settings:
   mutated.spec.schedulerName = settings.schedulerName;
 
   return allow(jsonPatch(raw, mutated), capacity === undefined ? [] : neverFits(mutated, settings, capacity));
+}
+
+function asksOtherKind(container: z.infer<typeof containerSchema>, engine: EngineConfig): boolean {
+  const type = containerRequest(container as ContainerLike, engine)?.type;
+  return type !== undefined && type !== NVIDIA;
 }
 
 /**
@@ -214,7 +222,8 @@ function neverFits(pod: Pod, settings: AdmissionSettings, capacity: CardCapacity
   const engine = settings.engine;
   const asked = [...(pod.spec.initContainers ?? []), ...pod.spec.containers]
     .map((c) => ({ name: c.name, request: containerRequest(c as ContainerLike, engine) }))
-    .filter((x) => x.request !== undefined);
+    // The registered cards bound NVIDIA requests only (see ./cards).
+    .filter((x) => x.request?.type === NVIDIA);
   if (asked.length === 0) return [];
   if (capacity.cards === 0) return [AdmissionText.noCards];
   const warnings: string[] = [];

@@ -3,6 +3,7 @@
  * ask for managed GPU resources, does it name our scheduler, is it already bound, is its node
  * registered? The walk is pure (pod and node in, branch out); fetching is the ClusterReader's job.
  */
+import { registerNeuron } from '../engine/devices/neuron/registration';
 import { defaultEngineConfig } from '../engine/types';
 
 /** The pod fields the walk reads (Kubernetes JSON). */
@@ -24,8 +25,8 @@ export interface ClusterContainer {
   };
 }
 export interface ClusterNode {
-  readonly metadata: { readonly name?: string; readonly annotations?: Readonly<Record<string, string>> };
-  readonly status?: { readonly allocatable?: Readonly<Record<string, string | number>> };
+  readonly metadata: { readonly name?: string; readonly annotations?: Readonly<Record<string, string>>; readonly labels?: Readonly<Record<string, string>> };
+  readonly status?: { readonly allocatable?: Readonly<Record<string, string | number>>; readonly capacity?: Readonly<Record<string, string | number>> };
 }
 
 /** Read access to the cluster, as the user's kubeconfig allows. `undefined` = not found. */
@@ -37,7 +38,7 @@ export interface ClusterReader {
 export interface TreeOptions {
   /** The schedulerName of the kube-scheduler profile that calls the extender. */
   readonly schedulerName: string;
-  /** Resource names the scheduler manages (count, memory, memory percentage, cores). */
+  /** Resource names the scheduler manages (NVIDIA's count, memory, memory percentage, cores; AWS Neuron's devices, cores). */
   readonly resourceNames: readonly string[];
 }
 
@@ -48,6 +49,8 @@ export const defaultTreeOptions: TreeOptions = {
     defaultEngineConfig.resourceMemoryName,
     defaultEngineConfig.resourceMemoryPercentageName,
     defaultEngineConfig.resourceCoreName,
+    defaultEngineConfig.neuronResourceName,
+    defaultEngineConfig.neuronCoreResourceName,
   ],
 };
 
@@ -185,8 +188,13 @@ function managedRequests(pod: ClusterPod, resourceNames: readonly string[]): str
   return found;
 }
 
-/** docs/api.md §9: registered when the register annotation parses and is non-empty and allocatable GPUs are absent or above 0. */
+/**
+ * docs/api.md §9: registered when the register annotation parses and is non-empty and allocatable GPUs are absent or
+ * above 0, or when the node advertises AWS Neuron devices the engine registers (docs/devices.md, "AWS Neuron").
+ */
 export function nodeRegistration(node: ClusterNode): { registered: true } | { registered: false; reason: string } {
+  const neuron = registerNeuron({ metadata: { name: node.metadata.name ?? '', ...(node.metadata.labels ? { labels: node.metadata.labels } : {}) }, ...(node.status ? { status: node.status } : {}) }, defaultEngineConfig);
+  if (neuron !== undefined && 'devices' in neuron) return { registered: true };
   const raw = node.metadata.annotations?.[registerAnnotation];
   if (raw === undefined || raw.trim() === '') return { registered: false, reason: `${registerAnnotation} is missing or empty` };
   const trimmed = raw.trim();

@@ -56,7 +56,8 @@ const nodeObject = z.object({
   kind: z.literal('Node'),
   apiVersion: z.literal('v1'),
   metadata,
-  status: z.object({ allocatable: quantityMap.optional() }).optional(),
+  // Capacity: device kinds registered from it (AWS Neuron, docs/devices.md).
+  status: z.object({ allocatable: quantityMap.optional(), capacity: quantityMap.optional() }).optional(),
 });
 
 const container = z.object({
@@ -124,6 +125,8 @@ interface Notice {
   readonly kind: 'annotationsChanged';
   readonly pod: { readonly namespace: string; readonly name: string; readonly uid: string };
   readonly node: string;
+  /** The device kind's allocated annotation that changed. */
+  readonly annotation: string;
   readonly decided: string;
   readonly seen: string;
 }
@@ -505,7 +508,7 @@ function planPod(deps: ControlDeps, type: WatchEvent['type'], pod: PodObject, ui
       booking = { ...kept, ...facts };
       const seen = fingerprint(allocated);
       if (held.disputed !== seen) {
-        notices.push({ kind: 'annotationsChanged', pod: ref, node: base.name, decided: held.devices ?? '', seen: allocated });
+        notices.push({ kind: 'annotationsChanged', pod: ref, node: base.name, annotation: allocation.annotation, decided: held.devices ?? '', seen: allocated });
         booking = { ...booking, disputed: seen };
       }
     }
@@ -541,7 +544,7 @@ function reportNotice(deps: ControlDeps, notice: Notice): Effect[] {
   deps.logger.warn('SchedulerAnnotationsChanged', {
     pod: `${notice.pod.namespace}/${notice.pod.name}`,
     node: notice.node,
-    annotation: PodAnnotation.DevicesAllocated,
+    annotation: notice.annotation,
     decided: notice.decided,
     seen: notice.seen.slice(0, 512),
   });
@@ -550,7 +553,7 @@ function reportNotice(deps: ControlDeps, notice: Notice): Effect[] {
       notice.pod,
       'Warning',
       'SchedulerAnnotationsChanged',
-      `${PodAnnotation.DevicesAllocated} was changed after the scheduler placed this pod; the scheduler keeps counting the devices it decided (${notice.decided}). Only the scheduler and the device plugin may change scheduler-owned annotations.`,
+      `${notice.annotation} was changed after the scheduler placed this pod; the scheduler keeps counting the devices it decided (${notice.decided}). Only the scheduler and the device plugin may change scheduler-owned annotations.`,
     ),
   ];
 }

@@ -9,10 +9,10 @@
  * (docs/state.md, "Bookings belong to the scheduler").
  */
 import type { StoredClaim } from '../engine/claims';
-import { DEVICE_KINDS, deviceKind, deviceKindOf } from '../engine/devices';
+import { coresAreMasks, DEVICE_KINDS, deviceKind, deviceKindOf } from '../engine/devices';
 import { decodePodDevices } from '../engine/podAnnotations';
 import { collapsePodUsage } from '../engine/usage';
-import { NodeFailure, type AlignedUsage, type CardClaim, type DeviceInfo, type DeviceUsage, type MigPlacement, type NodeRegistration, type NodeState, type PodDevices, type QuotaView, type RealtimeReport } from '../engine/types';
+import { NodeFailure, NVIDIA, type AlignedUsage, type CardClaim, type DeviceInfo, type DeviceUsage, type MigPlacement, type NodeRegistration, type NodeState, type PodDevices, type QuotaView, type RealtimeReport } from '../engine/types';
 
 /** One card's share of a booking after HAMi's init-container collapse. */
 export interface CardUse {
@@ -20,6 +20,8 @@ export interface CardUse {
   readonly slots: number;
   readonly mem: number;
   readonly cores: number;
+  /** The device kind's vendor when not NVIDIA (as `DeviceInfo.vendor`): such uses do not count toward the NVIDIA quota. */
+  readonly vendor?: string;
 }
 
 export type BookingState = 'reserved' | 'confirmed' | 'gone';
@@ -180,7 +182,13 @@ export function bookingCounts(booking: Booking, nowMs: number): boolean {
 
 /** Collapsed per-card usage of a pod's devices (init containers first): what its booking holds. */
 export function cardUsesOf(devices: PodDevices, initCount: number, initDone: boolean): CardUse[] {
-  return collapsePodUsage(devices, initCount, initDone).map((d) => ({ uuid: d.uuid, slots: Math.max(d.slots, 1), mem: d.usedmem, cores: d.usedcores }));
+  return collapsePodUsage(devices, initCount, initDone, coresAreMasks).map((d) => ({
+    uuid: d.uuid,
+    slots: Math.max(d.slots, 1),
+    mem: d.usedmem,
+    cores: d.usedcores,
+    ...(d.type !== NVIDIA && deviceKind(d.type) !== undefined ? { vendor: d.type } : {}),
+  }));
 }
 
 /**
@@ -392,7 +400,10 @@ export interface QuotaLedger {
   readonly quotas: Readonly<Record<string, { readonly mem?: number; readonly cores?: number; readonly resourceVersion?: string; readonly deleted?: boolean }>>;
 }
 
-/** Namespace quota as the engine checks it: the tightest limit of any live ResourceQuota, usage of counting bookings. */
+/**
+ * Namespace quota as the engine checks it: the tightest limit of any live ResourceQuota, usage of counting bookings.
+ * The limits name NVIDIA's memory and cores, so only NVIDIA cards count (a NeuronCore mask is no share of a GPU).
+ */
 export function toQuotaView(
   namespace: string,
   quota: QuotaLedger | undefined,
@@ -415,6 +426,7 @@ export function toQuotaView(
     for (const [uid, booking] of Object.entries(ledger.bookings)) {
       if (uid === excludeUid || booking.namespace !== namespace || !bookingCounts(booking, nowMs)) continue;
       for (const use of booking.uses) {
+        if (use.vendor !== undefined) continue;
         usedMem += use.mem;
         usedCores += use.cores;
       }

@@ -29,6 +29,10 @@ export const nodeDeviceSchema = z.object({
       inUse: z.array(z.object({ start: z.number(), size: z.number(), pod: z.string() })),
     })
     .optional(),
+  /** The device kind's vendor when not NVIDIA (`AWSNeuron`). */
+  vendor: z.string().optional(),
+  /** Devices whose cores are taken by index (AWS Neuron): cores booked and free, by index on the device. */
+  coreIndexes: z.object({ used: z.array(z.number()), free: z.array(z.number()) }).optional(),
 });
 
 export const nodeDevicesSchema = z.object({

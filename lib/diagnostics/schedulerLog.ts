@@ -4,8 +4,9 @@
  * Pure: the record in, the JSON out. The zod schema is what clients (hami-diag) validate against.
  */
 import { z } from 'zod';
-import type { ContainerEvidence, NodeEvidence } from '../engine/types';
 import { answerFor, filterFacts } from './answer';
+import { coreCount, coreIndexes, usedMask } from '../engine/devices/neuron/masks';
+import { AWS_NEURON, type CardEvidence, type ContainerEvidence, type NodeEvidence } from '../engine/types';
 import { hintFor, type Hint } from './hints';
 import type { AttemptRecord } from './record';
 import { bindFailureKey, countNodesByReason, filterErrorKey } from './reasons';
@@ -25,6 +26,11 @@ const cardEvidenceSchema = z.object({
   usedSlots: z.number(),
   realtimeUsedMem: z.number().optional(),
   realtimeTotalMem: z.number().optional(),
+  /**
+   * AWS Neuron devices: the cores booked and free by index on the device (the core figures above are then counts
+   * of cores, not percentages; docs/devices.md, "AWS Neuron").
+   */
+  coreIndexes: z.object({ used: z.array(z.number()), free: z.array(z.number()) }).optional(),
 });
 
 const chosenDeviceSchema = z.object({
@@ -33,6 +39,8 @@ const chosenDeviceSchema = z.object({
   type: z.string(),
   usedmem: z.number(),
   usedcores: z.number(),
+  /** AWS Neuron devices: the cores given, by index on the device (`usedcores` is their mask). */
+  coreIndexes: z.array(z.number()).optional(),
 });
 
 const containerRequestSchema = z.object({
@@ -178,11 +186,23 @@ function renderContainer(container: ContainerEvidence, detail: RenderOptions['de
   if (container.status === 'failed') out.reason = container.reason ?? '';
   if (container.init) out.init = true;
   if (detail === 'devices') {
+    const cores = container.request?.type === AWS_NEURON;
     if (container.request !== undefined) out.request = { ...container.request };
-    out.devices = container.cards.map((card) => ({ ...card }));
-    if (container.devices !== undefined) out.chosen = container.devices.map((device) => ({ ...device }));
+    out.devices = container.cards.map((card) => (cores ? neuronCard(card) : { ...card }));
+    if (container.devices !== undefined) out.chosen = container.devices.map((device) => (cores ? { ...device, coreIndexes: coreIndexes(device.usedcores) } : { ...device }));
   }
   return out;
+}
+
+/** A Neuron device's evidence with its cores as counts and indexes (the engine compares masks). */
+function neuronCard(card: CardEvidence): CardEvidenceLog {
+  const used = usedMask(card.usedCores, card.totalCores);
+  return {
+    ...card,
+    totalCores: coreCount(card.totalCores),
+    usedCores: coreCount(used),
+    coreIndexes: { used: coreIndexes(used), free: coreIndexes(card.totalCores & ~used) },
+  };
 }
 
 /**
@@ -207,10 +227,19 @@ function hintsFor(record: AttemptRecord): Hint[] {
     keys.push(filterErrorKey(summary));
   }
   if (record.bind.status === 'failed') keys.push(bindFailureKey(record.bind.summary));
+  const vendor = requestTypeOf(record);
   return [...new Set(keys)].flatMap((key) => {
-    const hint = hintFor(key);
+    const hint = hintFor(key, vendor);
     return hint ? [{ ...hint }] : [];
   });
+}
+
+/** The device kind the pod asked for (one per pod), as its containers' requests name it. */
+function requestTypeOf(record: AttemptRecord): string | undefined {
+  for (const node of record.filter.nodes) {
+    for (const container of node.containers) if (container.request !== undefined) return container.request.type;
+  }
+  return record.filter.devices?.flat()[0]?.type;
 }
 
 /** docs/api.md §5: the body of a 404 for a pod with no scheduling record. */

@@ -113,7 +113,7 @@ export function decide(input: DecideInput): Decision {
     devices,
     claims: trace.claims(chosen.trace, plan.initCount),
     bookWholeNode: takesByPosition(devices, chosenState),
-    ...annotationsFor(devices, chosenState, input.nowMs, plan.initCount),
+    ...annotationsFor(devices, chosenState, input, plan.initCount, plan.containers.map((container) => container.request)),
     fitNodes: listed,
     passedOver,
     failedNodes,
@@ -141,11 +141,17 @@ function takesByPosition(devices: PodDevices, state: NodeState): boolean {
  * The pod annotations of the pod's device kind (one kind per pod: see `podRequestProblems`), and the parts of cards
  * they record, which the booking keeps.
  */
-function annotationsFor(devices: PodDevices, state: NodeState, nowMs: number, initCount: number): { podAnnotations: Record<string, string>; parts?: string } {
+function annotationsFor(
+  devices: PodDevices,
+  state: NodeState,
+  input: DecideInput,
+  initCount: number,
+  requests: readonly (ContainerRequest | undefined)[],
+): { podAnnotations: Record<string, string>; parts?: string } {
   const type = devices.flat()[0]?.type;
   const kind = type === undefined ? undefined : deviceKind(type);
   if (kind === undefined) return { podAnnotations: {} };
-  const podAnnotations = kind.podAnnotations(devices, state, { nowMs, nodeName: state.name, initCount });
+  const podAnnotations = kind.podAnnotations(devices, state, { nowMs: input.nowMs, nodeName: state.name, initCount, requests, config: input.config });
   const parts = kind.partsAnnotation === undefined ? undefined : podAnnotations[kind.partsAnnotation];
   return parts === undefined ? { podAnnotations } : { podAnnotations, parts };
 }

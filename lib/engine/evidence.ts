@@ -17,6 +17,7 @@
  * about 1.5 µs each, more than the evidence objects they replaced. One accessor per decision (see
  * `decide`) costs nothing measurable.
  */
+import { coresAreMasks } from './devices';
 import { ReasonCode } from './types';
 import { collapsePodUsage } from './usage';
 import type { CardClaim, CardEvidence, ContainerDevice, ContainerEvidence, ContainerRequest, ContainerStatus, DeviceInfo, NodeEvidence } from './types';
@@ -426,7 +427,7 @@ export class DecisionTrace {
         );
       }
     }
-    return collapsePodUsage(this.podDevices(node), initCount).map((use) => {
+    return collapsePodUsage(this.podDevices(node), initCount, false, coresAreMasks).map((use) => {
       const bound = bounds.get(use.uuid)!;
       return {
         uuid: use.uuid,

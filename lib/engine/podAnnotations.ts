@@ -2,6 +2,7 @@
  * Pod annotations HAMi writes and reads (docs/hami-parity.md §3): the device encoding and the user steering
  * annotations, with HAMi's error texts.
  */
+import { NeuronSchedulerOwned } from './devices/neuron/names';
 import { goQuote, parseGoBool } from './messages';
 import type { ContainerDevice, PodDevices } from './types';
 
@@ -37,6 +38,7 @@ export const SchedulerOwnedPodAnnotations: readonly string[] = [
   PodAnnotation.BindPhase,
   PodAnnotation.BindTime,
   'hami.io/vgpu-mig-allocations',
+  ...NeuronSchedulerOwned,
 ];
 
 export const BindPhase = { Allocating: 'allocating', Success: 'success', Failed: 'failed' } as const;

@@ -42,6 +42,8 @@ export const NodeFailure = {
 
 /** The request type HAMi writes into pod annotations and compares in Fit (constant `NvidiaGPUDevice`). */
 export const NVIDIA = 'NVIDIA';
+/** HAMi's `AWSNeuronCommonWord`: the type and vendor of AWS Neuron devices (docs/devices.md, "AWS Neuron"). */
+export const AWS_NEURON = 'AWSNeuron';
 
 /** Where a MIG instance sits on its card: `size` slices from `start` (NVML's placement). */
 export interface MigPlacement {
@@ -73,6 +75,11 @@ export interface DeviceInfo {
   readonly vendor?: string;
   /** MIG profiles, on a card in `mig` mode. */
   readonly migProfiles?: readonly MigProfile[];
+  /**
+   * The node's instance type (label `node.kubernetes.io/instance-type`) where the kind's rules depend on it
+   * (AWS Neuron's contiguity, docs/devices.md "AWS Neuron"); HAMi's `custominfo.AWSNodeType`.
+   */
+  readonly nodeType?: string;
 }
 
 /** `hami.io/node-nvidia-score`: uuid -> (uuid -> pair score). Missing pairs count 0. */
@@ -191,7 +198,11 @@ export interface NodeLike {
     readonly annotations?: Readonly<Record<string, string>>;
     readonly labels?: Readonly<Record<string, string>>;
   };
-  readonly status?: { readonly allocatable?: Readonly<Record<string, string | number>> };
+  readonly status?: {
+    readonly allocatable?: Readonly<Record<string, string | number>>;
+    /** Device kinds registered from capacity (AWS Neuron) read it here. */
+    readonly capacity?: Readonly<Record<string, string | number>>;
+  };
 }
 
 export type RealtimeMode = 'strict' | 'warning' | 'disabled';
@@ -201,6 +212,10 @@ export interface EngineConfig {
   readonly resourceMemoryName: string;
   readonly resourceMemoryPercentageName: string;
   readonly resourceCoreName: string;
+  /** AWS Neuron: whole devices (docs/devices.md, "AWS Neuron"). */
+  readonly neuronResourceName: string;
+  /** AWS Neuron: NeuronCores. */
+  readonly neuronCoreResourceName: string;
   readonly defaultMemory: number;
   readonly defaultCores: number;
   readonly memoryFactor: number;
@@ -222,6 +237,8 @@ export const defaultEngineConfig: EngineConfig = {
   resourceMemoryName: 'nvidia.com/gpumem',
   resourceMemoryPercentageName: 'nvidia.com/gpumem-percentage',
   resourceCoreName: 'nvidia.com/gpucores',
+  neuronResourceName: 'aws.amazon.com/neuron',
+  neuronCoreResourceName: 'aws.amazon.com/neuroncore',
   defaultMemory: 0,
   defaultCores: 0,
   memoryFactor: 1,

@@ -14,9 +14,11 @@ export interface CollapsedDevice extends ContainerDevice {
  * memory/cores and one slot (they run one after another); app containers sum memory/cores and take
  * one slot per occurrence; the booking is the larger of the two per field, at least one slot.
  * With `initDone` (every init container exited 0) only app containers count.
- * Result sorted by type, then UUID.
+ * Result sorted by type, then UUID. Types whose cores are a mask of core indexes (`coreMasks`, from
+ * `DeviceKind.coreMask`: AWS Neuron) book the OR of the masks instead of the larger of two sums: an init container
+ * and an app container on different cores of one device hold both (docs/devices.md, "AWS Neuron").
  */
-export function collapsePodUsage(devices: PodDevices, initCount: number, initDone = false): CollapsedDevice[] {
+export function collapsePodUsage(devices: PodDevices, initCount: number, initDone = false, coreMasks: (type: string) => boolean = noCoreMasks): CollapsedDevice[] {
   interface Tally {
     readonly type: string;
     readonly uuid: string;
@@ -39,13 +41,14 @@ export function collapsePodUsage(devices: PodDevices, initCount: number, initDon
         tally = { type: device.type, uuid: device.uuid, idx: device.idx, initMem: 0, initCores: 0, initSlots: 0, appMem: 0, appCores: 0, appSlots: 0 };
         tallies.set(key, tally);
       }
+      const mask = coreMasks(device.type);
       if (isInit) {
         tally.initMem = Math.max(tally.initMem, device.usedmem);
-        tally.initCores = Math.max(tally.initCores, device.usedcores);
+        tally.initCores = mask ? tally.initCores | device.usedcores : Math.max(tally.initCores, device.usedcores);
         tally.initSlots = 1;
       } else {
         tally.appMem += device.usedmem;
-        tally.appCores += device.usedcores;
+        tally.appCores = mask ? tally.appCores | device.usedcores : tally.appCores + device.usedcores;
         tally.appSlots += 1;
       }
     }
@@ -57,9 +60,13 @@ export function collapsePodUsage(devices: PodDevices, initCount: number, initDon
       uuid: t.uuid,
       type: t.type,
       usedmem: Math.max(t.initMem, t.appMem),
-      usedcores: Math.max(t.initCores, t.appCores),
+      usedcores: coreMasks(t.type) ? t.initCores | t.appCores : Math.max(t.initCores, t.appCores),
       slots: Math.max(t.initSlots, t.appSlots, 1),
     }));
+}
+
+function noCoreMasks(): boolean {
+  return false;
 }
 
 /**

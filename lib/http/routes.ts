@@ -59,8 +59,9 @@ const podSchema = z
 
 const nodeSchema = z
   .object({
-    metadata: z.object({ name: kubeName, annotations: z.record(z.string(), z.string()).nullish() }).loose(),
-    status: z.object({ allocatable: quantities }).loose().nullish(),
+    metadata: z.object({ name: kubeName, annotations: z.record(z.string(), z.string()).nullish(), labels: z.record(z.string(), z.string()).nullish() }).loose(),
+    // Capacity and labels: AWS Neuron devices are registered from them (docs/devices.md).
+    status: z.object({ allocatable: quantities, capacity: quantities }).loose().nullish(),
   })
   .loose();
 

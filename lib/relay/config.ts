@@ -13,6 +13,8 @@ export const DEFAULT_MANAGED_RESOURCES = [
   'nvidia.com/gpumem',
   'nvidia.com/gpumem-percentage',
   'nvidia.com/gpucores',
+  'aws.amazon.com/neuron',
+  'aws.amazon.com/neuroncore',
 ] as const;
 
 const intFromEnv = (fallback: number, min: number, max: number) =>
@@ -219,6 +221,8 @@ export function loadRelayConfig(env: NodeJS.ProcessEnv = process.env): RelayConf
     names.resourceMemoryName,
     names.resourceMemoryPercentageName,
     names.resourceCoreName,
+    names.neuronResourceName,
+    names.neuronCoreResourceName,
   ];
   return {
     mode: e.RELAY_MODE,

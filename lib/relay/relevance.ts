@@ -76,8 +76,9 @@ export function podMatters(pod: unknown, managedResources: readonly string[]): b
 }
 
 /**
- * The part of an object whose change is worth forwarding. Nodes: hami.io annotations, labels,
- * allocatable (not heartbeats). Pods: hami.io annotations, phase, node, deletion. Quotas: spec.hard.
+ * The part of an object whose change is worth forwarding. Nodes: hami.io annotations, labels (the instance type
+ * among them), allocatable and capacity (AWS Neuron devices are registered from it), not heartbeats. Pods: hami.io
+ * annotations, phase, node, deletion. Quotas: spec.hard.
  */
 export function fingerprint(kind: ForwardedKind, obj: unknown): string {
   switch (kind) {
@@ -87,6 +88,7 @@ export function fingerprint(kind: ForwardedKind, obj: unknown): string {
         sorted(record(obj, 'metadata', 'labels')),
         sorted(record(obj, 'status', 'allocatable')),
         record(obj, 'spec').unschedulable ?? false,
+        sorted(record(obj, 'status', 'capacity')),
       ]);
     case 'Pod':
       return JSON.stringify([

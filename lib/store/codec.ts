@@ -178,12 +178,15 @@ function decodeBookingText(text: string): Booking {
 
 // ---- registration: compact positional JSON -------------------------------------------------------------
 //   registered:   {"d":[[id,index,count,devmem,devcore,type,numa,mode,health(0|1),extras?],…],"c":[cordoned…],"p":{pair scores}}
-//                 extras (absent when empty): {"v": vendor, "g": [[name, memoryMB, core, sliceCount, [[start,size],…]],…]}
+//                 extras (absent when empty): {"v": vendor, "t": instance type, "g": [[name, memoryMB, core, sliceCount, [[start,size],…]],…]}
 //   unregistered: {"r":"reason"}
+// Extras came with MIG and AWS Neuron (`t`: the node's instance type, docs/devices.md "AWS Neuron"); devices stored
+// without them are NVIDIA's, as before.
 
 function deviceExtras(d: DeviceInfo): Record<string, unknown> | undefined {
   const extras: Record<string, unknown> = {};
   if (d.vendor !== undefined) extras.v = d.vendor;
+  if (d.nodeType !== undefined) extras.t = d.nodeType;
   if (d.migProfiles !== undefined && d.migProfiles.length > 0) {
     extras.g = d.migProfiles.map((p) => [p.name, p.memoryMB, p.core, p.sliceCount, p.placements.map((pl) => [pl.start, pl.size])]);
   }
@@ -207,6 +210,7 @@ export function encodeRegistration(registration: NodeRegistration): string {
 const int = z.number().int();
 const deviceExtrasSchema = z.object({
   v: z.string().min(1).optional(),
+  t: z.string().optional(),
   g: z.array(z.tuple([z.string(), nat, nat, nat, z.array(z.tuple([nat, nat]))])).optional(),
 });
 const compactRegistration = z.union([
@@ -237,6 +241,7 @@ function decodeRegistrationText(text: string): NodeRegistration {
     mode,
     health: health === 1,
     ...(extras?.v !== undefined ? { vendor: extras.v } : {}),
+    ...(extras?.t !== undefined ? { nodeType: extras.t } : {}),
     ...(extras?.g !== undefined
       ? { migProfiles: extras.g.map(([name, memoryMB, core, sliceCount, placements]) => ({ name, memoryMB, core, sliceCount, placements: placements.map(([start, size]) => ({ start, size })) })) }
       : {}),

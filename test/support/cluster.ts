@@ -49,6 +49,55 @@ export function gpuNode(
   };
 }
 
+/** A Node as the stock AWS Neuron device plugin advertises it: capacity only, and the instance-type label. */
+export function neuronNode(
+  name: string,
+  devices: number,
+  cores: number,
+  instanceType: string,
+  options: { rv?: string; annotations?: Record<string, string> } = {},
+) {
+  const capacity = { 'aws.amazon.com/neuron': String(devices), 'aws.amazon.com/neuroncore': String(cores), cpu: '128' };
+  return {
+    kind: 'Node',
+    apiVersion: 'v1',
+    metadata: {
+      name,
+      resourceVersion: options.rv ?? '1',
+      labels: { 'node.kubernetes.io/instance-type': instanceType },
+      annotations: { ...(options.annotations ?? {}) },
+    },
+    status: { capacity, allocatable: capacity },
+  };
+}
+
+export interface NeuronContainerSpec {
+  readonly name: string;
+  /** `aws.amazon.com/neuron`: whole devices. */
+  readonly devices?: number;
+  /** `aws.amazon.com/neuroncore`: cores. */
+  readonly cores?: number;
+  /** Ask for an NVIDIA card too (a pod may use one kind). */
+  readonly gpu?: number;
+}
+
+/** A pending pod asking for AWS Neuron devices or cores, shaped like `gpuPod`'s. */
+export function neuronPod(
+  name: string,
+  containers: readonly NeuronContainerSpec[],
+  options: { namespace?: string; uid?: string; annotations?: Record<string, string>; initContainers?: readonly NeuronContainerSpec[] } = {},
+) {
+  const toContainer = (c: NeuronContainerSpec) => {
+    const limits: Record<string, string> = {};
+    if (c.devices !== undefined) limits['aws.amazon.com/neuron'] = String(c.devices);
+    if (c.cores !== undefined) limits['aws.amazon.com/neuroncore'] = String(c.cores);
+    if (c.gpu !== undefined) limits['nvidia.com/gpu'] = String(c.gpu);
+    return { name: c.name, image: 'neuron:2', resources: { limits } };
+  };
+  const pod = gpuPod(name, [], options);
+  return { ...pod, spec: { ...pod.spec, initContainers: (options.initContainers ?? []).map(toContainer), containers: containers.map(toContainer) } };
+}
+
 export interface ContainerSpec {
   readonly name: string;
   readonly gpu?: number;

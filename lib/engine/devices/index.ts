@@ -1,11 +1,12 @@
 /** Every device kind the scheduler places, and how a registered device finds its kind. */
 import { NVIDIA, type DeviceInfo } from '../types';
 import type { DeviceKind } from './kind';
+import { neuron } from './neuron';
 import { nvidia } from './nvidia';
 
 export type { DeviceKind } from './kind';
 
-export const DEVICE_KINDS: readonly DeviceKind[] = [nvidia];
+export const DEVICE_KINDS: readonly DeviceKind[] = [nvidia, neuron];
 
 const byVendor = new Map<string, DeviceKind>(DEVICE_KINDS.map((kind) => [kind.vendor, kind]));
 const indexes = new Map<DeviceKind, number>(DEVICE_KINDS.map((kind, i) => [kind, i]));
@@ -39,4 +40,9 @@ export function allocatedDevicesOf(
 /** A registered device's kind: its `vendor`, NVIDIA when absent (what HAMi's register annotation holds). */
 export function deviceKindOf(device: DeviceInfo): DeviceKind | undefined {
   return byVendor.get(device.vendor ?? NVIDIA);
+}
+
+/** Whether devices of this request type book cores as a mask of core indexes (`DeviceKind.coreMask`). */
+export function coresAreMasks(type: string): boolean {
+  return byVendor.get(type)?.coreMask === true;
 }

@@ -48,12 +48,28 @@ export interface DeviceKind {
    * store's per-card counters cannot tell two placements apart.
    */
   positional(device: DeviceInfo): boolean;
+  /**
+   * Whether `usedcores` of this kind's bookings is a bitmask of core indexes (AWS Neuron; HAMi's later
+   * `CoreMaskAccounting`), not an amount: one pod's containers on a card then book the OR of their masks, and the
+   * masks of different pods, disjoint by Fit, add up to their OR in the ledger's counters.
+   */
+  readonly coreMask?: boolean;
   /** The pod annotation where the kind's device plugin reads the devices decided (HAMi's encoding, init containers first). */
   readonly allocatedAnnotation: string;
   /**
    * The pod annotations the filter writes for the chosen devices (HAMi's `PatchAnnotations`), beyond the
    * kind-independent `hami.io/vgpu-node` and `hami.io/vgpu-time`. `devices` holds only this kind's containers;
-   * `node` is the chosen node as decided on.
+   * `node` is the chosen node as decided on; `requests` are the containers' requests, aligned with `devices`.
    */
-  podAnnotations(devices: PodDevices, node: NodeState, context: { readonly nowMs: number; readonly nodeName: string; readonly initCount: number }): Record<string, string>;
+  podAnnotations(
+    devices: PodDevices,
+    node: NodeState,
+    context: {
+      readonly nowMs: number;
+      readonly nodeName: string;
+      readonly initCount: number;
+      readonly requests: readonly (ContainerRequest | undefined)[];
+      readonly config: EngineConfig;
+    },
+  ): Record<string, string>;
 }

@@ -80,6 +80,32 @@ describe('watch forwarding', () => {
     expect(forwarded()[1]?.object.metadata.labels?.gpu).toBe('off');
   });
 
+  it('forwards AWS Neuron nodes with their capacity and instance type, their capacity changes, and Neuron pods', async () => {
+    // Prepare
+    const capacity = { cpu: '128', 'aws.amazon.com/neuron': '16', 'aws.amazon.com/neuroncore': '32' };
+    kube.create('Node', {
+      metadata: { name: 'trn-1', labels: { 'node.kubernetes.io/instance-type': 'trn1.32xlarge' } },
+      status: { capacity, allocatable: capacity, conditions: [{ type: 'Ready', status: 'True', lastHeartbeatTime: '2025-05-01T10:00:00Z' }] },
+    });
+    relay = await startTestRelay(kube, cp.url);
+    await eventually(() => expect(forwarded()).toHaveLength(1));
+    await eventually(() => expect(kube.openWatches()).toBe(3));
+
+    // Act
+    kube.patch('Node', undefined, 'trn-1', { status: { capacity: { ...capacity, 'aws.amazon.com/neuroncore': '64' } } });
+    const neuronPod = (name: string, limits: Record<string, string>) => ({ ...plainPod(name), spec: { schedulerName: 'hami-scheduler', containers: [{ name: 'main', image: 'neuron:2', resources: { limits } }] } });
+    kube.create('Pod', neuronPod('train', { 'aws.amazon.com/neuron': '4' }));
+    kube.create('Pod', neuronPod('infer', { 'aws.amazon.com/neuroncore': '1' }));
+    kube.create('Pod', plainPod('web'));
+
+    // Assess
+    await eventually(() => expect(forwarded().map(summary)).toEqual(['ADDED Node trn-1', 'MODIFIED Node trn-1', 'ADDED Pod team-a/train', 'ADDED Pod team-a/infer']));
+    const [added, changed] = forwarded() as unknown as { object: { metadata: { labels: Record<string, string> }; status: { capacity: Record<string, string> } } }[];
+    expect(added?.object.metadata.labels['node.kubernetes.io/instance-type']).toBe('trn1.32xlarge');
+    expect(added?.object.status.capacity['aws.amazon.com/neuroncore']).toBe('32');
+    expect(changed?.object.status.capacity['aws.amazon.com/neuroncore']).toBe('64');
+  });
+
   it('asks for bookmarks and a server-side timeout on every watch', async () => {
     relay = await startTestRelay(kube, cp.url, { env: { RELAY_WATCH_TIMEOUT_SECONDS: '120' } });
     await eventually(() => expect(kube.openWatches()).toBe(3));

@@ -237,6 +237,58 @@ describe('warnings for requests no registered card can hold', () => {
   });
 });
 
+describe('AWS Neuron pods (HAMi\'s Neuron MutateAdmission only validates)', () => {
+  it.each([
+    ['whole devices', { 'aws.amazon.com/neuron': '4' }, undefined],
+    ['cores', { 'aws.amazon.com/neuroncore': '3' }, undefined],
+    ['cores in requests only', undefined, { 'aws.amazon.com/neuroncore': '1' }],
+  ])('a pod asking %s is routed to the extender, and nothing else changes', (_case, limits, requests) => {
+    const object = pod({ ...(limits ? { limits } : {}), ...(requests ? { requests } : {}) });
+    const response = answer(object);
+    expect(decodeAdmissionPatch(response)).toEqual([{ op: 'add', path: '/spec/schedulerName', value: 'hami-scheduler' }]);
+    expect(response.warnings).toBeUndefined();
+  });
+
+  it('gets no NVIDIA defaults, even beside an NVIDIA memory quantity (no nvidia.com/gpu is added to it)', () => {
+    const { pod: after } = admitted(pod({ limits: { 'aws.amazon.com/neuron': '1', 'nvidia.com/gpumem': '1000' } }));
+    expect(spec(after).containers[0]?.resources?.limits).toEqual({ 'aws.amazon.com/neuron': '1', 'nvidia.com/gpumem': '1000' });
+    expect(spec(after).schedulerName).toBe('hami-scheduler');
+  });
+
+  it.each([
+    [{ 'aws.amazon.com/neuroncore': '-1' }, 'invalid GPU resource request: container "main": aws.amazon.com/neuroncore "-1" is negative'],
+    [{ 'aws.amazon.com/neuron': '1.5' }, 'invalid GPU resource request: container "main": aws.amazon.com/neuron "1.5" is not a whole number'],
+    [{ 'aws.amazon.com/neuron': '2147483648' }, 'invalid GPU resource request: container "main": aws.amazon.com/neuron "2147483648" is larger than 2147483647 (HAMi computes it in int32)'],
+    [
+      { 'aws.amazon.com/neuron': '1', 'nvidia.com/gpu': '1' },
+      'invalid GPU resource request: container "main": nvidia.com/gpu and aws.amazon.com/neuron "both" ask for two kinds of device in one pod; a pod may use one kind',
+    ],
+  ])('denies %j with the filter\'s words', (limits, message) => {
+    expect(answer(pod({ limits }))).toEqual({ uid: expect.any(String), allowed: false, status: { code: 400, reason: 'BadRequest', message } });
+  });
+
+  it('denies a Neuron pod that is privileged or has a node preset, as HAMi denies every device pod', () => {
+    expect(answer(pod({ limits: { 'aws.amazon.com/neuron': '1' }, privileged: true })).status?.message).toBe('container main is privileged');
+    expect(answer(pod({ limits: { 'aws.amazon.com/neuron': '1' }, nodeName: 'trn-1' })).status?.message).toBe('pod has node assigned');
+  });
+
+  it('denies a pod created with an AWS placement, and admits NEURON_ALLOCATED (the AWS device plugin\'s)', () => {
+    const forged = answer(pod({ limits: { 'aws.amazon.com/neuron': '1' }, annotations: { AWS_NEURON_IDS: '0', 'aws.amazon.com/predicate-node': 'trn-1', NEURON_ALLOCATED: 'false' } }));
+    expect(forged.status?.message).toContain('pod carries AWS_NEURON_IDS, aws.amazon.com/predicate-node: only the scheduler sets these annotations');
+    expect(answer(pod({ limits: { 'aws.amazon.com/neuron': '1' }, annotations: { NEURON_ALLOCATED: 'false' } })).allowed).toBe(true);
+  });
+
+  it('counts only NVIDIA cards for the warnings: Neuron devices hold no NVIDIA request, and Neuron requests get none', () => {
+    const neuronNode = { metadata: { name: 'trn', labels: { 'node.kubernetes.io/instance-type': 'trn1.32xlarge' } }, status: { capacity: { 'aws.amazon.com/neuron': '16', 'aws.amazon.com/neuroncore': '32' } } };
+    const onlyNeuron = cardCapacity([neuronNode], defaultEngineConfig);
+    expect(onlyNeuron).toEqual({ nodes: 0, cards: 0, largestMemoryMiB: 0, mostCardsOnANode: 0, hasMig: false });
+    expect(admitted(pod({ limits: { 'aws.amazon.com/neuron': '32' } }), { capacity: onlyNeuron }).warnings).toEqual([]);
+    expect(admitted(pod({ limits: { 'nvidia.com/gpu': '1' } }), { capacity: onlyNeuron }).warnings).toEqual([
+      'no node has registered GPUs yet (annotation hami.io/node-nvidia-register): the pod stays Pending until one does',
+    ]);
+  });
+});
+
 describe('requests that are not pod creations', () => {
   it.each([
     ['an UPDATE', { operation: 'UPDATE' }],

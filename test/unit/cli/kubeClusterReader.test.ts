@@ -33,6 +33,8 @@ describe('nodeRegistration (docs/api.md §9)', () => {
     [node('[]'), { registered: false, reason: 'hami.io/node-nvidia-register lists no devices' }],
     [node('[{"id":'), { registered: false, reason: 'hami.io/node-nvidia-register is not valid JSON' }],
     [node('[{"id":"GPU-1"}]', '0'), { registered: false, reason: 'allocatable nvidia.com/gpu is 0' }],
+    [{ metadata: { name: 'trn' }, status: { capacity: { 'aws.amazon.com/neuron': '16', 'aws.amazon.com/neuroncore': '32' } } }, { registered: true }],
+    [{ metadata: { name: 'trn' }, status: { capacity: { 'aws.amazon.com/neuron': '16' } } }, { registered: false, reason: 'hami.io/node-nvidia-register is missing or empty' }],
   ])('%j', (input, expected) => {
     expect(nodeRegistration(input)).toEqual(expected);
   });

@@ -98,6 +98,21 @@ describe('the scheduler-owned annotations policy', () => {
     expect(out.denied).toEqual([]);
   });
 
+  it('lets the stock AWS Neuron device plugin mark its allocation done, and nobody but the scheduler rewrite the AWS placement', () => {
+    const awsPlugin = 'system:serviceaccount:kube-system:neuron-device-plugin';
+    const placed = {
+      'hami.io/vgpu-node': 'trn-1',
+      'hami.io/aws-neuron-devices-allocated': 'trn-1-AWSNeuron-0,AWSNeuron,0,3:;',
+      AWS_NEURON_IDS: '0',
+      NEURON_ALLOC_TIME: '1700000000000000000',
+      NEURON_ALLOCATED: 'false',
+      'aws.amazon.com/predicate-node': 'trn-1',
+    };
+    expect(admit(policy, review(awsPlugin, placed, { ...placed, NEURON_ALLOCATED: 'true' })).denied).toEqual([]);
+    const rewritten = admit(policy, review(awsPlugin, placed, { ...placed, AWS_NEURON_IDS: '1', 'aws.amazon.com/predicate-node': 'trn-2' }));
+    expect(rewritten.denied[0]?.message).toMatch(/^the annotations AWS_NEURON_IDS, aws.amazon.com\/predicate-node belong to the scheduler/);
+  });
+
   it.each([
     ['the relay', RELAY],
     ["HAMi's device plugin", DEVICE_PLUGIN],

@@ -10,7 +10,7 @@ import { chooseKubeConfigSource } from '../../../lib/relay/kubeconfig';
 import { ChangeTracker, podMatters, toForwardedObject } from '../../../lib/relay/relevance';
 import { bearerToken } from '../../../lib/relay/userAuth';
 
-const MANAGED = ['nvidia.com/gpu', 'nvidia.com/gpumem', 'nvidia.com/gpumem-percentage', 'nvidia.com/gpucores'];
+const MANAGED = ['nvidia.com/gpu', 'nvidia.com/gpumem', 'nvidia.com/gpumem-percentage', 'nvidia.com/gpucores', 'aws.amazon.com/neuron', 'aws.amazon.com/neuroncore'];
 
 describe('loadRelayConfig', () => {
   // Every call below chooses the extender's and the user port's transports, which have no default.
@@ -78,7 +78,10 @@ describe('loadRelayConfig: the admission webhook', () => {
     expect(c.webhook).toEqual(expect.objectContaining({ tls: 'off', port: 8443, secretName: 'hami-relay-webhook-tls', configurationName: 'hami-webhook', serviceName: 'hami-relay', checkIntervalMs: 60_000 }));
     expect(c.admission).toEqual(expect.objectContaining({ schedulerName: 'hami-scheduler', defaultGpuNum: 1 }));
     expect(c.admission.engine).toEqual(expect.objectContaining({ resourceCountName: 'example.com/vgpu', resourceMemoryName: 'nvidia.com/gpumem', defaultMemory: 1024 }));
-    expect(c.managedResources).toEqual(['example.com/vgpu', 'nvidia.com/gpumem', 'nvidia.com/gpumem-percentage', 'nvidia.com/gpucores']);
+    expect(c.managedResources).toEqual(['example.com/vgpu', 'nvidia.com/gpumem', 'nvidia.com/gpumem-percentage', 'nvidia.com/gpucores', 'aws.amazon.com/neuron', 'aws.amazon.com/neuroncore']);
+    const neuronNamed = loadConfigFrom({ ...base, HAMI_RESOURCE_NEURON_NAME: 'example.com/chip', HAMI_RESOURCE_NEURONCORE_NAME: 'example.com/core' });
+    expect(neuronNamed.managedResources.slice(4)).toEqual(['example.com/chip', 'example.com/core']);
+    expect(neuronNamed.admission.engine).toEqual(expect.objectContaining({ neuronResourceName: 'example.com/chip', neuronCoreResourceName: 'example.com/core' }));
   });
 
   it.each([
@@ -195,6 +198,8 @@ describe('relevance rules', () => {
     ['HAMi placed it', pod({ 'hami.io/vgpu-node': 'n1' }, {}), true],
     ['asks for nvidia.com/gpu', pod({}, { 'nvidia.com/gpu': '1' }), true],
     ['asks for gpumem in an init container', pod({}, { 'nvidia.com/gpumem': '100' }, true), true],
+    ['asks for aws.amazon.com/neuron', pod({}, { 'aws.amazon.com/neuron': '1' }), true],
+    ['asks for aws.amazon.com/neuroncore in an init container', pod({}, { 'aws.amazon.com/neuroncore': '2' }, true), true],
     ['asks only for cpu', pod({}, { cpu: '1' }), false],
     ['has unrelated annotations', pod({ 'example.com/x': 'y' }, {}), false],
   ])('a pod that %s matters: %s', (_case, p, expected) => {
@@ -219,6 +224,23 @@ describe('relevance rules', () => {
       t.decide('DELETED', node()),
     ];
     expect(decisions).toEqual(['forward', 'skip', 'skip', 'forward', 'forward', 'forward', 'forward', 'forward']);
+  });
+
+  it('forwards node changes of Neuron capacity and of the instance-type label (AWS Neuron devices come from them)', () => {
+    const t = new ChangeTracker('Node', MANAGED);
+    const node = (capacity: Record<string, string>, instanceType = 'trn1.32xlarge') => ({
+      metadata: { name: 'trn', labels: { 'node.kubernetes.io/instance-type': instanceType }, resourceVersion: '1' },
+      status: { capacity, allocatable: { 'aws.amazon.com/neuron': '16' }, conditions: [{ type: 'Ready', lastHeartbeatTime: 't1' }] },
+    });
+    const decisions = [
+      t.decide('ADDED', node({ 'aws.amazon.com/neuron': '16', 'aws.amazon.com/neuroncore': '32' })),
+      t.decide('MODIFIED', node({ 'aws.amazon.com/neuron': '16', 'aws.amazon.com/neuroncore': '32' })),
+      t.decide('MODIFIED', node({ 'aws.amazon.com/neuron': '16', 'aws.amazon.com/neuroncore': '64' })),
+      t.decide('MODIFIED', node({ 'aws.amazon.com/neuron': '16', 'aws.amazon.com/neuroncore': '64' }, 'trn2.48xlarge')),
+    ];
+    expect(decisions).toEqual(['forward', 'skip', 'forward', 'forward']);
+    const forwarded = toForwardedObject('Node', node({ 'aws.amazon.com/neuron': '16', 'aws.amazon.com/neuroncore': '32' }));
+    expect(forwarded).toMatchObject({ metadata: { labels: { 'node.kubernetes.io/instance-type': 'trn1.32xlarge' } }, status: { capacity: { 'aws.amazon.com/neuroncore': '32' } } });
   });
 
   it('forwards the deletion of a GPU pod, not of a plain one', () => {

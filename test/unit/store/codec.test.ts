@@ -60,6 +60,41 @@ describe('node items', () => {
     expect(codec.bookingText(decoded)).toBe(stored);
   });
 
+  it('round-trip a registration with AWS Neuron devices: vendor and instance type per device', () => {
+    const mixed: NodeRegistration = {
+      registered: true,
+      devices: [
+        ...(registration.registered ? registration.devices : []),
+        ...[0, 1].map((index) => ({ id: `trn-AWSNeuron-${index}`, index, count: 2, devmem: 0, devcore: 3, type: 'AWSNeuron', numa: 0, mode: '', health: true, vendor: 'AWSNeuron', nodeType: 'trn1.32xlarge' })),
+        { id: 'odd-AWSNeuron-0', index: 0, count: 2, devmem: 0, devcore: 3, type: 'AWSNeuron', numa: 0, mode: '', health: true, vendor: 'AWSNeuron', nodeType: '' },
+      ],
+      cordoned: [],
+      pairScores: {},
+    };
+    const node: NodeLedger = { ...ledger({}), registration: mixed };
+    const item = codec.encode(node, 0);
+    expect((JSON.parse(item.reg as string).d as unknown[][]).map((row) => row[9])).toEqual([
+      undefined,
+      undefined,
+      { v: 'AWSNeuron', t: 'trn1.32xlarge' },
+      { v: 'AWSNeuron', t: 'trn1.32xlarge' },
+      { v: 'AWSNeuron', t: '' },
+    ]);
+    expect(new NodeCodec().decode('node-1', item).registration).toEqual(mixed);
+  });
+
+  it('decode registrations stored before MIG and AWS Neuron (no extras): every device is NVIDIA\'s, nothing else is added', () => {
+    const stored = '{"d":[["GPU-a",0,10,81920,100,"NVIDIA-A100",0,"hami-core",1]],"c":["GPU-a"]}';
+    const decoded = new NodeCodec().decode('node-1', { ...nodeKey('node-1'), v: 1, reg: stored }).registration;
+    expect(decoded).toEqual({
+      registered: true,
+      devices: [{ id: 'GPU-a', index: 0, count: 10, devmem: 81920, devcore: 100, type: 'NVIDIA-A100', numa: 0, mode: 'hami-core', health: true }],
+      cordoned: ['GPU-a'],
+      pairScores: {},
+    });
+    expect(encodeRegistration(decoded!)).toBe(stored);
+  });
+
   it('store the registration compactly: well under the size of the engine objects', () => {
     expect(encodeRegistration(registration).length).toBeLessThan(JSON.stringify(registration).length * 0.6);
   });

@@ -14,7 +14,7 @@ Pod annotations only the scheduler writes (lib/engine/podAnnotations.ts Schedule
 nudge annotation). test/unit/relay/ownedAnnotations.test.ts keeps this list equal to the code's.
 */}}
 {{- define "hami.ownedAnnotations" -}}
-["hami.io/vgpu-node", "hami.io/vgpu-time", "hami.io/vgpu-devices-to-allocate", "hami.io/vgpu-devices-allocated", "hami.io/bind-phase", "hami.io/bind-time", "hami.io/vgpu-mig-allocations", "hami.io/requeue"]
+["hami.io/vgpu-node", "hami.io/vgpu-time", "hami.io/vgpu-devices-to-allocate", "hami.io/vgpu-devices-allocated", "hami.io/bind-phase", "hami.io/bind-time", "hami.io/vgpu-mig-allocations", "hami.io/aws-neuron-devices-allocated", "AWS_NEURON_IDS", "NEURON_ALLOC_TIME", "NEURON_RESOURCE_TYPE", "aws.amazon.com/predicate-node", "hami.io/requeue"]
 {{- end -}}
 
 {{- define "hami.image" -}}{{ .Values.image.repository }}:{{ default .Chart.AppVersion .Values.image.tag }}{{- end -}}

@@ -1,0 +1,29 @@
+/**
+ * AWS Neuron (Trainium, Inferentia) devices as HAMi places them for the stock AWS Neuron device plugin
+ * (docs/devices.md, "AWS Neuron"): registered from the Node's capacity, requested with `aws.amazon.com/neuron`
+ * (whole devices) or `aws.amazon.com/neuroncore` (cores), fitted by HAMi's checks and AWS's contiguity rules, written
+ * as AWS's neuron-scheduler annotations. No node lock; bookings take cores by index, so they are written under the
+ * node's version.
+ */
+import type { FitRun } from '../../fit';
+import { AWS_NEURON, type DeviceInfo, type NodeState, type PodDevices } from '../../types';
+import type { DeviceKind } from '../kind';
+import { NeuronPodAnnotation, neuronPodAnnotations } from './annotations';
+import { neuronFit } from './fit';
+import { registerNeuron } from './registration';
+import { neuronQuantities, neuronRequest } from './requests';
+
+export const neuron: DeviceKind = {
+  vendor: AWS_NEURON,
+  register: registerNeuron,
+  fitSees: (device: DeviceInfo) => device.type === AWS_NEURON,
+  request: neuronRequest,
+  quantities: neuronQuantities,
+  // Fit counts the devices a request spans on the node it tries (cores by that node's geometry): NodeInsufficientDevice.
+  fit: (run: FitRun, cards: Int32Array) => neuronFit(run, cards),
+  locksNode: false,
+  positional: () => true,
+  coreMask: true,
+  allocatedAnnotation: NeuronPodAnnotation.DevicesAllocated,
+  podAnnotations: (devices: PodDevices, node: NodeState, context) => neuronPodAnnotations(devices, node, context),
+};
