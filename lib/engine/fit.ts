@@ -176,7 +176,9 @@ export class FitRun {
     if (plan.selectors.numaBind) this.startNumaGroupIfChanged(node.numa[p]!);
     if (plan.selectsByUuid && !uuidAllowed(plan.selectors, device.id)) return ReasonCode.CardUuidMismatch;
     const used = this.arena.used[p]!;
-    if (device.count <= used) return ReasonCode.CardTimeSlicingExhausted;
+    // A card tried again for the same container (MIG) counts the instances it already gave: HAMi does not, and would
+    // book more slots than the card has.
+    if (device.count <= used + this.picksOn(p)) return ReasonCode.CardTimeSlicingExhausted;
     if (plan.gpuPolicy.isMutex && used > 0) return ReasonCode.ExclusiveDeviceAllocateConflict;
     if (this.coresRequest > 100) this.coresRequest = 100;
     if (!this.quotaFits(p)) return ReasonCode.ResourceQuotaNotFit;
@@ -191,6 +193,13 @@ export class FitRun {
     // The kind's own rule sees the memory resolved above, not the raw request.
     if (this.custom !== undefined && !this.custom.fits(this, p)) return this.custom.failure;
     return 'Fit';
+  }
+
+  /** How many of this container's picks so far are card `p` (more than one only for MIG instances). */
+  picksOn(p: number): number {
+    let picks = 0;
+    for (let i = 0; i < this.pickedCount; i++) if (this.arena.picked[i] === p) picks++;
+    return picks;
   }
 
   /** Memory the card being tried would be booked (check 9, the request resolved against the card). */
@@ -236,7 +245,7 @@ export class FitRun {
     const earlierSlots = this.arena.used[p]! - this.arena.baseUsed[p]!;
     const earlierMem = this.arena.usedMem[p]! - this.arena.baseMem[p]!;
     const earlierCores = this.arena.usedCores[p]! - this.arena.baseCores[p]!;
-    this.arena.pickedMaxSlots[pick] = device.count - 1 - earlierSlots;
+    this.arena.pickedMaxSlots[pick] = device.count - 1 - earlierSlots - this.picksOn(p);
     this.arena.pickedMaxMem[pick] = device.devmem - earlierMem - this.memoryRequest;
     // A container asking no cores needs one core left (CardComputeUnitsExhausted).
     this.arena.pickedMaxCores[pick] = device.devcore - earlierCores - cores - (cores === 0 && device.devcore !== 0 ? 1 : 0);

@@ -93,16 +93,24 @@ function totals(nodes: readonly NodeDevicesView[]): HTMLElement {
   let slots = 0;
   let slotsUsed = 0;
   let unhealthy = 0;
+  let neuronCores = 0;
+  let neuronCoresUsed = 0;
   for (const node of nodes) {
     for (const d of node.devices) {
       cards++;
+      slots += d.count;
+      slotsUsed += d.used;
+      if (!d.health) unhealthy++;
+      // Cores taken by index (AWS Neuron) are masks, not percentages, and such devices book no memory: counted apart.
+      if (d.coreIndexes !== undefined) {
+        neuronCores += d.coreIndexes.used.length + d.coreIndexes.free.length;
+        neuronCoresUsed += d.coreIndexes.used.length;
+        continue;
+      }
       mem += d.devmem;
       memUsed += d.usedmem;
       cores += d.devcore;
       coresUsed += d.usedcores;
-      slots += d.count;
-      slotsUsed += d.used;
-      if (!d.health) unhealthy++;
     }
   }
   const registered = nodes.filter((n) => n.registered).length;
@@ -115,6 +123,7 @@ function totals(nodes: readonly NodeDevicesView[]): HTMLElement {
     h('div', null, h('strong', null, 'Memory '), bar('total memory', memUsed, mem, 'MiB')),
     h('div', null, h('strong', null, 'Cores '), bar('total cores', coresUsed, cores, '%')),
     h('div', null, h('strong', null, 'Slots '), bar('total slots', slotsUsed, slots, '')),
+    neuronCores > 0 ? h('div', null, h('strong', null, 'NeuronCores '), bar('total NeuronCores', neuronCoresUsed, neuronCores, '')) : null,
   );
 }
 
@@ -141,8 +150,17 @@ function nodeSection(node: NodeDevicesView, f: Filters): HTMLElement {
       h('td', { class: 'mono' }, d.id),
       h('td', null, d.type),
       h('td', null, d.health ? 'healthy' : h('span', { class: 'bad' }, 'unhealthy')),
-      h('td', null, bar(`memory ${d.id}`, d.usedmem, d.devmem, 'MiB'), d.realtime ? h('div', { class: 'muted' }, `measured ${d.realtime.usedmem} / ${d.realtime.totalmem} MiB`) : null),
-      h('td', null, bar(`cores ${d.id}`, d.usedcores, d.devcore, '%')),
+      d.coreIndexes !== undefined
+        ? h('td', { class: 'muted' }, 'not booked')
+        : h('td', null, bar(`memory ${d.id}`, d.usedmem, d.devmem, 'MiB'), d.realtime ? h('div', { class: 'muted' }, `measured ${d.realtime.usedmem} / ${d.realtime.totalmem} MiB`) : null),
+      d.coreIndexes !== undefined
+        ? h(
+            'td',
+            null,
+            bar(`NeuronCores ${d.id}`, d.coreIndexes.used.length, d.coreIndexes.used.length + d.coreIndexes.free.length, 'NeuronCores'),
+            h('div', { class: 'muted' }, d.coreIndexes.used.length === 0 ? 'all cores free' : `in use: ${d.coreIndexes.used.join(', ')}`),
+          )
+        : h('td', null, bar(`cores ${d.id}`, d.usedcores, d.devcore, '%')),
       h('td', { 'data-usage': `slots ${d.id}` }, `${d.used} / ${d.count}`),
       h('td', null, d.pods.length === 0 ? h('span', { class: 'muted' }, 'none') : h('ul', { class: 'pods' }, d.pods.map((p) => h('li', null, link(['pods', ...splitPod(p)], p))))),
     ),

@@ -11,7 +11,7 @@ import { runDemo } from '../../../lib/demo/demo';
 import { startLocalServer, type LocalServer } from '../../../lib/local/server';
 import type { RunningRelay } from '../../../lib/relay/relay';
 import { launchBrowser, type LaunchedBrowser } from '../../support/browser';
-import { controlClient, gpuNode, gpuPod } from '../../support/cluster';
+import { controlClient, gpuNode, gpuPod, neuronNode, neuronPod } from '../../support/cluster';
 import { startFakeKube, type FakeKube } from '../../support/fakeKube';
 import { recordingLogger, startTestRelay } from '../relay/harness';
 
@@ -169,6 +169,34 @@ describe('the console served by npm start, with the demo cluster loaded', () => 
     await page.keyboard.press('Enter');
     await page.waitForSelector('main[data-rendered] #answer');
     expect(await textOf('#answer-sentence')).toContain('node lock contention');
+  });
+
+  it('shows AWS Neuron devices in NeuronCores by index, outside the NVIDIA memory and core totals', async () => {
+    const api = controlClient(server.url);
+    await open(server.url, '#/');
+    const before = await textOf('#totals');
+    await api.events([{ type: 'ADDED', object: neuronNode('zz-inf2', 2, 4, 'inf2.8xlarge') }]);
+    expect((await api.filter(neuronPod('neuron-infer', [{ name: 'main', cores: 3 }], { namespace: 'default' }), ['zz-inf2'])).status).toBe(200);
+    await open(server.url, '#/');
+    const devices = (await api.devices('zz-inf2')).json as { devices: { id: string; coreIndexes: { used: number[]; free: number[] } }[] };
+    expect(devices.devices.map((d) => d.coreIndexes)).toEqual([
+      { used: [0, 1], free: [] },
+      { used: [0], free: [1] },
+    ]);
+    for (const device of devices.devices) {
+      const row = `section[data-node="zz-inf2"] tr[data-card="${device.id}"]`;
+      const { used, free } = device.coreIndexes;
+      expect(await textOf(`${row} [data-usage="NeuronCores ${device.id}"]`)).toBe(`${used.length} / ${used.length + free.length} NeuronCores`);
+      expect(await textOf(row)).toContain(`in use: ${used.join(', ')}`);
+      expect(await page.$(`${row} [data-usage="cores ${device.id}"]`)).toBeNull();
+      expect(await textOf(row)).toContain('default/neuron-infer');
+    }
+    const totals = await textOf('#totals');
+    expect(totals).toContain('NeuronCores 3 / 4');
+    // The NVIDIA totals do not change when Neuron devices arrive (their cores are masks, their memory is not booked).
+    const nvidiaTotals = (text: string) => text.split('\n').filter((line) => /^(Memory|Cores)/.test(line));
+    expect(nvidiaTotals(totals)).toHaveLength(2);
+    expect(nvidiaTotals(totals)).toEqual(nvidiaTotals(before));
   });
 });
 

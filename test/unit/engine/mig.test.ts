@@ -78,6 +78,26 @@ describe('MIG fit', () => {
     expect(d.evidence[0]!.containers[0]!.cards.map((c) => c.outcome)).toEqual(['Fit', 'CardMigTopologyInfeasible']);
   });
 
+  it('fixed: a card gives one container no more instances than its slots (HAMi books past count), and the claim holds the card', () => {
+    const d = decided([node('n1', [migCard('GPU-a', [a100[0]!], { count: 1 })])]);
+    expect(d.kind).toBe('noFit');
+    if (d.kind === 'error') throw new Error(d.message);
+    expect(d.failedNodes).toEqual({ n1: '1/1 AllocatedCardsInsufficientRequest, 1/1 CardTimeSlicingExhausted' });
+    const two = decided([node('n1', [migCard('GPU-a', [a100[0]!], { count: 2 })])]);
+    if (two.kind !== 'fit') throw new Error('two slots should hold two instances');
+    expect(two.claims).toEqual([expect.objectContaining({ uuid: 'GPU-a', slots: 2, mem: 2 * 4864, cores: 28, maxSlotsBefore: 0, maxMemBefore: 40960 - 2 * 4864, maxCoresBefore: 100 - 28 - 1 })]);
+    // (-1: the request asks no cores, so the card must keep one: CardComputeUnitsExhausted.)
+  });
+
+  it('fixed: profiles whose instances together hold more memory than the card are refused by the engine, not by the store forever', () => {
+    // A hostile registration: one profile as large as the card, with two placements.
+    const whole: MigProfile = { name: '1g.5gb', memoryMB: 1425, core: 0, sliceCount: 1, placements: slices(0, 1) };
+    const d = decided([node('n1', [migCard('GPU-a', [whole], { count: 2, devmem: 1425, devcore: 0 })])], gpu(2));
+    expect(d.kind).toBe('noFit');
+    if (d.kind === 'error') throw new Error(d.message);
+    expect(d.failedNodes).toEqual({ n1: 'MIG profile and placement allocation failed' });
+  });
+
   it('HAMi ("mode is mig"): a profile with one placement serves one instance of two; figures are the ledger’s', () => {
     const d = decide(
       input(pod([gpu(2, { 'nvidia.com/gpumem': 1024, 'nvidia.com/gpucores': 1 })]), [

@@ -31,6 +31,9 @@ function migPlacementFits(run: FitRun, position: number): boolean {
   return selectMigCandidate(profiles, occupied, run.memory) !== undefined;
 }
 
+/** HAMi's `AddResourceUsage` error for a MIG instance that cannot be placed. */
+const MIG_ALLOCATION_FAILED = 'MIG profile and placement allocation failed';
+
 const custom = { fits: migPlacementFits, failure: ReasonCode.CardMigTopologyInfeasible };
 // A MIG card just picked is tried again for the container's next instance (HAMi's `i++`).
 const retriesCard = (run: FitRun, position: number) => isMig(run.input.node.devices[position]!);
@@ -75,13 +78,24 @@ export const nvidia: DeviceKind = {
     if (!isMig(device)) return undefined;
     const taken = (arena.placements[position] ??= []);
     const chosen = selectMigCandidate(device.migProfiles ?? [], taken, arena.pickedMem[pick]!);
-    if (chosen === undefined) return 'MIG profile and placement allocation failed';
+    if (chosen === undefined) return MIG_ALLOCATION_FAILED;
     taken.push(chosen.placement);
-    // The guards follow what is booked: the profile's memory and cores rather than the request's.
-    arena.pickedMaxMem[pick]! -= chosen.profile.memoryMB - arena.pickedMem[pick]!;
-    arena.pickedMaxCores[pick]! -= chosen.profile.core - arena.pickedCores[pick]!;
+    // The guards follow what is booked: the profile's memory and cores rather than the request's, and the instances
+    // this container already took on the card (their profiles are settled: picks are booked in order).
+    let ownMem = 0;
+    let ownCores = 0;
+    for (let earlier = 0; earlier < pick; earlier++) {
+      if (arena.picked[earlier] !== position) continue;
+      ownMem += arena.pickedMem[earlier]!;
+      ownCores += arena.pickedCores[earlier]!;
+    }
+    arena.pickedMaxMem[pick]! -= chosen.profile.memoryMB - arena.pickedMem[pick]! + ownMem;
+    arena.pickedMaxCores[pick]! -= chosen.profile.core - arena.pickedCores[pick]! + ownCores;
     arena.pickedMem[pick] = chosen.profile.memoryMB;
     arena.pickedCores[pick] = chosen.profile.core;
+    // A profile holding more than the card has left (a registration whose profiles overlap in memory) would be
+    // refused by the store's guard on every round: refused here instead, with the reason HAMi gives.
+    if (arena.pickedMaxMem[pick]! < arena.baseMem[position]! || arena.pickedMaxCores[pick]! < arena.baseCores[position]!) return MIG_ALLOCATION_FAILED;
     return undefined;
   },
   locksNode: true,
