@@ -201,8 +201,12 @@ export function appContainersNeedLock(devices: PodDevices, initCount: number): b
 
 /** Usage per card of every counting booking except `excludeUid` (the pod being filtered again). */
 export function usageOf(ledger: NodeLedger, nowMs: number, excludeUid?: string): Record<string, DeviceUsage> {
-  const usage: Record<string, DeviceUsage> = {};
-  for (const [uid, booking] of Object.entries(ledger.bookings)) {
+  return sumBookings(ledger.bookings, nowMs, {}, excludeUid);
+}
+
+/** Adds every counting booking's uses (except `excludeUid`'s) to `usage`, card by card. */
+function sumBookings(bookings: Readonly<Record<string, Booking>>, nowMs: number, usage: Record<string, DeviceUsage>, excludeUid?: string): Record<string, DeviceUsage> {
+  for (const [uid, booking] of Object.entries(bookings)) {
     if (uid === excludeUid || !bookingCounts(booking, nowMs)) continue;
     for (const use of booking.uses) {
       const card = usage[use.uuid] ?? (usage[use.uuid] = { used: 0, usedmem: 0, usedcores: 0 });
@@ -322,17 +326,11 @@ export function nextLedger(ledger: NodeLedger, nowMs: number, changes: Partial<O
 }
 
 function exactCounters(registration: NodeRegistration | undefined, bookings: Readonly<Record<string, Booking>>, nowMs: number): Record<string, CardCounter> {
-  const counters: Record<string, { slots: number; mem: number; cores: number }> = {};
-  if (registration?.registered) for (const device of registration.devices) counters[device.id] = { slots: 0, mem: 0, cores: 0 };
-  for (const booking of Object.values(bookings)) {
-    if (!bookingCounts(booking, nowMs)) continue;
-    for (const use of booking.uses) {
-      const counter = counters[use.uuid] ?? (counters[use.uuid] = { slots: 0, mem: 0, cores: 0 });
-      counter.slots += use.slots;
-      counter.mem += use.mem;
-      counter.cores += use.cores;
-    }
-  }
+  // Every registered card has a counter, used or not.
+  const empty: Record<string, DeviceUsage> = {};
+  if (registration?.registered) for (const device of registration.devices) empty[device.id] = { used: 0, usedmem: 0, usedcores: 0 };
+  const counters: Record<string, CardCounter> = {};
+  for (const [uuid, use] of Object.entries(sumBookings(bookings, nowMs, empty))) counters[uuid] = { slots: use.used, mem: use.usedmem, cores: use.usedcores };
   return counters;
 }
 

@@ -4,7 +4,7 @@
  * reading any record. Pure: the record in, the summary out; the stores call `summarizeAttempt`, the routes
  * `renderSummary`.
  */
-import { answerFor, filterFacts, type Answer } from './answer';
+import { answerFor, filterFacts, type Answer, type AnswerInput } from './answer';
 import { overallStatus } from './schedulerLog';
 import type { AttemptRecord, BindRecord, PodRef } from './record';
 
@@ -19,13 +19,7 @@ export interface AttemptSummary {
   readonly time: string;
   /** The same, epoch ms: a bind outcome belongs to this attempt when it is not older. */
   readonly timeMs: number;
-  readonly filter: {
-    readonly status: 'passed' | 'failed';
-    readonly summary: string;
-    readonly node?: string;
-    readonly reasons: readonly { readonly code: string; readonly nodes: number }[];
-    readonly evaluated: number;
-  };
+  readonly filter: AnswerInput['filter'];
   readonly bind: BindRecord;
 }
 
