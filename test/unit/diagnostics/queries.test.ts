@@ -9,6 +9,17 @@ import { parseQueryFile, queryFields } from '../../../lib/diagnostics/insightsQu
 import { setVerbosity } from '../../../lib/powertools';
 import { captureLogger, type LogLine } from './capture';
 import { record } from './fixtures';
+import { decide } from '../../../lib/engine/decide';
+import { card, gpu, input, node, pod } from '../engine/fixtures';
+
+/** A MIG card whose one placement is taken by the container's first instance: its second meets CardMigTopologyInfeasible. */
+function migEvidence() {
+  const profile = { name: '1g.5gb', memoryMB: 4864, core: 14, sliceCount: 1, placements: [{ start: 6, size: 1 }] };
+  const migCard = card('GPU-mig', { count: 7, devmem: 40960, devcore: 100, mode: 'mig', migProfiles: [profile] });
+  const decision = decide(input(pod([gpu(2, { 'nvidia.com/gpumem': 4000 })]), [node('mig-node', [migCard])]));
+  if (decision.kind === 'error') throw new Error(decision.message);
+  return decision.evidence;
+}
 
 const queryDir = join(__dirname, '..', '..', '..', 'infra', 'cloudwatch');
 const queryFiles = readdirSync(queryDir).filter((file) => file.endsWith('.query'));
@@ -29,6 +40,7 @@ function emittedLines(): LogLine[] {
           { node: 'node4', uuid: 'GPU-d', outcome: 'passed', requestedMem: 4096, realUsedMem: 2048, totalMem: 81559, cachedUsedMem: 0 },
         ]);
       }
+      logDecision(capture.logger, { attemptId: 'm1g00000-0001', pod: 'ml/mig-pod' }, migEvidence);
       logLockContention(capture.logger, { pod: 'default/infer-7c9d', node: 'node3', holder: 'default/other', attemptId: 'b1ndfa11-0003' });
     } finally {
       setVerbosity(0);
