@@ -124,6 +124,11 @@ const hintTexts: Readonly<Record<ReasonKey, HintText>> = {
     cause: 'Every counting booking of a node lives in one DynamoDB item; the bound keeps it far below the 400 KB item limit (docs/state.md, "Size").',
     fix: 'Wait for pods on the node to finish, or spread pods over more nodes; raise the bound only with the item size arithmetic in docs/state.md.',
   },
+  [ExtraReasonKey.MigAllocationFailed]: {
+    meaning: 'A MIG instance the container fitted could not be booked on its card.',
+    cause: 'The card’s registered MIG profiles, with the instances this container already took there, hold more memory or compute than the card has left: the device plugin registered profiles that overlap in memory.',
+    fix: 'Check the card’s migProfiles in hami.io/node-nvidia-register (`hami-diag node <node>` lists them) and the device plugin’s MIG configuration; other nodes keep scheduling.',
+  },
   [ExtraReasonKey.DeviceTypeNotFound]: {
     meaning: 'The node has no cards of the type the container requests.',
     cause: 'The node registered no devices of that vendor/type, or the request names a type this scheduler does not manage.',
@@ -200,6 +205,11 @@ const neuronHintTexts: Readonly<Partial<Record<ReasonKey, HintText>>> = {
     meaning: 'Some Neuron devices are free, but fewer than the request spans.',
     cause: 'A request for several devices needs each of them entirely free, and the node has fewer free devices than that.',
     fix: 'Ask for fewer devices, or wait until enough devices on one node are free.',
+  },
+  [ExtraReasonKey.MigAllocationFailed]: {
+    meaning: 'A MIG instance the container fitted could not be booked on its card.',
+    cause: 'The card’s registered MIG profiles, with the instances this container already took there, hold more memory or compute than the card has left: the device plugin registered profiles that overlap in memory.',
+    fix: 'Check the card’s migProfiles in hami.io/node-nvidia-register (`hami-diag node <node>` lists them) and the device plugin’s MIG configuration; other nodes keep scheduling.',
   },
   [ExtraReasonKey.DeviceTypeNotFound]: {
     meaning: 'The node has no AWS Neuron devices.',

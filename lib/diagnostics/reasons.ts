@@ -13,6 +13,7 @@ export const ExtraReasonKey = {
   DeviceTypeNotFound: NodeFailure.DeviceTypeNotFound,
   NodeStateUnreadable: NodeFailure.StateUnreadable,
   NodeBookingLimit: NodeFailure.BookingLimit,
+  MigAllocationFailed: NodeFailure.MigAllocationFailed,
   NodeLockContention: 'NodeLockContention',
   InvalidDeviceScoringWeights: 'InvalidDeviceScoringWeights',
   InvalidResourceRequest: 'InvalidResourceRequest',

@@ -38,6 +38,8 @@ export const NodeFailure = {
   StateUnreadable: 'node state unreadable',
   /** Ours: the node holds as many bookings as one node's stored state may (docs/state.md, "Size"). */
   BookingLimit: 'node at its limit of booked pods',
+  /** HAMi's `AddResourceUsage` error: a MIG instance that cannot be placed or would hold more than its card has left. */
+  MigAllocationFailed: 'MIG profile and placement allocation failed',
 } as const;
 
 /** The request type HAMi writes into pod annotations and compares in Fit (constant `NvidiaGPUDevice`). */

@@ -7,6 +7,7 @@ import fc from 'fast-check';
 import { decide } from '../../../lib/engine/decide';
 import { decodeMigAllocations, freePlacement, migHeld, MigAllocationsError, placeMigInstances, selectMigCandidate } from '../../../lib/engine/devices/nvidia/mig';
 import { parseNodeRegistration } from '../../../lib/engine/registration';
+import { hintFor } from '../../../lib/diagnostics/hints';
 import type { DeviceInfo, MigPlacement, MigProfile, NodeState } from '../../../lib/engine/types';
 import { card, config, gpu, input, node, pod } from './fixtures';
 
@@ -96,6 +97,8 @@ describe('MIG fit', () => {
     expect(d.kind).toBe('noFit');
     if (d.kind === 'error') throw new Error(d.message);
     expect(d.failedNodes).toEqual({ n1: 'MIG profile and placement allocation failed' });
+    // The scheduler log explains it like any other reason.
+    expect(hintFor(d.failedNodes.n1!)?.fix).toContain('migProfiles');
   });
 
   it('HAMi ("mode is mig"): a profile with one placement serves one instance of two; figures are the ledger’s', () => {

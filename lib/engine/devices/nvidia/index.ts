@@ -6,7 +6,7 @@
  */
 import { fitContainer, type FitRules, type FitRun } from '../../fit';
 import { encodePodDevices, PodAnnotation } from '../../podAnnotations';
-import { NVIDIA, ReasonCode, type DeviceInfo, type NodeState, type PodDevices } from '../../types';
+import { NodeFailure, NVIDIA, ReasonCode, type DeviceInfo, type NodeState, type PodDevices } from '../../types';
 import type { DeviceKind } from '../kind';
 import { encodeMigAllocations, isMig, migHeld, MigAllocationsAnnotation, MIG_MODE, placeMigInstances, selectMigCandidate } from './mig';
 import { registerNvidia } from './registration';
@@ -30,9 +30,6 @@ function migPlacementFits(run: FitRun, position: number): boolean {
   }
   return selectMigCandidate(profiles, occupied, run.memory) !== undefined;
 }
-
-/** HAMi's `AddResourceUsage` error for a MIG instance that cannot be placed. */
-const MIG_ALLOCATION_FAILED = 'MIG profile and placement allocation failed';
 
 const custom = { fits: migPlacementFits, failure: ReasonCode.CardMigTopologyInfeasible };
 // A MIG card just picked is tried again for the container's next instance (HAMi's `i++`).
@@ -78,7 +75,7 @@ export const nvidia: DeviceKind = {
     if (!isMig(device)) return undefined;
     const taken = (arena.placements[position] ??= []);
     const chosen = selectMigCandidate(device.migProfiles ?? [], taken, arena.pickedMem[pick]!);
-    if (chosen === undefined) return MIG_ALLOCATION_FAILED;
+    if (chosen === undefined) return NodeFailure.MigAllocationFailed;
     taken.push(chosen.placement);
     // The guards follow what is booked: the profile's memory and cores rather than the request's, and the instances
     // this container already took on the card (their profiles are settled: picks are booked in order).
@@ -95,7 +92,7 @@ export const nvidia: DeviceKind = {
     arena.pickedCores[pick] = chosen.profile.core;
     // A profile holding more than the card has left (a registration whose profiles overlap in memory) would be
     // refused by the store's guard on every round: refused here instead, with the reason HAMi gives.
-    if (arena.pickedMaxMem[pick]! < arena.baseMem[position]! || arena.pickedMaxCores[pick]! < arena.baseCores[position]!) return MIG_ALLOCATION_FAILED;
+    if (arena.pickedMaxMem[pick]! < arena.baseMem[position]! || arena.pickedMaxCores[pick]! < arena.baseCores[position]!) return NodeFailure.MigAllocationFailed;
     return undefined;
   },
   locksNode: true,
