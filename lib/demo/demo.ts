@@ -222,6 +222,8 @@ async function bindMeetsLockedNode(api: Relay, hamiDiag: HamiDiag, out: Out, fir
   if (!nudged) throw new DemoError(`scenario 4: expected a nudge for notebook-carol, got ${JSON.stringify(effects)}`);
   const retry = await api.bind(carol, first.node);
   if (retry.Error) throw new DemoError(`scenario 4: the retried bind failed: ${retry.Error}`);
+  // As the relay does once the Binding is created: the scheduler log then says the pod is bound.
+  await api.outcome(carol, first.node);
   out(`The device plugin marks notebook-alice allocated (hami.io/bind-phase: success): the lock ends, and the answer nudges notebook-carol (hami.io/requeue), so kube-scheduler retries it at once; its bind to ${first.node} succeeds.`);
 }
 
