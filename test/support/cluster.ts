@@ -82,42 +82,33 @@ export interface NeuronContainerSpec {
 }
 
 /** A pending pod asking for AWS Neuron devices or cores, shaped like `gpuPod`'s. */
-export function neuronPod(
-  name: string,
-  containers: readonly NeuronContainerSpec[],
-  options: { namespace?: string; uid?: string; annotations?: Record<string, string>; initContainers?: readonly NeuronContainerSpec[] } = {},
-) {
-  const toContainer = (c: NeuronContainerSpec) => {
-    const limits: Record<string, string> = {};
-    if (c.devices !== undefined) limits['aws.amazon.com/neuron'] = String(c.devices);
-    if (c.cores !== undefined) limits['aws.amazon.com/neuroncore'] = String(c.cores);
-    if (c.gpu !== undefined) limits['nvidia.com/gpu'] = String(c.gpu);
-    return { name: c.name, image: 'neuron:2', resources: { limits } };
-  };
-  const pod = gpuPod(name, [], options);
-  return { ...pod, spec: { ...pod.spec, initContainers: (options.initContainers ?? []).map(toContainer), containers: containers.map(toContainer) } };
+export function neuronPod(name: string, containers: readonly NeuronContainerSpec[], options: PodOptions<NeuronContainerSpec> = {}) {
+  return pendingPod(name, containers, options, 'neuron:2', (c) => ({
+    'aws.amazon.com/neuron': c.devices,
+    'aws.amazon.com/neuroncore': c.cores,
+    'nvidia.com/gpu': c.gpu,
+  }));
 }
 
-export interface ContainerSpec {
-  readonly name: string;
-  readonly gpu?: number;
-  readonly mem?: number;
-  readonly cores?: number;
-  readonly pct?: number;
+export interface PodOptions<C> {
+  readonly namespace?: string;
+  readonly uid?: string;
+  readonly annotations?: Record<string, string>;
+  readonly initContainers?: readonly C[];
 }
 
-export function gpuPod(
+/** A pending pod for our scheduler; each container's limits are those `limitsOf` gives a value. */
+function pendingPod<C extends { readonly name: string }>(
   name: string,
-  containers: readonly ContainerSpec[],
-  options: { namespace?: string; uid?: string; annotations?: Record<string, string>; initContainers?: readonly ContainerSpec[] } = {},
+  containers: readonly C[],
+  options: PodOptions<C>,
+  image: string,
+  limitsOf: (container: C) => Record<string, number | undefined>,
 ) {
-  const toContainer = (c: ContainerSpec) => {
+  const toContainer = (c: C) => {
     const limits: Record<string, string> = {};
-    if (c.gpu !== undefined) limits['nvidia.com/gpu'] = String(c.gpu);
-    if (c.mem !== undefined) limits['nvidia.com/gpumem'] = String(c.mem);
-    if (c.cores !== undefined) limits['nvidia.com/gpucores'] = String(c.cores);
-    if (c.pct !== undefined) limits['nvidia.com/gpumem-percentage'] = String(c.pct);
-    return { name: c.name, image: 'cuda:12', resources: { limits } };
+    for (const [resource, value] of Object.entries(limitsOf(c))) if (value !== undefined) limits[resource] = String(value);
+    return { name: c.name, image, resources: { limits } };
   };
   const namespace = options.namespace ?? 'default';
   return {
@@ -135,6 +126,23 @@ export function gpuPod(
     },
     status: { phase: 'Pending' },
   };
+}
+
+export interface ContainerSpec {
+  readonly name: string;
+  readonly gpu?: number;
+  readonly mem?: number;
+  readonly cores?: number;
+  readonly pct?: number;
+}
+
+export function gpuPod(name: string, containers: readonly ContainerSpec[], options: PodOptions<ContainerSpec> = {}) {
+  return pendingPod(name, containers, options, 'cuda:12', (c) => ({
+    'nvidia.com/gpu': c.gpu,
+    'nvidia.com/gpumem': c.mem,
+    'nvidia.com/gpucores': c.cores,
+    'nvidia.com/gpumem-percentage': c.pct,
+  }));
 }
 
 /** The pod as the relay would forward it after applying the filter's annotation patch. */
