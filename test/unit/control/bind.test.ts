@@ -4,14 +4,13 @@ import { ingestClusterEvents } from '../../../lib/control/clusterEvents';
 import { filterPod } from '../../../lib/control/filter';
 import { readSchedulerLog } from '../../../lib/control/views';
 import { card, forwardedPod, gpuNode, gpuPod, type ContainerSpec } from '../../support/cluster';
-import { world, type Environment } from './fixtures';
+import { filterOf, patchOf, world, type Environment } from './fixtures';
 
 async function placed(env: Environment, name: string, containers: ContainerSpec[] = [{ name: 'c', gpu: 1, mem: 1000 }], initContainers: ContainerSpec[] = []) {
   const pod = gpuPod(name, containers, { initContainers });
-  const answer = await filterPod(env.deps, { pod, podRef: { namespace: 'default', name, uid: pod.metadata.uid }, nodeNames: ['n1'], nodes: null });
+  const answer = await filterPod(env.deps, filterOf(pod, ['n1']));
   expect(answer.result.NodeNames).toEqual(['n1']);
-  const patch = answer.effects.find((e) => e.kind === 'PatchPodAnnotations');
-  return { pod, ref: { namespace: 'default', name, uid: pod.metadata.uid }, annotations: (patch && 'annotations' in patch ? patch.annotations : {}) as Record<string, string> };
+  return { pod, ref: { namespace: 'default', name, uid: pod.metadata.uid }, annotations: patchOf(answer) ?? {} };
 }
 
 async function setup(): Promise<{ w: ReturnType<typeof world>; env: Environment }> {

@@ -7,17 +7,14 @@ import { filterPod } from '../../../lib/control/filter';
 import { readNodeDevices } from '../../../lib/control/views';
 import { StoreRejectedError } from '../../../lib/errors';
 import { card, forwardedPod, gpuNode, gpuPod } from '../../support/cluster';
-import { world, type Environment } from './fixtures';
+import { filterOf, placedPatch, world, type Environment } from './fixtures';
 
 const node = (name: string, cards = 1, devmem = 16384) => gpuNode(name, Array.from({ length: cards }, (_, i) => card(`GPU-${name}-${i}`, { devmem })));
 const added = (object: unknown) => ({ type: 'ADDED', object });
 const modified = (object: unknown) => ({ type: 'MODIFIED', object });
 
 async function place(env: Environment, pod: ReturnType<typeof gpuPod>, nodes: string[]): Promise<Record<string, string>> {
-  const answer = await filterPod(env.deps, { pod, podRef: { namespace: pod.metadata.namespace, name: pod.metadata.name, uid: pod.metadata.uid }, nodeNames: nodes, nodes: null });
-  const patch = answer.effects.find((e) => e.kind === 'PatchPodAnnotations');
-  if (!patch || patch.kind !== 'PatchPodAnnotations') throw new Error(`not placed: ${JSON.stringify(answer.result)}`);
-  return patch.annotations as Record<string, string>;
+  return placedPatch(await filterPod(env.deps, filterOf(pod, nodes)));
 }
 
 const usedMem = async (env: Environment, name: string) => (await readNodeDevices(env.deps, name)).devices.reduce((sum, d) => sum + d.usedmem, 0);

@@ -2,7 +2,7 @@
  * The filter's rules, on the in-memory store: what is booked and under which guard, what a stale view may and
  * may not do, when the view reads the store, and how bad pods and bad state are answered.
  */
-import { filterPod, type FilterRequest } from '../../../lib/control/filter';
+import { filterPod } from '../../../lib/control/filter';
 import { ingestClusterEvents } from '../../../lib/control/clusterEvents';
 import { bindPodToNode } from '../../../lib/control/bind';
 import { emptyLedger, MAX_BOOKINGS_PER_NODE, nextLedger, type Booking } from '../../../lib/control/ledger';
@@ -10,17 +10,7 @@ import { readNodeDevices, readSchedulerLog } from '../../../lib/control/views';
 import { parseNodeRegistration } from '../../../lib/engine/registration';
 import { defaultEngineConfig } from '../../../lib/engine/types';
 import { card, forwardedPod, gpuNode, gpuPod, type ContainerSpec } from '../../support/cluster';
-import { world, type Environment } from './fixtures';
-
-function filterOf(pod: ReturnType<typeof gpuPod>, nodeNames: string[], minViewSeq?: number): FilterRequest {
-  return {
-    pod,
-    podRef: { namespace: pod.metadata.namespace, name: pod.metadata.name, uid: pod.metadata.uid },
-    nodeNames,
-    nodes: null,
-    ...(minViewSeq !== undefined ? { minViewSeq } : {}),
-  };
-}
+import { filterOf, placedPatch, world, type Environment } from './fixtures';
 
 const cardsOf = (name: string, cards = 2, spec: { devmem?: number; devcore?: number; count?: number } = {}) =>
   Array.from({ length: cards }, (_, i) => card(`GPU-${name}-${i}`, { devmem: spec.devmem ?? 16384, devcore: spec.devcore ?? 100, count: spec.count ?? 10 }));
@@ -172,8 +162,7 @@ describe('filter: lock-aware placement', () => {
     const first = pod('first');
     const placed = await filterPod(env.deps, filterOf(first, ['n1', 'n2']));
     const node = placed.result.NodeNames![0]!;
-    const patch = placed.effects.find((e) => e.kind === 'PatchPodAnnotations') as { annotations: Record<string, string> };
-    await ingestClusterEvents(env.deps, [{ type: 'MODIFIED', object: forwardedPod(first, { ...patch.annotations, 'hami.io/bind-phase': 'success' }, { phase: 'Running' }) }]);
+    await ingestClusterEvents(env.deps, [{ type: 'MODIFIED', object: forwardedPod(first, { ...placedPatch(placed), 'hami.io/bind-phase': 'success' }, { phase: 'Running' }) }]);
     // Binpack's choice again: the node already in use.
     expect((await filterPod(env.deps, filterOf(pod('second'), ['n1', 'n2']))).result.NodeNames).toEqual([node]);
   });

@@ -3,26 +3,21 @@
  * next decision, freed when the pod ends, never handed out twice by two filters deciding at once, and taken over
  * from the annotations of pods placed before us.
  */
-import { filterPod, type FilterRequest } from '../../../lib/control/filter';
+import { filterPod } from '../../../lib/control/filter';
 import { ingestClusterEvents } from '../../../lib/control/clusterEvents';
 import { readNodeDevices } from '../../../lib/control/views';
 import { renderNodeDevicesText } from '../../../lib/cli/render';
 import { card, forwardedPod, gpuNode, gpuPod } from '../../support/cluster';
-import { world, type Environment } from './fixtures';
+import { filterOf, patchOf, world, type Environment } from './fixtures';
 
 const profile1g = { name: '1g.5gb', memoryMB: 4864, core: 14, sliceCount: 1, placements: [0, 1, 2, 3, 4, 5, 6].map((start) => ({ start, size: 1 })) };
 const migNode = (name: string) => gpuNode(name, [card(`GPU-${name}`, { count: 7, devmem: 40960, type: 'NVIDIA-A100-PCIE-40GB', mode: 'mig', migProfiles: [profile1g] })]);
 
 const notebook = (name: string) => gpuPod(name, [{ name: 'c', gpu: 1, mem: 4000 }]);
 
-function filterOf(pod: ReturnType<typeof gpuPod>, nodes: string[], minViewSeq?: number): FilterRequest {
-  return { pod, podRef: { namespace: pod.metadata.namespace, name: pod.metadata.name, uid: pod.metadata.uid }, nodeNames: nodes, nodes: null, ...(minViewSeq !== undefined ? { minViewSeq } : {}) };
-}
-
 async function placed(env: Environment, pod: ReturnType<typeof gpuPod>, nodes = ['n1'], minViewSeq?: number) {
   const answer = await filterPod(env.deps, filterOf(pod, nodes, minViewSeq));
-  const patch = answer.effects.find((e) => e.kind === 'PatchPodAnnotations') as { annotations: Record<string, string> } | undefined;
-  return { node: answer.result.NodeNames?.[0], annotations: patch?.annotations ?? {}, answer };
+  return { node: answer.result.NodeNames?.[0], annotations: patchOf(answer) ?? {}, answer };
 }
 
 const startsOf = (annotations: Record<string, string>): number[] =>

@@ -9,22 +9,20 @@ import { filterPod } from '../../../lib/control/filter';
 import { toQuotaView } from '../../../lib/control/ledger';
 import { readNodeDevices } from '../../../lib/control/views';
 import { card, forwardedPod, gpuNode, gpuPod, neuronNode, neuronPod, type NeuronContainerSpec } from '../../support/cluster';
-import { world, type Environment } from './fixtures';
+import { filterOf, placedPatch, world, type Environment } from './fixtures';
 
 const added = (object: unknown) => ({ type: 'ADDED', object });
 const modified = (object: unknown) => ({ type: 'MODIFIED', object });
 const deleted = (object: unknown) => ({ type: 'DELETED', object });
 
 async function filter(env: Environment, pod: ReturnType<typeof neuronPod>, nodes: string[]) {
-  return filterPod(env.deps, { pod, podRef: { namespace: pod.metadata.namespace, name: pod.metadata.name, uid: pod.metadata.uid }, nodeNames: nodes, nodes: null });
+  return filterPod(env.deps, filterOf(pod, nodes));
 }
 
 async function place(env: Environment, name: string, containers: NeuronContainerSpec[], nodes: string[]) {
   const pod = neuronPod(name, containers);
   const answer = await filter(env, pod, nodes);
-  const patch = answer.effects.find((e) => e.kind === 'PatchPodAnnotations');
-  if (!patch || patch.kind !== 'PatchPodAnnotations') throw new Error(`not placed: ${JSON.stringify(answer.result)}`);
-  return { pod, annotations: patch.annotations as Record<string, string>, node: answer.result.NodeNames?.[0] };
+  return { pod, annotations: placedPatch(answer), node: answer.result.NodeNames?.[0] };
 }
 
 const usedCores = async (env: Environment, node: string) => (await readNodeDevices(env.deps, node)).devices.map((d) => d.usedcores);
