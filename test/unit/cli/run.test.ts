@@ -72,7 +72,8 @@ async function hamiDiag(argv: string[], overrides: Partial<CliDeps> & { isTTY?: 
   return { code, stdout, stderr };
 }
 
-describe('hami-diag against a scheduler API', () => {
+/** A scheduler API for the describe block it is called in: started before its tests, `seen` emptied before each. */
+function schedulerApi(): { readonly seen: Seen[]; readonly url: string } {
   const seen: Seen[] = [];
   const server = createServer(handler(seen));
   let url = '';
@@ -83,15 +84,26 @@ describe('hami-diag against a scheduler API', () => {
   beforeEach(() => {
     seen.length = 0;
   });
+  return {
+    seen,
+    get url() {
+      return url;
+    },
+  };
+}
+
+describe('hami-diag against a scheduler API', () => {
+  const api = schedulerApi();
+  const seen = api.seen;
 
   it('renders the scheduler log table, sending the token as a bearer header', async () => {
-    const out = await hamiDiag(['pod', 'default/gpu-pod', '--server', url, '--token', token]);
+    const out = await hamiDiag(['pod', 'default/gpu-pod', '--server', api.url, '--token', token]);
     expect(out).toEqual({ code: 0, stdout: readFileSync(join(fixtureDir, 'success.txt'), 'utf8'), stderr: '' });
     expect(seen).toEqual([{ url: '/api/v1/namespaces/default/pods/gpu-pod/schedulerlog', authorization: `Bearer ${token}` }]);
   });
 
   it('takes server and token from HAMI_API_URL and HAMI_API_TOKEN, and asks for detail and history', async () => {
-    const out = await hamiDiag(['pod', 'default/infer-7c9d', '--detail', '--history'], { env: { HAMI_API_URL: url, HAMI_API_TOKEN: token } });
+    const out = await hamiDiag(['pod', 'default/infer-7c9d', '--detail', '--history'], { env: { HAMI_API_URL: api.url, HAMI_API_TOKEN: token } });
     expect(out.code).toBe(0);
     expect(seen[0]?.url).toBe('/api/v1/namespaces/default/pods/infer-7c9d/schedulerlog?detail=devices&history=true');
     expect(out.stdout).toContain('Earlier attempts');
@@ -99,30 +111,30 @@ describe('hami-diag against a scheduler API', () => {
   });
 
   it('prints the API JSON with --json', async () => {
-    const out = await hamiDiag(['pod', 'ml/trainer-5gpu', '--json', '--server', url, '--token', token]);
+    const out = await hamiDiag(['pod', 'ml/trainer-5gpu', '--json', '--server', api.url, '--token', token]);
     expect(out.code).toBe(0);
     expect(JSON.parse(out.stdout)).toEqual(JSON.parse(JSON.stringify(renderSchedulerLog(record('nofit')))));
   });
 
   it('colours on a TTY unless NO_COLOR is set', async () => {
-    const argv = ['pod', 'ml/trainer-5gpu', '--server', url, '--token', token];
+    const argv = ['pod', 'ml/trainer-5gpu', '--server', api.url, '--token', token];
     expect((await hamiDiag(argv, { isTTY: true })).stdout).toContain('\u001b[31mfailed');
     expect((await hamiDiag(argv, { isTTY: true, env: { NO_COLOR: '1' } })).stdout).not.toContain('\u001b[');
     expect((await hamiDiag(argv, { isTTY: false })).stdout).not.toContain('\u001b[');
   });
 
   it('walks the decision tree for a pod without a record (exit 1)', async () => {
-    const out = await hamiDiag(['pod', 'default/wrong-scheduler', '--server', url, '--token', token]);
+    const out = await hamiDiag(['pod', 'default/wrong-scheduler', '--server', api.url, '--token', token]);
     expect(out).toEqual({ code: 1, stdout: readFileSync(join(fixtureDir, 'unknown-wrong-scheduler.txt'), 'utf8'), stderr: '' });
   });
 
   it('honours --scheduler-name when walking the tree', async () => {
-    const out = await hamiDiag(['pod', 'default/wrong-scheduler', '--scheduler-name', 'default-scheduler', '--server', url, '--token', token]);
+    const out = await hamiDiag(['pod', 'default/wrong-scheduler', '--scheduler-name', 'default-scheduler', '--server', api.url, '--token', token]);
     expect(out.stdout).toContain('Branch   never-filtered');
   });
 
   it('says why the tree cannot be walked without a kubeconfig', async () => {
-    const out = await hamiDiag(['pod', 'default/waiting', '--server', url, '--token', token], {
+    const out = await hamiDiag(['pod', 'default/waiting', '--server', api.url, '--token', token], {
       cluster: () => ({ kind: 'unavailable', reason: 'no kubeconfig found (KUBECONFIG is unset and ~/.kube/config does not exist)' }),
     });
     expect(out.code).toBe(1);
@@ -132,7 +144,7 @@ describe('hami-diag against a scheduler API', () => {
   });
 
   it('reports a failing cluster read instead of crashing', async () => {
-    const out = await hamiDiag(['pod', 'default/waiting', '--server', url, '--token', token], {
+    const out = await hamiDiag(['pod', 'default/waiting', '--server', api.url, '--token', token], {
       cluster: () => ({
         kind: 'ready',
         reader: { getPod: () => Promise.reject(new Error('reading pod default/waiting: the Kubernetes API answered 403')), getNode: async () => undefined },
@@ -142,9 +154,9 @@ describe('hami-diag against a scheduler API', () => {
   });
 
   it('renders node devices, and exits 1 for an unknown node', async () => {
-    const out = await hamiDiag(['node', 'node3', '--server', url, '--token', token]);
+    const out = await hamiDiag(['node', 'node3', '--server', api.url, '--token', token]);
     expect(out).toEqual({ code: 0, stdout: readFileSync(join(fixtureDir, 'node3.devices.txt'), 'utf8'), stderr: '' });
-    expect(await hamiDiag(['node', 'ghost-node', '--server', url, '--token', token])).toEqual({
+    expect(await hamiDiag(['node', 'ghost-node', '--server', api.url, '--token', token])).toEqual({
       code: 1,
       stdout: '',
       stderr: 'hami-diag: node ghost-node is not known to the scheduler\n',
@@ -152,14 +164,14 @@ describe('hami-diag against a scheduler API', () => {
   });
 
   it('refuses a wrong token in one line, exit 2, never printing the token', async () => {
-    const out = await hamiDiag(['pod', 'default/gpu-pod', '--server', url, '--token', 'wrong-token-xyz']);
+    const out = await hamiDiag(['pod', 'default/gpu-pod', '--server', api.url, '--token', 'wrong-token-xyz']);
     expect(out).toEqual({ code: 2, stdout: '', stderr: 'hami-diag: the scheduler API refused the token (401)\n' });
-    const missing = await hamiDiag(['pod', 'default/gpu-pod', '--server', url]);
+    const missing = await hamiDiag(['pod', 'default/gpu-pod', '--server', api.url]);
     expect(missing.stderr).toBe('hami-diag: the scheduler API requires a token (401): pass --token or set HAMI_API_TOKEN\n');
   });
 
   it('rejects an answer that is not a scheduler log', async () => {
-    const out = await hamiDiag(['pod', 'weird/gpu-pod', '--server', url, '--token', token]);
+    const out = await hamiDiag(['pod', 'weird/gpu-pod', '--server', api.url, '--token', token]);
     expect(out.code).toBe(2);
     expect(out.stderr).toMatch(/^hami-diag: unexpected answer from the scheduler API at http:\/\/127\.0\.0\.1:\d+ at status: .+\n$/);
   });
@@ -241,16 +253,8 @@ describe('hami-diag command line', () => {
 });
 
 describe('hami-diag follows kubectl habits', () => {
-  const seen: Seen[] = [];
-  const server = createServer(handler(seen));
-  let url = '';
-  beforeAll(async () => {
-    url = await listen(server);
-  });
-  afterAll(() => new Promise<void>((resolve) => server.close(() => resolve())));
-  beforeEach(() => {
-    seen.length = 0;
-  });
+  const api = schedulerApi();
+  const seen = api.seen;
 
   it.each([
     ['-n', ['pod', 'trainer-5gpu', '-n', 'ml'], undefined, 'ml'],
@@ -259,14 +263,14 @@ describe('hami-diag follows kubectl habits', () => {
     ['"default" without -n or context namespace', ['pod', 'trainer-5gpu'], undefined, 'default'],
     ['namespace/name', ['pod', 'ml/trainer-5gpu'], 'other', 'ml'],
   ])('takes the namespace from %s', async (_case, argv, contextNamespace, namespace) => {
-    const out = await hamiDiag([...argv, '--server', url, '--token', token], { contextNamespace: () => contextNamespace });
+    const out = await hamiDiag([...argv, '--server', api.url, '--token', token], { contextNamespace: () => contextNamespace });
     expect(seen[0]?.url).toBe(`/api/v1/namespaces/${namespace}/pods/trainer-5gpu/schedulerlog`);
     expect(out.code).toBe(0);
   });
 
   it('never reads the kubeconfig when the namespace is given', async () => {
     const contextNamespace = jest.fn(() => 'ml');
-    await hamiDiag(['pod', 'trainer-5gpu', '-n', 'ml', '--server', url, '--token', token], { contextNamespace });
+    await hamiDiag(['pod', 'trainer-5gpu', '-n', 'ml', '--server', api.url, '--token', token], { contextNamespace });
     expect(contextNamespace).not.toHaveBeenCalled();
   });
 
