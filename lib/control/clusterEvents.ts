@@ -204,7 +204,8 @@ export async function ingestClusterEvents(deps: ControlDeps, events: readonly un
         written[node] = outcome.node.version;
         notices.push(...outcome.notices);
         deps.view.accept(outcome.node);
-        if (!current.get(node) && !outcome.node.deleted) created.push(node);
+        // New, or back after a deletion (its item stayed, marked deleted): listed again.
+        if (!outcome.node.deleted && (current.get(node)?.deleted ?? true)) created.push(node);
         if (outcome.node.deleted && current.get(node)?.deleted !== true) removed.push(node);
       } catch (err) {
         // A node that cannot take these changes for good rejects only the events that touched it.
@@ -434,7 +435,9 @@ interface PodPlan {
 /** Which nodes a pod event changes, and how. */
 function planPod(deps: ControlDeps, type: WatchEvent['type'], pod: PodObject, uid: string): PodPlan | { error: string } {
   const annotations = pod.metadata.annotations ?? {};
-  const target = annotations[PodAnnotation.VgpuNode];
+  const named = annotations[PodAnnotation.VgpuNode];
+  // The annotation becomes a node key: a value no node can have names none (and must not reach the store).
+  const target = named !== undefined && kubeName.safeParse(named).success ? named : undefined;
   const holders = deps.view.holders(uid);
   const phase = pod.status?.phase;
   const finished = type === 'DELETED' || phase === 'Succeeded' || phase === 'Failed';
@@ -457,6 +460,9 @@ function planPod(deps: ControlDeps, type: WatchEvent['type'], pod: PodObject, ui
   const bindPhase = annotations[PodAnnotation.BindPhase];
   const releasesLock = bindPhase === BindPhase.Success || bindPhase === BindPhase.Failed;
   const allocation = allocatedDevicesOf(annotations);
+  if (named !== undefined && target === undefined && allocation !== undefined) {
+    return { error: `pod ${ref.namespace}/${ref.name}: ${PodAnnotation.VgpuNode}: ${JSON.stringify(named.slice(0, 80))} is not a node name` };
+  }
   if (!target || allocation === undefined) return { changes: [], nodes: holders, releasesLock };
   const allocated = allocation.text;
   let devices;

@@ -146,6 +146,37 @@ describe('cluster events: containment, journal and directory', () => {
     expect(await w.store.readDirectory()).toEqual(['n1']);
   });
 
+  it('lists a node again when it comes back after a deletion', async () => {
+    const w = world();
+    const env = w.environment();
+    await ingestClusterEvents(env.deps, [added(node('n1'))]);
+    await ingestClusterEvents(env.deps, [{ type: 'DELETED', object: gpuNode('n1', [card('GPU-n1-0')], { rv: '2' }) }]);
+    expect(await w.store.readDirectory()).toEqual([]);
+    await ingestClusterEvents(env.deps, [added(gpuNode('n1', [card('GPU-n1-0')], { rv: '3' }))]);
+    expect(await w.store.readDirectory()).toEqual(['n1']);
+    // A new environment's view starts from the directory: it knows the node again.
+    expect((await readNodeDevices(w.environment().deps, 'n1')).registered).toBe(true);
+  });
+
+  it('rejects only the pod event whose hami.io/vgpu-node is no node name, and stores nothing under it', async () => {
+    const w = world();
+    const env = w.environment();
+    await ingestClusterEvents(env.deps, [added(node('n1'))]);
+    const good = gpuPod('good', [{ name: 'c', gpu: 1, mem: 1000 }]);
+    const annotations = await place(env, good, ['n1']);
+    const forged = gpuPod('forged', [{ name: 'c', gpu: 1, mem: 1000 }]);
+    const bad = forwardedPod(forged, { ...annotations, 'hami.io/vgpu-node': 'n'.repeat(3000) });
+    const answer = await ingestClusterEvents(env.deps, [modified(bad), modified(forwardedPod(good, annotations))]);
+    expect(answer.accepted).toBe(1);
+    expect(answer.rejected).toEqual([{ index: 0, error: expect.stringContaining('hami.io/vgpu-node') }]);
+    expect(answer.rejected[0]!.error).toContain('is not a node name');
+    expect(w.store.stored('n1')!.bookings[good.metadata.uid]).toMatchObject({ state: 'confirmed' });
+    expect(await w.store.readDirectory()).toEqual(['n1']);
+    // Deleted with the same annotation: nothing to reject, nothing written under it.
+    expect((await ingestClusterEvents(env.deps, [{ type: 'DELETED', object: bad }])).rejected).toEqual([]);
+    expect(await w.store.readDirectory()).toEqual(['n1']);
+  });
+
   it('finds a pod reported deleted by name only (a relist found it gone) through the warm view', async () => {
     const w = world();
     const env = w.environment();
