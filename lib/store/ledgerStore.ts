@@ -41,6 +41,7 @@ import {
   encodeQuota,
   holdsAppCards,
   journalSortKey,
+  nodeItemExpired,
   nodeKey,
   nodeNameOf,
   QUOTA_DIRECTORY_KEY,
@@ -101,12 +102,11 @@ export class DynamoLedgerStore implements LedgerStore {
   async readNodes(names: readonly string[], options: ReadOptions): Promise<ReadonlyMap<string, NodeLedger>> {
     const items = await this.batchGet([...new Set(names)].map(nodeKey), options.consistent);
     const nodes = new Map<string, NodeLedger>();
-    const nowS = Math.floor(this.now() / 1000);
+    const nowMs = this.now();
     for (const item of items) {
       const name = nodeNameOf(item);
       if (name === undefined) continue;
-      // An expired deleted node reads as absent, whether or not DynamoDB's TTL has removed it yet.
-      if (typeof item[NodeAttr.ttl] === 'number' && (item[NodeAttr.ttl] as number) < nowS) continue;
+      if (nodeItemExpired(item, nowMs)) continue;
       nodes.set(name, this.decoded(name, item));
     }
     return nodes;
@@ -172,11 +172,13 @@ export class DynamoLedgerStore implements LedgerStore {
       }
     }
     if (expectedVersion !== null) values[':expected'] = expectedVersion;
+    // Expecting no item: an expired one counts as none (`nodeItemExpired`), as reads already treat it.
+    else values[':nowS'] = Math.floor(this.now() / 1000);
     return {
       TableName: this.table,
       Key: nodeKey(node.name),
       UpdateExpression: `SET ${sets.join(', ')}${removes.length > 0 ? ` REMOVE ${removes.join(', ')}` : ''}`,
-      ConditionExpression: expectedVersion === null ? 'attribute_not_exists(#v)' : '#v = :expected',
+      ConditionExpression: expectedVersion === null ? `attribute_not_exists(#v) OR #${NodeAttr.ttl} < :nowS` : '#v = :expected',
       ExpressionAttributeNames: names,
       ExpressionAttributeValues: values,
       ...WRITE_RETURNS,

@@ -8,7 +8,7 @@ import type { AttemptRecord, BindRecord, PodRef } from '../diagnostics/record';
 import type { Booking, CardCounter, NodeLedger, NodeLock, QuotaLedger } from '../control/ledger';
 import type { JournalEntry, LedgerStore, LockRelease, NodeWrite, PodRecords, ReadOptions, RecordStorePort, Reservation, SummaryPage, SummaryQuery } from '../control/ports';
 import { emptyStats, type StoreStats } from './dynamo';
-import { NodeCodec, holdsAppCards } from './codec';
+import { NodeCodec, holdsAppCards, nodeItemExpired, type Item } from './codec';
 import { decodeRecord, encodeRecord, formatPosition, parsePosition, summaryKey, summaryPrefix, SUMMARY_SHARDS } from './recordStore';
 import { shortBind, summarizeAttempt, type AttemptSummary } from '../diagnostics/summary';
 
@@ -16,6 +16,8 @@ export class MemoryLedgerStore implements LedgerStore {
   readonly stats: StoreStats = emptyStats();
   private readonly codec = new NodeCodec();
   private readonly nodes = new Map<string, NodeLedger>();
+  /** Each node's item as last encoded, for what the item alone says (its expiry). */
+  private readonly items = new Map<string, Item>();
   private readonly directory = new Set<string>();
   private readonly journal: JournalEntry[] = [];
   private readonly quotas = new Map<string, QuotaLedger>();
@@ -34,6 +36,7 @@ export class MemoryLedgerStore implements LedgerStore {
 
   /** Tests only: store a node as given, bypassing every condition (e.g. state written by an older version). */
   seed(node: NodeLedger): void {
+    this.items.delete(node.name);
     this.nodes.set(node.name, node);
   }
 
@@ -41,7 +44,7 @@ export class MemoryLedgerStore implements LedgerStore {
     this.count('BatchGetItem');
     const found = new Map<string, NodeLedger>();
     for (const name of names) {
-      const node = this.nodes.get(name);
+      const node = this.live(name);
       if (node) found.set(name, node);
     }
     return found;
@@ -62,9 +65,15 @@ export class MemoryLedgerStore implements LedgerStore {
     for (const name of names) this.directory.delete(name);
   }
 
+  /** The node unless its item has expired (expired means absent, as in DynamoDB before its TTL removes it). */
+  private live(name: string): NodeLedger | undefined {
+    const item = this.items.get(name);
+    return item !== undefined && nodeItemExpired(item, this.now()) ? undefined : this.nodes.get(name);
+  }
+
   async putNode(node: NodeLedger, expectedVersion: number | null): Promise<NodeWrite> {
     const current = this.nodes.get(node.name);
-    const admitted = expectedVersion === null ? current === undefined : current?.version === expectedVersion;
+    const admitted = expectedVersion === null ? this.live(node.name) === undefined : current?.version === expectedVersion;
     return this.apply(node.name, 'UpdateItem', admitted, () => {
       const { lock: _ignored, ...rest } = node;
       return { ...rest, ...(current?.lock ? { lock: current.lock } : {}) };
@@ -145,7 +154,7 @@ export class MemoryLedgerStore implements LedgerStore {
     const current = this.nodes.get(name);
     if (!admitted) return current ? { ok: false, current } : { ok: false };
     const node = next();
-    this.codec.encode(node, this.now());
+    this.items.set(name, this.codec.encode(node, this.now()));
     this.nodes.set(name, node);
     return { ok: true, node };
   }

@@ -24,6 +24,8 @@ interface Stores {
   readonly records: RecordStorePort;
   /** A second, independent adapter on the same data (another Lambda environment). */
   readonly other: LedgerStore;
+  /** The stores' clock (epoch ms), 0 until a test moves it. */
+  readonly clock: { now: number };
 }
 
 type Factory = { start(): Promise<void>; stop(): Promise<void>; fresh(): Promise<Stores> };
@@ -33,8 +35,9 @@ function memoryFactory(): Factory {
     start: async () => undefined,
     stop: async () => undefined,
     fresh: async () => {
-      const ledger = new MemoryLedgerStore(() => 0);
-      return { ledger, other: ledger, records: new MemoryRecordStore(RETENTION_S * 1000) };
+      const clock = { now: 0 };
+      const ledger = new MemoryLedgerStore(() => clock.now);
+      return { ledger, other: ledger, records: new MemoryRecordStore(RETENTION_S * 1000), clock };
     },
   };
 }
@@ -53,10 +56,12 @@ function dynamoFactory(startBackend: () => Promise<DynamoBackend>): Factory {
       await ensureTables(raw, [`state-${table}`, `records-${table}`], noSleep);
       raw.destroy();
       const doc = () => createDocumentClient({ region: 'local', endpoint: backend.endpoint, localCredentials: true });
+      const clock = { now: 0 };
       return {
-        ledger: new DynamoLedgerStore(doc(), `state-${table}`, emptyStats(), noSleep, () => 0),
-        other: new DynamoLedgerStore(doc(), `state-${table}`, emptyStats(), noSleep, () => 0),
+        ledger: new DynamoLedgerStore(doc(), `state-${table}`, emptyStats(), noSleep, () => clock.now),
+        other: new DynamoLedgerStore(doc(), `state-${table}`, emptyStats(), noSleep, () => clock.now),
         records: new RecordStore(doc(), `records-${table}`, RETENTION_S),
+        clock,
       };
     },
   };
@@ -118,6 +123,17 @@ describe.each(implementations)('storage ports on %s', (_name, factory) => {
     expect((await stores.ledger.putNode(nextLedger(next, 0), 1)).ok).toBe(false);
     expect((await read('gpu-a'))?.version).toBe(2);
     expect((await stores.ledger.readNodes(['gpu-a', 'nowhere'], { consistent: false })).size).toBe(1);
+  });
+
+  it('treats a deleted node past its expiry as absent: read as absent, created again in its place', async () => {
+    const gone = nextLedger({ ...node('gpu-z'), deleted: true }, 0);
+    expect((await stores.ledger.putNode(gone, null)).ok).toBe(true);
+    expect((await read('gpu-z'))?.deleted).toBe(true);
+    expect((await stores.ledger.putNode(node('gpu-z'), null)).ok).toBe(false);
+    stores.clock.now = 8 * 24 * 3600 * 1000;
+    expect(await read('gpu-z')).toBeUndefined();
+    expect((await stores.ledger.putNode(node('gpu-z'), null)).ok).toBe(true);
+    expect(await read('gpu-z')).toMatchObject({ deleted: false, version: 1 });
   });
 
   it('books concurrent reservations that fit, refuses the one that would over-allocate, and keeps counters exact', async () => {
