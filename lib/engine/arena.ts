@@ -6,6 +6,9 @@
 
 import type { MigPlacement } from './types';
 
+/** A container's picks: grown with the card count, and beyond it when one card gives several (MIG instances). */
+const PICK_ARRAYS = ['picked', 'pickedRow', 'pickedMem', 'pickedCores', 'pickedMaxSlots', 'pickedMaxMem', 'pickedMaxCores'] as const;
+
 /** Grown together, to the card count of the largest node seen. */
 const INT_ARRAYS = [
   'baseUsed',
@@ -58,7 +61,7 @@ export class DecisionArena {
   placements: MigPlacement[][] = [];
   /** Index into the decision's real-time notes per card, -1 when none yet for this node. */
   noteAt = new Int32Array(16);
-  /** Per reason code (see `REASON_SLOTS` in ./fit), how many cards of the current container failed with it. */
+  /** Per reason code (see `REASONS` in ./fit), how many cards of the current container failed with it. */
   reasonCounts = new Int32Array(32);
   /** The reason counts as a map, for `genReason`; only the text built from it outlives a call. */
   readonly reasonTally = new Map<string, number>();
@@ -71,6 +74,20 @@ export class DecisionArena {
     this.pickedExclusive = new Uint8Array(size);
     this.failClosed = new Uint8Array(size);
     this.cardScore = new Float64Array(size);
+  }
+
+  /** Room for `picks` picks of the current container, keeping those made so far. */
+  ensurePicks(picks: number): void {
+    if (picks <= this.picked.length) return;
+    const size = Math.max(picks, this.picked.length * 2);
+    for (const key of PICK_ARRAYS) {
+      const grown = new Int32Array(size);
+      grown.set(this[key]);
+      this[key] = grown;
+    }
+    const exclusive = new Uint8Array(size);
+    exclusive.set(this.pickedExclusive);
+    this.pickedExclusive = exclusive;
   }
 
   /** A fresh working copy of the node's booked usage. */

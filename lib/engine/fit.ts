@@ -209,6 +209,7 @@ export class FitRun {
 
   pick(p: number): void {
     if (this.remaining <= 0) return;
+    this.arena.ensurePicks(this.pickedCount + 1);
     this.arena.picked[this.pickedCount] = p;
     this.arena.pickedRow[this.pickedCount] = this.lastRow;
     this.arena.pickedMem[this.pickedCount] = this.memoryRequest;

@@ -90,6 +90,16 @@ describe('MIG fit', () => {
     // (-1: the request asks no cores, so the card must keep one: CardComputeUnitsExhausted.)
   });
 
+  it('gives one container more instances than the arena first holds picks for (17 over three cards)', () => {
+    const cards = ['GPU-a', 'GPU-b', 'GPU-c'].map((id) => migCard(id, [a100[0]!]));
+    const d = decided([node('n1', cards)], gpu(17, { 'nvidia.com/gpumem': 4000 }));
+    if (d.kind !== 'fit') throw new Error(d.kind === 'error' ? d.message : JSON.stringify(d.failedNodes));
+    expect(d.devices[0]).toHaveLength(17);
+    const starts = JSON.parse(d.podAnnotations['hami.io/vgpu-mig-allocations']!) as { gpuUUID: string; placement: { start: number } }[];
+    // Every instance at its own placement on its card.
+    expect(new Set(starts.map((a) => `${a.gpuUUID}@${a.placement.start}`)).size).toBe(17);
+  });
+
   it('fixed: profiles whose instances together hold more memory than the card are refused by the engine, not by the store forever', () => {
     // A hostile registration: one profile as large as the card, with two placements.
     const whole: MigProfile = { name: '1g.5gb', memoryMB: 1425, core: 0, sliceCount: 1, placements: slices(0, 1) };
