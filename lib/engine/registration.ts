@@ -23,6 +23,9 @@ export function parseNodeRegistration(node: NodeLike, config: EngineConfig): Nod
       reason ??= found.reason;
       continue;
     }
+    // Cards are booked by id: one id on two kinds would have the two share one booking.
+    const taken = found.devices.find((device) => devices.some((other) => other.id === device.id));
+    if (taken !== undefined) return { registered: false, reason: `device ${JSON.stringify(taken.id)} is registered by two device kinds` };
     devices.push(...found.devices);
     cordoned.push(...(found.cordoned ?? []));
     pairScores = { ...pairScores, ...found.pairScores };

@@ -19,6 +19,7 @@ import { describeQuantityProblems, podRequestProblems } from '../../../lib/engin
 import { collapsePodUsage } from '../../../lib/engine/usage';
 import { AWS_NEURON, type ContainerRequest, type Decision, type DeviceInfo, type DeviceUsage, type NodeLike, type NodeState } from '../../../lib/engine/types';
 import { config, input, node, pod, type Limits } from './fixtures';
+import { card, gpuNode } from '../../support/cluster';
 
 const NEURON = 'aws.amazon.com/neuron';
 const CORES = 'aws.amazon.com/neuroncore';
@@ -93,6 +94,16 @@ describe('registration from the Node (HAMi Test_GetNodeDevices)', () => {
     const found = registerNeuron({ metadata: { name: 'n' }, status: { capacity: { 'example.com/chip': '2', 'example.com/core': '4' } } }, named);
     expect(found !== undefined && 'devices' in found ? found.devices.map((d) => d.id) : found).toEqual(['n-AWSNeuron-0', 'n-AWSNeuron-1']);
     expect(registerNeuron(neuronNode('n', 2, 4), named)).toBeUndefined();
+  });
+
+  it('a node whose NVIDIA card takes the id of one of its Neuron devices is unregistered (they would share one booking)', () => {
+    const both = gpuNode('trn', [card('trn-AWSNeuron-0')]);
+    const withNeuron = { ...both, metadata: { ...both.metadata, labels: { 'node.kubernetes.io/instance-type': 'trn1.2xlarge' } }, status: { ...both.status, capacity: { [NEURON]: '1', [CORES]: '2' } } };
+    expect(parseNodeRegistration(withNeuron, config())).toEqual({ registered: false, reason: 'device "trn-AWSNeuron-0" is registered by two device kinds' });
+    // Another id: both kinds side by side.
+    const apart = { ...withNeuron, metadata: { ...withNeuron.metadata, annotations: gpuNode('trn', [card('GPU-0')]).metadata.annotations } };
+    const registration = parseNodeRegistration(apart, config());
+    expect(registration.registered && registration.devices.map((d) => d.id)).toEqual(['GPU-0', 'trn-AWSNeuron-0']);
   });
 
   it('a node with Neuron capacity and no HAMi NVIDIA annotation is registered with its Neuron devices only', () => {
