@@ -88,6 +88,8 @@ export async function startUi(kc: KubeConfig, opts: Pick<UiOptions, 'port' | 're
   const headers = (base.headers ?? {}) as OutgoingHttpHeaders;
   const authorization = typeof headers.Authorization === 'string' ? headers.Authorization : typeof headers.authorization === 'string' ? headers.authorization : undefined;
   const prefix = `${cluster.server.replace(/\/+$/, '')}/api/v1/namespaces/${encodeURIComponent(opts.relayNamespace)}/services/${opts.relayScheme}:${encodeURIComponent(opts.relayService)}:${opts.relayPort}/proxy`;
+  // Everything this port forwards stays under the relay's service proxy: the kubeconfig's credentials reach no other path.
+  const scope = new URL(prefix);
   let port = 0;
 
   const serve = (req: IncomingMessage, res: ServerResponse) => {
@@ -102,6 +104,11 @@ export async function startUi(kc: KubeConfig, opts: Pick<UiOptions, 'port' | 're
       return;
     }
     const target = new URL(`${prefix}${req.url ?? '/'}`);
+    // URL resolves `..` (and `%2e%2e`) segments: a path that climbs out of the proxy is refused, not forwarded.
+    if (target.origin !== scope.origin || !target.pathname.startsWith(`${scope.pathname}/`)) {
+      res.writeHead(400, { 'content-type': 'text/plain' }).end('this port forwards only paths of the console and its routes\n');
+      return;
+    }
     const send = target.protocol === 'https:' ? httpsRequest : httpRequest;
     const upstream = send(
       target,

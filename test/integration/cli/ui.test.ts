@@ -87,6 +87,27 @@ describe('kubectl hami ui', () => {
     expect((await fetch(`${alice.url}api/v1/nodes`, { method: 'POST' })).status).toBe(405);
   });
 
+  it('forwards nothing outside the relay service proxy: paths climbing out with dot segments are refused', async () => {
+    const alice = await ui('alice-kubeconfig-token');
+    const port = new URL(alice.url).port;
+    const status = (path: string) =>
+      new Promise<number>((resolve, reject) => {
+        // fetch() removes dot segments before sending; a raw request keeps them.
+        const req = httpRequest({ host: '127.0.0.1', port, path }, (res) => {
+          res.resume();
+          resolve(res.statusCode ?? 0);
+        });
+        req.on('error', reject);
+        req.end();
+      });
+    const seen = kube.requests.length;
+    expect(await status('/../../../../../api/v1/namespaces/kube-system/secrets')).toBe(400);
+    expect(await status('/%2e%2e/%2e%2e/%2e%2e/%2e%2e/%2e%2e/api/v1/nodes')).toBe(400);
+    expect(kube.requests.slice(seen)).toEqual([]);
+    // Still inside: forwarded as before.
+    expect(await status('/api/v1/nodes')).toBe(200);
+  });
+
   it('parses its flags', () => {
     expect(parseUiArgs([])).toEqual({ port: 0, relayNamespace: 'hami-system', relayService: 'hami-relay', relayPort: 8081, relayScheme: 'https', openBrowser: true });
     expect(parseUiArgs(['--port', '8001', '--relay-scheme', 'http', '--no-browser'])).toMatchObject({ port: 8001, relayScheme: 'http', openBrowser: false });
