@@ -13,6 +13,7 @@ import type { NodeLike, PodLike } from '../engine/types';
 import { BadRequestError, PayloadTooLargeError } from '../errors';
 import { kubeName, kubeNamespace, kubeUid } from '../control/names';
 import { MIN_VIEW_SEQ_HEADER } from '../wire';
+import { decodePathSegment } from './paths';
 import { json, type HttpResponse, type RouteKind } from './respond';
 
 export interface HttpRequest {
@@ -311,12 +312,7 @@ export function matchPath(template: string, rawPath: string): Record<string, str
   if (!match) return undefined;
   const params: Record<string, string> = {};
   names.forEach((name, i) => {
-    const raw = match[i + 1] ?? '';
-    try {
-      params[name] = decodeURIComponent(raw);
-    } catch {
-      throw new BadRequestError(`path segment ${JSON.stringify(raw)} is not valid percent-encoding`);
-    }
+    params[name] = decodePathSegment(match[i + 1] ?? '');
   });
   return params;
 }

@@ -9,6 +9,8 @@ import type { AppLogger } from '../powertools';
 import type { ControlPlaneClient } from './controlPlane';
 import { relayBind, relayFilter, type ExtenderDeps } from './extender';
 import { consoleAsset } from '../console/serve';
+import { BadRequestError } from '../errors';
+import { decodePathSegment } from '../http/paths';
 import { authenticate, authorize, authorizePodRead, reviewAccess, statusBody, type ReviewApis } from './userAuth';
 
 export const MAX_BODY_BYTES = 8 * 1024 * 1024;
@@ -180,8 +182,8 @@ async function allLogs(req: IncomingMessage, res: ServerResponse, url: URL, deps
 }
 
 async function schedulerLog(req: IncomingMessage, res: ServerResponse, url: URL, match: RegExpExecArray, deps: RouterDeps): Promise<number> {
-  const namespace = decodeURIComponent(match[1] ?? '');
-  const name = decodeURIComponent(match[2] ?? '');
+  const namespace = decodePathSegment(match[1] ?? '');
+  const name = decodePathSegment(match[2] ?? '');
   const decision = await authorizePodRead(authorizationOf(req), { namespace, name }, deps.reviews, deps.logger);
   if (!decision.allowed) {
     send(res, decision.code, statusBody(decision.code, decision.reason, decision.message));
@@ -253,7 +255,7 @@ async function route(listener: Listener, req: IncomingMessage, res: ServerRespon
     if (url.pathname === '/api/v1/nodes') return listNodes(req, res, url, deps);
     if (url.pathname === '/api/v1/schedulerlogs') return allLogs(req, res, url, deps);
     const logs = NAMESPACE_LOGS_ROUTE.exec(url.pathname);
-    if (logs !== null) return namespaceLogs(req, res, url, decodeURIComponent(logs[1] ?? ''), deps);
+    if (logs !== null) return namespaceLogs(req, res, url, decodePathSegment(logs[1] ?? ''), deps);
   }
   send(res, 404, statusBody(404, 'NotFound', `no route for ${method} ${url.pathname}`));
   return 404;
@@ -275,6 +277,10 @@ export function relayHandler(listener: Listener, deps: RouterDeps): (req: Incomi
         }
       })
       .catch((err: unknown) => {
+        if (err instanceof BadRequestError && !res.headersSent) {
+          send(res, 400, statusBody(400, 'BadRequest', err.message));
+          return;
+        }
         deps.logger.error('RequestFailed', { listener, path: new URL(req.url ?? '/', 'http://x').pathname, error: err instanceof Error ? err.message : String(err) });
         if (!res.headersSent) send(res, 500, statusBody(500, 'InternalError', 'internal error'));
         else res.destroy();

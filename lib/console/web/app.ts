@@ -17,7 +17,7 @@ async function route(): Promise<void> {
   const mine = ++generation;
   const hash = location.hash.replace(/^#/, '') || '/';
   const [path = '/', search = ''] = hash.split('?');
-  const parts = path.split('/').filter((p) => p !== '').map(decodeURIComponent);
+  const parts = path.split('/').filter((p) => p !== '').map(decodedOrRaw);
   signOutButton.hidden = token() === undefined;
   for (const a of document.querySelectorAll('header nav a')) a.toggleAttribute('aria-current', a.getAttribute('href') === `#/${parts[0] ?? ''}`);
   main.setAttribute('aria-busy', 'true');
@@ -39,6 +39,15 @@ async function route(): Promise<void> {
       main.dataset.rendered = String(mine);
       performance.mark('console-rendered');
     }
+  }
+}
+
+/** A link's segment as written when it is not valid percent-encoding (the page then says what it cannot find). */
+function decodedOrRaw(segment: string): string {
+  try {
+    return decodeURIComponent(segment);
+  } catch {
+    return segment;
   }
 }
 

@@ -172,6 +172,11 @@ describe('the console served by npm start, with the demo cluster loaded', () => 
     expect(await textOf('#answer-sentence')).toBe('Scheduled: bound to node1.');
   });
 
+  it('draws a page for a link whose name is not valid percent-encoding instead of hanging on "Loading…"', async () => {
+    await open(server.url, '#/pods/default/%E0');
+    expect(await textOf('main')).toContain('%E0');
+  });
+
   it('shows AWS Neuron devices in NeuronCores by index, outside the NVIDIA memory and core totals', async () => {
     const api = controlClient(server.url);
     const nvidiaTotals = async () => [await textOf('#totals [data-usage="total memory"]'), await textOf('#totals [data-usage="total cores"]')];

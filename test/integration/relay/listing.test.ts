@@ -86,6 +86,15 @@ describe('scheduler-log listings on the user port', () => {
     expect(other.body.message).toBe('pods is forbidden: User "alice" cannot get resource "pods" in API group "" in the namespace "team-b"');
   });
 
+  it('answers a path segment that is not percent-encoding with 400 and says why, for lists and scheduler logs alike', async () => {
+    for (const path of ['/api/v1/namespaces/%E0/schedulerlogs', '/api/v1/namespaces/team-a/pods/%ZZ/schedulerlog']) {
+      const answer = await get(path, bearer(ADMIN));
+      expect(answer.status).toBe(400);
+      expect(answer.body).toMatchObject({ kind: 'Status', code: 400, reason: 'BadRequest' });
+      expect(answer.body.message).toContain('is not valid percent-encoding');
+    }
+  });
+
   it('gives the all-namespaces page whole to a user who may get pods everywhere', async () => {
     const answer = await get('/api/v1/schedulerlogs?limit=3', bearer(ADMIN));
     expect(answer.body).toMatchObject({ metadata: { continue: 'opaque-next' }, items: [summary('team-a', 'a1'), summary('team-b', 'b1'), summary('team-a', 'a2')] });
