@@ -114,6 +114,7 @@ describe('a mixed NVIDIA and AWS Neuron cluster over HTTP', () => {
 
     await api.events([{ type: 'DELETED', object: forwardedPod(pod, annotations, { rv: '9', phase: 'Running' }) }]);
     const after = await api.devices('trn1-a');
+    expect(after.json.devices).toHaveLength(16);
     expect(after.json.devices.every((d: { used: number; usedcores: number }) => d.used === 0 && d.usedcores === 0)).toBe(true);
     // All 16 devices are free again: the whole node fits.
     const whole = await api.filter(neuronPod('whole', [{ name: 'main', devices: 16 }]), ['trn1-a']);
@@ -175,6 +176,7 @@ describe('a mixed NVIDIA and AWS Neuron cluster over HTTP', () => {
     expect(hints).toEqual(['InvalidResourceRequest']);
     for (const node of ['trn1-a', 'gpu-a', 'mig-a']) {
       const devices = await api.devices(node);
+      expect(devices.json.devices.length).toBeGreaterThan(0);
       expect(devices.json.devices.every((d: { pods: string[] }) => d.pods.length === 0)).toBe(true);
     }
   });

@@ -148,8 +148,8 @@ describe('npm run demo -- --url (against a running server)', () => {
   let lines: string[];
 
   beforeAll(async () => {
-    // A short lock wait: this server's clock is real, and scenario 4 waits for a lock.
-    server = await startLocalServer({ port: 0, host: '127.0.0.1', token: TOKEN, env: { HAMI_BIND_LOCK_WAIT_SECONDS: '1' } });
+    // No lock wait: this server's clock is real, and scenario 4's bind would otherwise wait for the lock in real time.
+    server = await startLocalServer({ port: 0, host: '127.0.0.1', token: TOKEN, env: { HAMI_BIND_LOCK_WAIT_SECONDS: '0' } });
     lines = await demoOutput({ url: server.url, token: TOKEN });
   });
 

@@ -14,7 +14,7 @@ describe.each(backends)('npm start with DDB_ENDPOINT (%s)', (_name, startBackend
   beforeAll(async () => {
     backend = await startBackend();
     // A short lock wait: the demo's fourth scenario waits for a lock, and this server's clock is real.
-    server = await startNpmStart({ DDB_ENDPOINT: backend.endpoint, HAMI_BIND_LOCK_WAIT_SECONDS: '1', AWS_ACCESS_KEY_ID: '', AWS_SECRET_ACCESS_KEY: '', AWS_PROFILE: '' });
+    server = await startNpmStart({ DDB_ENDPOINT: backend.endpoint, HAMI_BIND_LOCK_WAIT_SECONDS: '0', AWS_ACCESS_KEY_ID: '', AWS_SECRET_ACCESS_KEY: '', AWS_PROFILE: '' });
   }, 90_000);
 
   afterAll(async () => {

@@ -148,7 +148,11 @@ describe('relay + local control plane', () => {
     // Another change to the same value is not reported twice.
     kube.patch('Pod', 'team-a', 't1', { metadata: { labels: { touched: 'yes' } }, status: { phase: 'Running', podIP: '10.0.0.9' } });
     kube.patch('Pod', 'team-a', 't1', { metadata: { annotations: { 'hami.io/bind-time': '1' } } });
-    await eventually(async () => expect((await devices('node-t')).devices[0]?.usedmem).toBe(12000), 10000);
+    // The relay has seen the last patch and forwarded all it had: only then does the count say anything.
+    const running = relay;
+    await eventually(() => expect(running.watcher.cachedObject('Pod', 'team-a', 't1')?.metadata?.annotations?.['hami.io/bind-time']).toBe('1'), 10000);
+    await running.forwarder.idle();
+    expect((await devices('node-t')).devices[0]?.usedmem).toBe(12000);
     expect(kube.list('Event').filter((e) => e.reason === 'SchedulerAnnotationsChanged')).toHaveLength(1);
   });
 });

@@ -467,6 +467,8 @@ describe('property: Neuron placements', () => {
   };
 
   it('gives free, contiguous cores; runs of whole free devices by index under AWS\'s rules; exactly what was asked; claims the store admits', () => {
+    // The checks below run on fits only: the run must have met some, of devices and of cores, or it proved nothing.
+    const fitted = { devices: 0, cores: 0 };
     fc.assert(
       fc.property(fc.array(nodeArb, { minLength: 1, maxLength: 3 }), fc.array(containerArb, { minLength: 1, maxLength: 3 }), fc.boolean(), (specs, app, mutex) => {
         const states = specs.map(([g, usage], n) => {
@@ -480,6 +482,7 @@ describe('property: Neuron placements', () => {
         const p = pod(app, mutex ? { annotations: { 'hami.io/gpu-scheduler-policy': 'mutex' } } : {});
         const decision = decide(input(p, states));
         if (decision.kind !== 'fit') return;
+        fitted[app.some((limits) => limits[NEURON] !== undefined) ? 'devices' : 'cores'] += 1;
         const chosen = states.find((st) => st.name === decision.node)!;
         if (!chosen.registration.registered) throw new Error('chosen node is not registered');
         const devices = new Map(chosen.registration.devices.map((d) => [d.id, d]));
@@ -514,5 +517,7 @@ describe('property: Neuron placements', () => {
       }),
       { numRuns: 300 },
     );
+    expect(fitted.devices).toBeGreaterThan(0);
+    expect(fitted.cores).toBeGreaterThan(0);
   });
 });

@@ -18,6 +18,7 @@ describe('createJsonLogger', () => {
     const err = new TypeError('boom', { cause: new Error('root') });
     logger.error('RelayFailed', { error: err });
     logger.warn('WatchFailed', err);
+    expect(lines).toHaveLength(2);
     for (const line of lines) expect(line.error).toEqual(expect.objectContaining({ name: 'TypeError', message: 'boom', cause: expect.objectContaining({ message: 'root' }) }));
   });
 
