@@ -261,6 +261,7 @@ async function finishWithoutFit(
           evaluated: req.nodeNames?.length ?? 0,
           // From the failure texts, as the metrics count them: the listing's summary reads these, not the evidence.
           reasons: countFailedNodesByReason(decision.failedNodes).map(([code, nodes]) => ({ code, nodes })),
+          ...(decision.requestType !== undefined ? { requestType: decision.requestType } : {}),
           nodes: [],
           packed: decision.packEvidence(),
         };

@@ -4,6 +4,7 @@
  * One rule for all three (docs/api.md §5 `answer`, §10). A pod without a record is answered by the debugging
  * decision tree instead (lib/cli/decisionTree.ts).
  */
+import { NVIDIA } from '../engine/types';
 import { hintFor } from './hints';
 import type { AttemptRecord } from './record';
 import { bindFailureKey, countNodesByReason, filterErrorKey } from './reasons';
@@ -20,6 +21,8 @@ export interface AnswerInput {
     readonly reasons: readonly { readonly code: string; readonly nodes: number }[];
     /** Nodes the filter evaluated. */
     readonly evaluated: number;
+    /** The device type the pod asked for, when not NVIDIA's: the fix is given in that kind's terms. */
+    readonly requestType?: string;
   };
   readonly bind: { readonly status: 'passed' | 'failed' | 'pending'; readonly summary: string; readonly node?: string };
 }
@@ -37,13 +40,28 @@ export interface Answer {
 export function filterFacts(record: AttemptRecord): AnswerInput['filter'] {
   const { filter } = record;
   const reasons = filter.reasons ?? countNodesByReason(filter.nodes).map(([code, nodes]) => ({ code, nodes }));
+  const requestType = requestTypeOf(record);
   return {
     status: filter.status,
     summary: filter.summary,
     ...(filter.node !== undefined ? { node: filter.node } : {}),
     reasons: reasons.map(({ code, nodes }) => ({ code, nodes })),
     evaluated: filter.evaluated ?? filter.nodes.length,
+    ...(requestType !== undefined && requestType !== NVIDIA ? { requestType } : {}),
   };
+}
+
+/**
+ * The device type the pod asked for (one kind per pod): as the filter wrote it, else (records from before it did, and
+ * fits) from the containers' requests in the evidence. A record whose counts the filter wrote is never unpacked here.
+ */
+export function requestTypeOf(record: AttemptRecord): string | undefined {
+  const { filter } = record;
+  if (filter.requestType !== undefined || filter.reasons !== undefined) return filter.requestType;
+  for (const node of filter.nodes) {
+    for (const container of node.containers) if (container.request !== undefined) return container.request.type;
+  }
+  return filter.devices?.flat()[0]?.type;
 }
 
 export function answerFor(attempt: AnswerInput): Answer {
@@ -54,12 +72,12 @@ export function answerFor(attempt: AnswerInput): Answer {
       const others = filter.reasons.length - 1;
       const also = others > 0 ? `; ${others} other reason${others === 1 ? '' : 's'} on the rest` : '';
       const nodes = `${top.nodes} of ${filter.evaluated} node${filter.evaluated === 1 ? '' : 's'} ${top.nodes === 1 ? 'fails' : 'fail'}`;
-      return withHint(`Pending: no node fits. ${nodes} with ${top.code}${also}.`, top.code);
+      return withHint(`Pending: no node fits. ${nodes} with ${top.code}${also}.`, top.code, filter.requestType);
     }
     if (filter.evaluated === 0 && filter.summary.startsWith('no available node')) {
       return { sentence: 'Pending: the scheduler offered no candidate node to the filter.' };
     }
-    return withHint(`Pending: the filter refused the pod before trying any node: ${filter.summary}`, filterErrorKey(filter.summary));
+    return withHint(`Pending: the filter refused the pod before trying any node: ${filter.summary}`, filterErrorKey(filter.summary), filter.requestType);
   }
   const node = filter.node ?? bind.node ?? 'its node';
   switch (bind.status) {
@@ -72,7 +90,7 @@ export function answerFor(attempt: AnswerInput): Answer {
   }
 }
 
-function withHint(sentence: string, code: string): Answer {
-  const hint = hintFor(code);
+function withHint(sentence: string, code: string, requestType?: string): Answer {
+  const hint = hintFor(code, requestType);
   return hint ? { sentence, code, fix: hint.fix } : { sentence, code };
 }

@@ -31,6 +31,8 @@ export interface FilterRecord {
   readonly evaluated?: number;
   /** Failed nodes per reason, most first, set by the filter when no node fit (the listing's summary reads them). */
   readonly reasons?: readonly { readonly code: string; readonly nodes: number }[];
+  /** The device type the pod asked for, set by the filter when no node fit (hints in that kind's terms). */
+  readonly requestType?: string;
   /** Fitting nodes passed over because another allocation was under way on them, and by whom (lock-aware placement). */
   readonly passedOver?: readonly { readonly name: string; readonly holder: string }[];
 }

@@ -4,7 +4,7 @@
  * Pure: the record in, the JSON out. The zod schema is what clients (hami-diag) validate against.
  */
 import { z } from 'zod';
-import { answerFor, filterFacts } from './answer';
+import { answerFor, filterFacts, requestTypeOf } from './answer';
 import { coreCount, coreIndexes, usedMask } from '../engine/devices/neuron/masks';
 import { AWS_NEURON, type CardEvidence, type ContainerEvidence, type NodeEvidence } from '../engine/types';
 import { hintFor, type Hint } from './hints';
@@ -232,14 +232,6 @@ function hintsFor(record: AttemptRecord): Hint[] {
     const hint = hintFor(key, vendor);
     return hint ? [{ ...hint }] : [];
   });
-}
-
-/** The device kind the pod asked for (one per pod), as its containers' requests name it. */
-function requestTypeOf(record: AttemptRecord): string | undefined {
-  for (const node of record.filter.nodes) {
-    for (const container of node.containers) if (container.request !== undefined) return container.request.type;
-  }
-  return record.filter.devices?.flat()[0]?.type;
 }
 
 /** docs/api.md §5: the body of a 404 for a pod with no scheduling record. */

@@ -76,9 +76,11 @@ export function decide(input: DecideInput): Decision {
     Object.defineProperty(decision, 'packEvidence', { value: () => trace.pack(), enumerable: false }) as D;
 
   if (fitNodes.length === 0) {
+    const requestType = plan.containers.find((container) => container.request !== undefined)?.request?.type;
     return withPacking<Extract<Decision, { kind: 'noFit' }>>({
       kind: 'noFit',
       failedNodes,
+      ...(requestType !== undefined ? { requestType } : {}),
       message: noAvailableNodeMessage(input.candidates.length),
       reasonEvents: reasonEvents(failedNodes),
       get evidence() {

@@ -386,6 +386,8 @@ export type Decision =
   | {
       readonly kind: 'noFit';
       readonly failedNodes: Readonly<Record<string, string>>;
+      /** The device type the pod asks for (one kind per pod), so its reasons are explained in that kind's terms. */
+      readonly requestType?: string;
       /** `no available node, <n> nodes do not meet`. */
       readonly message: string;
       /** Per-reason `<n> nodes <Reason>(<nodes>)` texts, in HAMi's order. */

@@ -55,6 +55,7 @@ const summaryBodySchema = z.object({
     node: z.string().optional(),
     reasons: z.array(z.object({ code: z.string(), nodes: z.number() })),
     evaluated: z.number(),
+    requestType: z.string().optional(),
   }),
 });
 

@@ -7,7 +7,8 @@ import { bindPodToNode } from '../../../lib/control/bind';
 import { ingestClusterEvents } from '../../../lib/control/clusterEvents';
 import { filterPod } from '../../../lib/control/filter';
 import { toQuotaView } from '../../../lib/control/ledger';
-import { readNodeDevices } from '../../../lib/control/views';
+import { listSchedulerLogs, readNodeDevices } from '../../../lib/control/views';
+import { hintFor } from '../../../lib/diagnostics/hints';
 import { card, forwardedPod, gpuNode, gpuPod, neuronNode, neuronPod, type NeuronContainerSpec } from '../../support/cluster';
 import { filterOf, placedPatch, world, type Environment } from './fixtures';
 
@@ -89,6 +90,11 @@ describe('AWS Neuron pods in the control plane', () => {
     expect(await usedCores(env, 'inf')).toEqual([3]);
     const answer = await filter(env, neuronPod('c', [{ name: 'main', cores: 1 }]), ['inf']);
     expect(answer.result.FailedNodes).toEqual({ inf: '1/1 CardTimeSlicingExhausted' });
+    // The listing's one-line answer (read from the summary the filter wrote) gives the fix in Neuron's terms.
+    const listed = (await listSchedulerLogs(env.deps, { limit: 10, namespace: 'default' })).items.find((item) => item.pod.name === 'c');
+    expect(listed?.answer.code).toBe('CardTimeSlicingExhausted');
+    expect(listed?.answer.fix).toBe(hintFor('CardTimeSlicingExhausted', 'AWSNeuron')?.fix);
+    expect(listed?.answer.fix).not.toBe(hintFor('CardTimeSlicingExhausted')?.fix);
   });
 
   it('adopts a Neuron pod HAMi placed before we took over, from hami.io/aws-neuron-devices-allocated', async () => {

@@ -63,6 +63,16 @@ describe('the scheduler log of a Neuron pod', () => {
     expect(schedulerLogSchema.parse(log)).toEqual(log);
   });
 
+  it("gives the answer's fix in Neuron's terms too, from the evidence or from what the filter wrote", () => {
+    const code = log.answer?.code ?? '';
+    expect(log.answer?.fix).toBe(hintFor(code, 'AWSNeuron')?.fix);
+    expect(log.answer?.fix).not.toBe(hintFor(code)?.fix);
+    // As the filter writes a failed attempt: counts and the request type, the evidence packed away.
+    const written = recordOf(decision);
+    const counted = { ...written, filter: { ...written.filter, nodes: [], reasons: [{ code, nodes: 1 }], evaluated: 2, requestType: 'AWSNeuron' } };
+    expect(renderSchedulerLog(counted, {}).answer?.fix).toBe(hintFor(code, 'AWSNeuron')?.fix);
+  });
+
   it('shows each device\'s cores as counts, and which cores are used and free', () => {
     const cards = log.filter.nodes[0]?.containers[0]?.devices ?? [];
     expect(cards[13]).toMatchObject({ uuid: 'trn-a-AWSNeuron-13', outcome: 'CardInsufficientCore', totalCores: 2, usedCores: 1, requestedCores: 2, usedSlots: 1, slots: 2, coreIndexes: { used: [0], free: [1] } });
