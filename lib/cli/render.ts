@@ -3,6 +3,7 @@
  */
 import type { NodeDevices } from '../diagnostics/nodeDevices';
 import type { AttemptLog, CardEvidenceLog, ContainerLog, NodeLog, SchedulerLog } from '../diagnostics/schedulerLog';
+import { chosenPhrase, coresPhrase, requestPhrase } from '../diagnostics/phrases';
 import type { TreeResult } from './decisionTree';
 import { plain, statusTone, table, type Cell, type Styler } from './style';
 
@@ -109,11 +110,7 @@ function devicesSection(log: SchedulerLog, style: Styler): string[] {
         );
       }
       for (const chosen of container.chosen ?? []) {
-        out.push(
-          chosen.coreIndexes !== undefined
-            ? `  chosen: device ${chosen.idx} ${chosen.uuid}, cores ${indexList(chosen.coreIndexes)}`
-            : `  chosen: card ${chosen.idx} ${chosen.uuid}, ${chosen.usedmem} MiB, ${chosen.usedcores}% cores`,
-        );
+        out.push(`  chosen: ${chosenPhrase(chosen)}`);
       }
     }
   }
@@ -121,12 +118,7 @@ function devicesSection(log: SchedulerLog, style: Styler): string[] {
 }
 
 function requestText(container: ContainerLog): string {
-  const request = container.request;
-  if (request === undefined) return '';
-  // AWS Neuron (docs/devices.md): whole devices (cores 0), or a number of NeuronCores.
-  if (request.type === 'AWSNeuron') return request.coresreq === 0 ? `: asks ${request.nums} Neuron device(s)` : `: asks ${request.coresreq} NeuronCore(s)`;
-  const memory = request.memreq > 0 ? `${request.memreq} MiB` : request.mempercentagereq !== 101 ? `${request.mempercentagereq}% memory` : 'default memory';
-  return `: asks ${request.nums} card(s) × ${memory}, ${request.coresreq}% cores`;
+  return container.request === undefined ? '' : `: ${requestPhrase(container.request)}`;
 }
 
 function cardRow(card: CardEvidenceLog): Cell[] {
@@ -136,7 +128,7 @@ function cardRow(card: CardEvidenceLog): Cell[] {
     { text: card.outcome, tone: card.outcome === 'Fit' ? 'good' : 'bad' },
     { text: card.coreIndexes !== undefined ? '-' : `${card.usedMem}/${card.totalMem}` },
     { text: card.coreIndexes !== undefined ? '-' : String(card.requestedMem) },
-    { text: coresText(card.usedCores, card.totalCores, card.coreIndexes) },
+    { text: coresPhrase(card.usedCores, card.totalCores, card.coreIndexes) },
     { text: String(card.requestedCores) },
     { text: `${card.usedSlots}/${card.slots}` },
   ];
@@ -171,7 +163,7 @@ export function renderNodeDevicesText(view: NodeDevices, opts: NodeRenderOptions
     { text: `${device.used}/${device.count}` },
     { text: device.coreIndexes !== undefined ? '-' : `${device.usedmem}/${device.devmem}` },
     { text: device.coreIndexes !== undefined ? '-' : String(device.devmem - device.usedmem) },
-    { text: device.coreIndexes === undefined ? `${device.usedcores}/${device.devcore}` : coresText(device.coreIndexes.used.length, device.coreIndexes.used.length + device.coreIndexes.free.length, device.coreIndexes) },
+    { text: device.coreIndexes === undefined ? `${device.usedcores}/${device.devcore}` : coresPhrase(device.coreIndexes.used.length, device.coreIndexes.used.length + device.coreIndexes.free.length, device.coreIndexes) },
     { text: device.pods.length === 0 ? '-' : device.pods.join(', ') },
   ]);
   out.push('', ...table(['IDX', 'UUID', 'TYPE', 'HEALTH', 'NUMA', 'SLOTS', 'MEM USED/TOTAL', 'MEM FREE', 'CORES USED/TOTAL', 'PODS'], rows, style));
@@ -186,16 +178,6 @@ export function renderNodeDevicesText(view: NodeDevices, opts: NodeRenderOptions
 }
 
 /** Cores as `used/total`; for devices whose cores are taken by index (AWS Neuron), which ones: `1/2 (used 0; free 1)`. */
-function coresText(used: number, total: number, indexes: { readonly used: readonly number[]; readonly free: readonly number[] } | undefined): string {
-  if (indexes === undefined) return `${used}/${total}`;
-  return `${used}/${total} (used ${indexList(indexes.used)}; free ${indexList(indexes.free)})`;
-}
-
-/** `0,1,2`, or `-` for none. */
-function indexList(indexes: readonly number[]): string {
-  return indexes.length === 0 ? '-' : indexes.join(',');
-}
-
 function lockText(lock: NodeDevices['lock'], nowMs: number, style: Styler): string {
   if (lock === null) return 'free';
   const sinceMs = Date.parse(lock.since);

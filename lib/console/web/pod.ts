@@ -3,6 +3,7 @@
  * hint at the top, then the per-node reasons, the per-card evidence, the bind phase, every hint and the attempt
  * history. A pod without a record says so, with the debugging decision tree when the server could walk it.
  */
+import { chosenPhrase, coresPhrase, requestPhrase } from '../../diagnostics/phrases';
 import type { SchedulerLog } from '../../diagnostics/schedulerLog';
 import { ApiError, getJson } from './api';
 import { badge, bar, h, replace } from './dom';
@@ -77,14 +78,14 @@ function evidence(log: SchedulerLog): HTMLElement[] {
         h(
           'details',
           { class: 'evidence', 'data-node': node.name },
-          h('summary', null, `Cards of ${node.name} tried for ${c.name}`, req ? `: asks ${req.nums} card(s), ${req.memreq > 0 ? `${req.memreq} MiB` : req.mempercentagereq !== 101 ? `${req.mempercentagereq}% memory` : 'default memory'}, ${req.coresreq}% cores` : ''),
+          h('summary', null, `Cards of ${node.name} tried for ${c.name}`, req ? `: ${requestPhrase(req)}` : ''),
           h(
             'table',
             null,
             h('thead', null, h('tr', null, ['#', 'Card', 'Outcome', 'Memory used / total', '+asked', 'Cores used / total', '+asked', 'Slots'].map((x) => h('th', { scope: 'col' }, x)))),
-            h('tbody', null, c.devices.map((d) => h('tr', null, h('td', null, String(d.index)), h('td', { class: 'mono' }, d.uuid), h('td', { class: d.outcome === 'Fit' ? 'good' : 'bad' }, d.outcome), h('td', null, bar(`memory ${d.uuid}`, d.usedMem, d.totalMem, 'MiB')), h('td', null, String(d.requestedMem)), h('td', null, bar(`cores ${d.uuid}`, d.usedCores, d.totalCores, '%')), h('td', null, String(d.requestedCores)), h('td', null, `${d.usedSlots} / ${d.slots}`)))),
+            h('tbody', null, c.devices.map((d) => h('tr', null, h('td', null, String(d.index)), h('td', { class: 'mono' }, d.uuid), h('td', { class: d.outcome === 'Fit' ? 'good' : 'bad' }, d.outcome), d.coreIndexes !== undefined ? h('td', { class: 'muted' }, 'not booked') : h('td', null, bar(`memory ${d.uuid}`, d.usedMem, d.totalMem, 'MiB')), h('td', null, d.coreIndexes !== undefined ? '-' : String(d.requestedMem)), h('td', null, d.coreIndexes !== undefined ? coresPhrase(d.usedCores, d.totalCores, d.coreIndexes) : bar(`cores ${d.uuid}`, d.usedCores, d.totalCores, '%')), h('td', null, String(d.requestedCores)), h('td', null, `${d.usedSlots} / ${d.slots}`)))),
           ),
-          (c.chosen ?? []).map((x) => h('p', null, `Chosen: card ${x.idx} ${x.uuid}, ${x.usedmem} MiB, ${x.usedcores}% cores`)),
+          (c.chosen ?? []).map((x) => h('p', null, `Chosen: ${chosenPhrase(x)}`)),
         ),
       );
     }

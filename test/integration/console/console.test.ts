@@ -54,7 +54,14 @@ afterEach(() => {
 
 /** Navigates to a console page and waits until it has drawn it. */
 async function open(base: string, hash: string): Promise<void> {
-  await page.goto(`${base}/${hash}`);
+  const url = `${base}/${hash}`;
+  // The same address again changes nothing in the page: load it anew. Otherwise the mark of the page shown now is
+  // removed first, so that it is not taken for the new page's.
+  if (page.url() === url) await page.reload();
+  else {
+    await page.evaluate(() => document.querySelector('main')?.removeAttribute('data-rendered')).catch(() => undefined);
+    await page.goto(url);
+  }
   await page.waitForSelector('main[data-rendered]');
 }
 
@@ -203,6 +210,12 @@ describe('the console served by npm start, with the demo cluster loaded', () => 
     expect(await textOf('#totals [data-usage="total NeuronCores"]')).toBe('3 / 4');
     // The NVIDIA totals do not change when Neuron devices arrive (their cores are masks, their memory is not booked).
     expect(await nvidiaTotals()).toEqual(before);
+    // The pod's page says what it asked and was given in Neuron's words, as hami-diag does.
+    await open(server.url, '#/pods/default/neuron-infer');
+    const evidence = await page.$eval('main', (el) => el.textContent ?? '');
+    expect(evidence).toContain('asks 3 NeuronCore(s)');
+    expect(evidence).toContain('Chosen: device 0 zz-inf2-AWSNeuron-0, cores 0,1');
+    expect(evidence).not.toContain('% cores');
   });
 });
 
