@@ -157,6 +157,9 @@ export async function ingestClusterEvents(deps: ControlDeps, events: readonly un
   const lockNotes = new Map<string, string | null>();
   const quotaEvents: { index: number; type: WatchEvent['type']; quota: z.infer<typeof quotaObject> }[] = [];
   const add = (node: string, index: number, change: NodeChange) => changes.set(node, [...(changes.get(node) ?? []), { index, change }]);
+  /** Nodes a Node event reports present: listed in the directory even when nothing changed (a retried batch whose
+   * directory write failed after its node writes lists them then). */
+  const present = new Set<string>();
   const needsView = valid.some(({ event }) => event.object.kind === 'Pod');
   if (needsView) await deps.view.prepare();
 
@@ -164,7 +167,10 @@ export async function ingestClusterEvents(deps: ControlDeps, events: readonly un
     const object = event.object;
     if (object.kind === 'Node') {
       add(object.metadata.name, index, nodeChange(deps, event.type, object));
-      if (event.type !== 'DELETED') lockNotes.set(object.metadata.name, object.metadata.annotations?.[NODE_LOCK_ANNOTATION] ?? null);
+      if (event.type !== 'DELETED') {
+        lockNotes.set(object.metadata.name, object.metadata.annotations?.[NODE_LOCK_ANNOTATION] ?? null);
+        present.add(object.metadata.name);
+      } else present.delete(object.metadata.name);
     }
     else if (object.kind === 'ResourceQuota') quotaEvents.push({ index, type: event.type, quota: object });
     else {
@@ -200,7 +206,10 @@ export async function ingestClusterEvents(deps: ControlDeps, events: readonly un
       const [node, planned] = next;
       try {
         const outcome = await writeNode(deps, node, current.get(node), planned);
-        if (!outcome) continue;
+        if (!outcome) {
+          if (present.has(node) && current.get(node)?.deleted === false) created.push(node);
+          continue;
+        }
         written[node] = outcome.node.version;
         notices.push(...outcome.notices);
         deps.view.accept(outcome.node);

@@ -5,7 +5,7 @@
 import { ingestClusterEvents } from '../../../lib/control/clusterEvents';
 import { filterPod } from '../../../lib/control/filter';
 import { readNodeDevices } from '../../../lib/control/views';
-import { StoreRejectedError } from '../../../lib/errors';
+import { StoreRejectedError, StoreUnavailableError } from '../../../lib/errors';
 import { card, forwardedPod, gpuNode, gpuPod } from '../../support/cluster';
 import { filterOf, placedPatch, world, type Environment } from './fixtures';
 
@@ -156,6 +156,21 @@ describe('cluster events: containment, journal and directory', () => {
     expect(await w.store.readDirectory()).toEqual(['n1']);
     // A new environment's view starts from the directory: it knows the node again.
     expect((await readNodeDevices(w.environment().deps, 'n1')).registered).toBe(true);
+  });
+
+  it('lists a node on the retry of a batch whose directory write failed after the node was written', async () => {
+    const w = world();
+    const addToDirectory = w.store.addToDirectory.bind(w.store);
+    w.store.addToDirectory = async () => {
+      throw new StoreUnavailableError('throttled');
+    };
+    const throttled = w.environment();
+    await expect(ingestClusterEvents(throttled.deps, [added(node('n1'))])).rejects.toThrow(StoreUnavailableError);
+    expect(w.store.stored('n1')?.deleted).toBe(false);
+    w.store.addToDirectory = addToDirectory;
+    // The relay sends the batch again: nothing changes on the node, and it is listed now.
+    expect((await ingestClusterEvents(w.environment().deps, [added(node('n1'))])).rejected).toEqual([]);
+    expect(await w.store.readDirectory()).toEqual(['n1']);
   });
 
   it('rejects only the pod event whose hami.io/vgpu-node is no node name, and stores nothing under it', async () => {
