@@ -173,7 +173,7 @@ describe('evidence as plain data', () => {
     expect({ ...spreadFirst }.evidence).toEqual(mixedEvidence);
     expect(spreadFirst.evidence).toEqual(mixedEvidence);
     const noFit = decided(decide(input(pod([gpu(1, { 'nvidia.com/gpumem': 9000 })]), [node('n1', [a])])));
-    expect(Object.keys(noFit)).toEqual(['kind', 'failedNodes', 'message', 'reasonEvents', 'evidence', 'realtime']);
+    expect(Object.keys(noFit)).toEqual(['kind', 'failedNodes', 'requestType', 'message', 'reasonEvents', 'evidence', 'realtime']);
     expect(JSON.parse(JSON.stringify(noFit)).evidence).toEqual([
       {
         name: 'n1',

@@ -233,6 +233,18 @@ describe('MIG registration', () => {
     });
   });
 
+  it('leaves the node unregistered when a placement has no slices (it would overlap nothing, and HAMi refuses it read back)', () => {
+    for (const [placement, problem] of [
+      [{ start: 0, size: 0 }, '"size" 0 is out of range [1, 2147483647]'],
+      [{ start: 0 }, '"size" is missing'],
+    ] as const) {
+      const register = JSON.stringify([{ id: 'GPU-a', count: 7, devmem: 40960, devcore: 100, type: 'NVIDIA', mode: 'mig', health: true, migProfiles: [{ name: '1g.5gb', memoryMB: 4864, core: 14, sliceCount: 1, placements: [placement] }] }]);
+      const registration = parseNodeRegistration({ metadata: { name: 'n1', annotations: { 'hami.io/node-nvidia-register': register } } }, config());
+      expect(registration.registered).toBe(false);
+      expect(!registration.registered && registration.reason).toContain(`placement 0 ${problem}`);
+    }
+  });
+
   it('leaves the node unregistered, saying which field is wrong, when a profile cannot be read', () => {
     const register = JSON.stringify([{ id: 'GPU-a', count: 7, devmem: 40960, devcore: 100, type: 'NVIDIA', mode: 'mig', health: true, migProfiles: [{ name: '1g', placements: 'all' }] }]);
     expect(parseNodeRegistration({ metadata: { name: 'n1', annotations: { 'hami.io/node-nvidia-register': register } } }, config())).toEqual({

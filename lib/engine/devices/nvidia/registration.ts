@@ -131,7 +131,9 @@ function migProfilesOf(value: unknown, where: string): { migProfiles?: MigProfil
       placements: placements.map((placement: unknown, k) => {
         if (placement === null || typeof placement !== 'object' || Array.isArray(placement)) throw new RegistrationFormatError(`${at} placement ${k} is not an object`);
         const p = new Map<string, unknown>(Object.entries(placement).map(([key, v]) => [key.toLowerCase(), v]));
-        return { start: jsonInteger(p.get('start'), `${at} placement ${k} "start"`, 0, INT32_MAX), size: jsonInteger(p.get('size'), `${at} placement ${k} "size"`, 0, INT32_MAX) };
+        // A placement of no slices overlaps nothing (endless instances), and HAMi refuses such an allocation read back.
+        if (p.get('size') === undefined || p.get('size') === null) throw new RegistrationFormatError(`${at} placement ${k} "size" is missing`);
+        return { start: jsonInteger(p.get('start'), `${at} placement ${k} "start"`, 0, INT32_MAX), size: jsonInteger(p.get('size'), `${at} placement ${k} "size"`, 1, INT32_MAX) };
       }),
     };
   });
