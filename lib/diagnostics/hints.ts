@@ -206,11 +206,6 @@ const neuronHintTexts: Readonly<Partial<Record<ReasonKey, HintText>>> = {
     cause: 'A request for several devices needs each of them entirely free, and the node has fewer free devices than that.',
     fix: 'Ask for fewer devices, or wait until enough devices on one node are free.',
   },
-  [ExtraReasonKey.MigAllocationFailed]: {
-    meaning: 'A MIG instance the container fitted could not be booked on its card.',
-    cause: 'The card’s registered MIG profiles, with the instances this container already took there, hold more memory or compute than the card has left: the device plugin registered profiles that overlap in memory.',
-    fix: 'Check the card’s migProfiles in hami.io/node-nvidia-register (`hami-diag node <node>` lists them) and the device plugin’s MIG configuration; other nodes keep scheduling.',
-  },
   [ExtraReasonKey.DeviceTypeNotFound]: {
     meaning: 'The node has no AWS Neuron devices.',
     cause: 'The node advertises no aws.amazon.com/neuron capacity (not a trn/inf node, or the AWS Neuron device plugin is not running there).',

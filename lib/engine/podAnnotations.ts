@@ -3,6 +3,7 @@
  * annotations, with HAMi's error texts.
  */
 import { NeuronSchedulerOwned } from './devices/neuron/names';
+import { MigAllocationsAnnotation } from './devices/nvidia/mig';
 import { goQuote, parseGoBool } from './messages';
 import type { ContainerDevice, PodDevices } from './types';
 
@@ -37,7 +38,7 @@ export const SchedulerOwnedPodAnnotations: readonly string[] = [
   PodAnnotation.DevicesAllocated,
   PodAnnotation.BindPhase,
   PodAnnotation.BindTime,
-  'hami.io/vgpu-mig-allocations',
+  MigAllocationsAnnotation,
   ...NeuronSchedulerOwned,
 ];
 
