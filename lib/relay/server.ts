@@ -11,7 +11,8 @@ import { relayBind, relayFilter, type ExtenderDeps } from './extender';
 import { consoleAsset } from '../console/serve';
 import { BadRequestError } from '../errors';
 import { decodePathSegment } from '../http/paths';
-import { authenticate, authorize, authorizePodRead, reviewAccess, statusBody, type ReviewApis } from './userAuth';
+import { authenticate, authorize, authorizePodRead, reviewAccess, type ReviewApis } from './userAuth';
+import { statusBody } from '../http/respond';
 
 export const MAX_BODY_BYTES = 8 * 1024 * 1024;
 const SCHEDULER_LOG_ROUTE = /^\/api\/v1\/namespaces\/([^/]+)\/pods\/([^/]+)\/schedulerlog$/;

@@ -122,8 +122,3 @@ export async function authorizePodRead(
 ): Promise<AuthDecision> {
   return authorize(authorization, { verb: 'get', resource: 'pods', namespace: target.namespace, name: target.name }, apis, logger);
 }
-
-/** A Kubernetes `Status` failure body, as kubectl and client libraries expect. */
-export function statusBody(code: number, reason: string, message: string): Record<string, unknown> {
-  return { kind: 'Status', apiVersion: 'v1', metadata: {}, status: 'Failure', message, reason, code };
-}

@@ -24,7 +24,7 @@ export interface IssueOptions {
   readonly now: Date;
 }
 
-const DAY_MS = 86_400_000;
+export const DAY_MS = 86_400_000;
 
 /** node-forge writes CRLF line ends; Kubernetes tools and Node write LF. One form keeps bundles comparable. */
 const pem = (cert: forge.pki.Certificate) => forge.pki.certificateToPem(cert).replace(/\r\n/g, '\n');

@@ -10,7 +10,7 @@ import { X509Certificate } from 'node:crypto';
 import { ApiException, type AdmissionregistrationV1Api, type CoreV1Api } from '@kubernetes/client-node';
 import type { AppLogger } from '../../powertools';
 import { statusMessage } from '../kubeWriter';
-import { createCertificateAuthority, expiresAtMs, issueCertificate, signedBy, splitPemBundle, type KeyPairPem } from './certificates';
+import { createCertificateAuthority, DAY_MS, expiresAtMs, issueCertificate, signedBy, splitPemBundle, type KeyPairPem } from './certificates';
 
 export interface ServingMaterial {
   readonly certPem: string;
@@ -46,7 +46,6 @@ export interface SelfManagedTlsDeps {
   readonly now: () => Date;
 }
 
-const DAY_MS = 86_400_000;
 const KEYS = { cert: 'tls.crt', key: 'tls.key', ca: 'ca.crt', caKey: 'ca.key' } as const;
 
 interface StoredMaterial extends ServingMaterial {
