@@ -142,6 +142,9 @@ async function namespaceLogs(req: IncomingMessage, res: ServerResponse, url: URL
  * only the items of namespaces where they may get pods (one review per namespace on the page), so a page may hold
  * fewer items than its limit, and `continue` still leads on. Continue tokens name no pod (docs/api.md §10).
  */
+/** SubjectAccessReviews sent at once for one page of the all-namespaces list. */
+const PARALLEL_REVIEWS = 8;
+
 async function allLogs(req: IncomingMessage, res: ServerResponse, url: URL, deps: RouterDeps): Promise<number> {
   const who = await authenticate(authorizationOf(req), deps.reviews, deps.logger);
   if (!who.ok) {
@@ -167,18 +170,24 @@ async function allLogs(req: IncomingMessage, res: ServerResponse, url: URL, deps
     return answer.status;
   }
   const list = JSON.parse(answer.text) as { items?: { pod?: { namespace?: unknown } }[] } & Record<string, unknown>;
+  const namespaceOf = (item: { pod?: { namespace?: unknown } }) => (typeof item.pod?.namespace === 'string' ? item.pod.namespace : '');
+  // One review per namespace on the page, a few at a time (a page of 1,000 pods may span many namespaces).
+  const pending = [...new Set((list.items ?? []).map(namespaceOf))];
   const allowed = new Map<string, boolean>();
-  for (const item of list.items ?? []) {
-    const namespace = typeof item.pod?.namespace === 'string' ? item.pod.namespace : '';
-    if (allowed.has(namespace)) continue;
-    const decision = await reviewAccess(who.user, { verb: 'get', resource: 'pods', namespace }, deps.reviews, deps.logger);
-    if (!decision.allowed && decision.code !== 403) {
-      send(res, decision.code, statusBody(decision.code, decision.reason, decision.message));
-      return decision.code;
+  let refused: Awaited<ReturnType<typeof reviewAccess>> | undefined;
+  const reviewer = async (): Promise<void> => {
+    for (let namespace = pending.shift(); namespace !== undefined && refused === undefined; namespace = pending.shift()) {
+      const decision = await reviewAccess(who.user, { verb: 'get', resource: 'pods', namespace }, deps.reviews, deps.logger);
+      if (!decision.allowed && decision.code !== 403) refused ??= decision;
+      allowed.set(namespace, decision.allowed);
     }
-    allowed.set(namespace, decision.allowed);
+  };
+  await Promise.all(Array.from({ length: Math.min(PARALLEL_REVIEWS, pending.length) }, reviewer));
+  if (refused !== undefined && !refused.allowed) {
+    send(res, refused.code, statusBody(refused.code, refused.reason, refused.message));
+    return refused.code;
   }
-  send(res, 200, { ...list, items: (list.items ?? []).filter((item) => allowed.get(typeof item.pod?.namespace === 'string' ? item.pod.namespace : '') === true) });
+  send(res, 200, { ...list, items: (list.items ?? []).filter((item) => allowed.get(namespaceOf(item)) === true) });
   return 200;
 }
 
