@@ -7,7 +7,7 @@ import { renderSummary, type SchedulerLogSummary } from '../diagnostics/summary'
 import { renderSchedulerLog, type SchedulerLog } from '../diagnostics/schedulerLog';
 import type { NodeDevices } from '../diagnostics/nodeDevices';
 import { coresAreMasks } from '../engine/devices';
-import { coreIndexes, usedMask } from '../engine/devices/neuron/masks';
+import { splitCores } from '../engine/devices/neuron/masks';
 import { NodeFailure, type MigProfile } from '../engine/types';
 import { freePlacements } from '../engine/devices/nvidia/mig';
 import { NotFoundError } from '../errors';
@@ -76,12 +76,6 @@ export async function readNodeDevices(deps: ControlDeps, node: string): Promise<
   return renderNodeDevices(found, deps.runtime.clock.now(), deps.config.engine.resourceCountName);
 }
 
-/** Cores taken by index (AWS Neuron): booked and free, as indexes on the device. */
-function coreIndexesOf(deviceMask: number, usedCores: number): { used: number[]; free: number[] } {
-  const used = usedMask(usedCores, deviceMask);
-  return { used: coreIndexes(used), free: coreIndexes(deviceMask & ~used) };
-}
-
 export function renderNodeDevices(node: NodeLedger, nowMs: number, countResource: string): NodeDevicesView {
   const { name, lock } = node;
   const unreadable = node.unreadable?.filter((part) => part.blocking) ?? [];
@@ -140,7 +134,7 @@ export function renderNodeDevices(node: NodeLedger, nowMs: number, countResource
               ? { realtime: { usedmem: measured.usedMemMB, totalmem: measured.totalMemMB, ...(measured.utilization !== undefined ? { utilization: measured.utilization } : {}) } }
               : {}),
             ...(d.vendor !== undefined ? { vendor: d.vendor } : {}),
-            ...(d.vendor !== undefined && coresAreMasks(d.vendor) ? { coreIndexes: coreIndexesOf(d.devcore, used.usedcores) } : {}),
+            ...(d.vendor !== undefined && coresAreMasks(d.vendor) ? { coreIndexes: splitCores(d.devcore, used.usedcores) } : {}),
           };
         })
       : [],

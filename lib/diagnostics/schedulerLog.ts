@@ -5,7 +5,7 @@
  */
 import { z } from 'zod';
 import { answerFor, filterFacts, requestTypeOf } from './answer';
-import { coreCount, coreIndexes, usedMask } from '../engine/devices/neuron/masks';
+import { coreCount, coreIndexes, splitCores } from '../engine/devices/neuron/masks';
 import { AWS_NEURON, type CardEvidence, type ContainerEvidence, type NodeEvidence } from '../engine/types';
 import { hintFor, type Hint } from './hints';
 import type { AttemptRecord } from './record';
@@ -196,13 +196,8 @@ function renderContainer(container: ContainerEvidence, detail: RenderOptions['de
 
 /** A Neuron device's evidence with its cores as counts and indexes (the engine compares masks). */
 function neuronCard(card: CardEvidence): CardEvidenceLog {
-  const used = usedMask(card.usedCores, card.totalCores);
-  return {
-    ...card,
-    totalCores: coreCount(card.totalCores),
-    usedCores: coreCount(used),
-    coreIndexes: { used: coreIndexes(used), free: coreIndexes(card.totalCores & ~used) },
-  };
+  const cores = splitCores(card.totalCores, card.usedCores);
+  return { ...card, totalCores: coreCount(card.totalCores), usedCores: cores.used.length, coreIndexes: cores };
 }
 
 /**

@@ -40,6 +40,12 @@ export function usedMask(usedCores: number, deviceMask: number): number {
   return usedCores;
 }
 
+/** A device's cores as indexes: those booked (`usedCores`, read as `usedMask` does) and those free. */
+export function splitCores(deviceMask: number, usedCores: number): { used: number[]; free: number[] } {
+  const used = usedMask(usedCores, deviceMask);
+  return { used: coreIndexes(used), free: coreIndexes(deviceMask & ~used) };
+}
+
 /**
  * The lowest run of `count` consecutive free cores (the Neuron runtime takes a contiguous core range), as a mask;
  * undefined when there is none.
