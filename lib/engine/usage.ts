@@ -82,14 +82,3 @@ export function addPodUsage(usage: Record<string, DeviceUsage>, collapsed: reado
     entry.usedcores += device.usedcores;
   }
 }
-
-/** Sum of a collapsed booking, for namespace quota usage (docs/hami-parity.md §7.4). */
-export function podUsageTotals(collapsed: readonly ContainerDevice[]): { mem: number; cores: number } {
-  let mem = 0;
-  let cores = 0;
-  for (const device of collapsed) {
-    mem += device.usedmem;
-    cores += device.usedcores;
-  }
-  return { mem, cores };
-}

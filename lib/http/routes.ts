@@ -306,8 +306,7 @@ export const routes: readonly Route[] = [
  * Malformed percent-encoding is the caller's error (400), in the local server and in Lambda alike.
  */
 export function matchPath(template: string, rawPath: string): Record<string, string> | undefined {
-  const names: string[] = [];
-  const pattern = new RegExp(`^${template.replace(/\{(\w+)\}/g, (_m, name: string) => (names.push(name), '([^/]+)'))}$`);
+  const { pattern, names } = templatePattern(template);
   const match = pattern.exec(rawPath);
   if (!match) return undefined;
   const params: Record<string, string> = {};
@@ -315,4 +314,11 @@ export function matchPath(template: string, rawPath: string): Record<string, str
     params[name] = decodePathSegment(match[i + 1] ?? '');
   });
   return params;
+}
+
+/** A route template (`/api/v1/nodes/{name}/devices`) as a pattern over the raw path, and its segments' names. */
+export function templatePattern(template: string): { readonly pattern: RegExp; readonly names: readonly string[] } {
+  const names: string[] = [];
+  const pattern = new RegExp(`^${template.replace(/\{(\w+)\}/g, (_m, name: string) => (names.push(name), '([^/]+)'))}$`);
+  return { pattern, names };
 }

@@ -16,7 +16,7 @@ import type { ControlDeps } from '../control/deps';
 import { PayloadTooLargeError, UnauthorizedError } from '../errors';
 import { lambdaHandler, type LambdaHandler } from '../http/lambda';
 import { errorResponse, json, statusBody, type HttpResponse } from '../http/respond';
-import { MAX_BODY_BYTES, routes, type Route } from '../http/routes';
+import { MAX_BODY_BYTES, routes, templatePattern, type Route } from '../http/routes';
 import { emptyStats, type StoreStats } from '../store/dynamo';
 import { ensureTables } from '../store/tables';
 import { consoleAsset } from '../console/serve';
@@ -89,7 +89,8 @@ export async function startLocalServer(options: LocalServerOptions = {}): Promis
       req.resume();
       return send(res, asset);
     }
-    const matching = routes.filter((route) => matchesTemplate(route.path, rawPath));
+    // The raw path's shape only: its segments are decoded later, by the route's handler.
+    const matching = routes.filter((route) => templatePattern(route.path).pattern.test(rawPath));
     if (matching.length === 0) return send(res, json(404, statusBody(404, 'NotFound', `no route for ${safePath(rawPath)}`)));
     const route = matching.find((r) => r.method === req.method);
     if (!route) return send(res, json(405, statusBody(405, 'MethodNotAllowed', `${req.method} is not allowed on ${safePath(rawPath)}`)));
@@ -130,11 +131,6 @@ export async function startLocalServer(options: LocalServerOptions = {}): Promis
 
 function nonEmpty(value: string | undefined): string | undefined {
   return value === undefined || value.trim() === '' ? undefined : value.trim();
-}
-
-/** Whether the raw path has the template's shape (its segments are decoded later, by the route's handler). */
-function matchesTemplate(template: string, rawPath: string): boolean {
-  return new RegExp(`^${template.replace(/\{(\w+)\}/g, '[^/]+')}$`).test(rawPath);
 }
 
 /** A path as text for a message: percent-encoded as received, cut to a sane length. */
