@@ -3,6 +3,7 @@
  * the patch to the pod it sent). Objects are compared key by key; arrays of equal length element by element
  * (containers keep their places); anything else that differs is replaced whole.
  */
+import { isJsonObject } from '../json';
 
 export type JsonPatchOperation =
   | { readonly op: 'add'; readonly path: string; readonly value: unknown }
@@ -14,10 +15,9 @@ export function pointerToken(key: string | number): string {
   return String(key).replace(/~/g, '~0').replace(/\//g, '~1');
 }
 
-const isObject = (v: unknown): v is Record<string, unknown> => v !== null && typeof v === 'object' && !Array.isArray(v);
 
 export function jsonPatch(before: unknown, after: unknown, path = ''): JsonPatchOperation[] {
-  if (isObject(before) && isObject(after)) {
+  if (isJsonObject(before) && isJsonObject(after)) {
     const ops: JsonPatchOperation[] = [];
     for (const key of Object.keys(before)) {
       if (!(key in after)) ops.push({ op: 'remove', path: `${path}/${pointerToken(key)}` });

@@ -13,6 +13,7 @@ import type { KubernetesObject } from '@kubernetes/client-node';
 import { REQUEUE_ANNOTATION } from '../control/effects';
 import type { AppLogger } from '../powertools';
 import type { DelayFn } from './delay';
+import { objectField } from '../json';
 
 export interface NudgeTarget {
   readonly namespace: string;
@@ -39,9 +40,6 @@ export interface NudgerOptions {
   readonly now: () => Date;
 }
 
-type Json = Record<string, unknown>;
-const isObject = (v: unknown): v is Json => v !== null && typeof v === 'object' && !Array.isArray(v);
-const field = (obj: unknown, key: string): Json => (isObject(obj) && isObject(obj[key]) ? obj[key] : {});
 
 /**
  * The pods to nudge, pure: for our scheduler, no node, Pending, not being deleted, and not nudged within the
@@ -50,14 +48,14 @@ const field = (obj: unknown, key: string): Json => (isObject(obj) && isObject(ob
 export function podsToNudge(pods: readonly unknown[], schedulerName: string, nowMs: number, windowMs: number): NudgeTarget[] {
   const targets: NudgeTarget[] = [];
   for (const pod of pods) {
-    const metadata = field(pod, 'metadata');
-    const spec = field(pod, 'spec');
-    const phase = field(pod, 'status').phase ?? 'Pending';
+    const metadata = objectField(pod, 'metadata');
+    const spec = objectField(pod, 'spec');
+    const phase = objectField(pod, 'status').phase ?? 'Pending';
     if (spec.schedulerName !== schedulerName || (typeof spec.nodeName === 'string' && spec.nodeName !== '') || phase !== 'Pending') continue;
     if (metadata.deletionTimestamp !== undefined && metadata.deletionTimestamp !== null) continue;
     const { name, namespace, uid, resourceVersion } = metadata;
     if (typeof name !== 'string' || typeof namespace !== 'string' || typeof uid !== 'string' || typeof resourceVersion !== 'string') continue;
-    const last = field(metadata, 'annotations')[REQUEUE_ANNOTATION];
+    const last = objectField(metadata, 'annotations')[REQUEUE_ANNOTATION];
     const lastMs = typeof last === 'string' ? Date.parse(last) : Number.NaN;
     if (!Number.isNaN(lastMs) && Math.abs(nowMs - lastMs) < windowMs) continue;
     targets.push({ namespace, name, uid, resourceVersion });

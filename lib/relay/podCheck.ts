@@ -7,10 +7,8 @@
  * for being new. The checks themselves are pure.
  */
 import { toPlainJson } from './relevance';
+import { isJsonObject, objectField, type JsonObject } from '../json';
 
-type Json = Record<string, unknown>;
-const isObject = (v: unknown): v is Json => v !== null && typeof v === 'object' && !Array.isArray(v);
-const field = (obj: unknown, key: string): Json => (isObject(obj) && isObject(obj[key]) ? obj[key] : {});
 
 export interface PodIdentity {
   readonly namespace: string;
@@ -25,7 +23,7 @@ export interface PodSource {
   read(namespace: string, name: string): Promise<unknown>;
 }
 
-export type PodCheck = { readonly ok: true; readonly pod: Json } | { readonly ok: false; readonly reason: string };
+export type PodCheck = { readonly ok: true; readonly pod: JsonObject } | { readonly ok: false; readonly reason: string };
 
 const refused = (reason: string): PodCheck => ({ ok: false, reason: `relay refused the request: ${reason}` });
 
@@ -34,8 +32,8 @@ export function checkClusterPod(pod: unknown, want: PodIdentity, schedulerName: 
   const id = `${want.namespace}/${want.name}`;
   if (want.namespace === '' || want.name === '' || want.uid === '') return refused('it must name the pod\'s namespace, name and uid');
   if (pod === undefined || pod === null) return refused(`pod ${id} does not exist in the cluster`);
-  const metadata = field(pod, 'metadata');
-  const spec = field(pod, 'spec');
+  const metadata = objectField(pod, 'metadata');
+  const spec = objectField(pod, 'spec');
   if (metadata.uid !== want.uid) return refused(`pod ${id} in the cluster has uid ${String(metadata.uid)}, not ${want.uid} (deleted and created again?)`);
   if (spec.schedulerName !== schedulerName) return refused(`pod ${id} is for scheduler ${JSON.stringify(spec.schedulerName ?? 'default-scheduler')}, not ${JSON.stringify(schedulerName)}`);
   if (typeof spec.nodeName === 'string' && spec.nodeName !== '') return refused(`pod ${id} is already bound to node ${JSON.stringify(spec.nodeName)}`);
@@ -44,12 +42,12 @@ export function checkClusterPod(pod: unknown, want: PodIdentity, schedulerName: 
 }
 
 /** The pod as the control plane gets it: plain JSON as the API server writes it, no managedFields, no kind/apiVersion (as kube-scheduler sends it). */
-function clusterView(pod: unknown): Json {
+function clusterView(pod: unknown): JsonObject {
   const plain = toPlainJson(pod);
-  const copy: Json = isObject(plain) ? { ...plain } : {};
+  const copy: JsonObject = isJsonObject(plain) ? { ...plain } : {};
   delete copy.kind;
   delete copy.apiVersion;
-  const metadata = { ...field(copy, 'metadata') };
+  const metadata = { ...objectField(copy, 'metadata') };
   delete metadata.managedFields;
   return { ...copy, metadata };
 }
@@ -58,7 +56,7 @@ function clusterView(pod: unknown): Json {
 export async function clusterPod(source: PodSource, want: PodIdentity): Promise<PodCheck> {
   if (want.namespace === '' || want.name === '' || want.uid === '') return checkClusterPod(undefined, want, source.schedulerName);
   const cached = source.cached(want.namespace, want.name);
-  if (cached !== undefined && field(cached, 'metadata').uid === want.uid) return checkClusterPod(cached, want, source.schedulerName);
+  if (cached !== undefined && objectField(cached, 'metadata').uid === want.uid) return checkClusterPod(cached, want, source.schedulerName);
   let live: unknown;
   try {
     live = await source.read(want.namespace, want.name);
@@ -69,14 +67,14 @@ export async function clusterPod(source: PodSource, want: PodIdentity): Promise<
 }
 
 /** Which parts of the request's pod differ from the cluster's (for the operator's log; the cluster's is used). */
-export function requestDiffers(requestPod: unknown, clusterPodJson: Json): string[] {
+export function requestDiffers(requestPod: unknown, clusterPodJson: JsonObject): string[] {
   const differs: string[] = [];
   const resources = (pod: unknown) => {
-    const spec = field(pod, 'spec');
+    const spec = objectField(pod, 'spec');
     const containers = [...(Array.isArray(spec.initContainers) ? spec.initContainers : []), ...(Array.isArray(spec.containers) ? spec.containers : [])];
-    return JSON.stringify(containers.map((c) => [field(c, 'resources').limits ?? {}, field(c, 'resources').requests ?? {}]));
+    return JSON.stringify(containers.map((c) => [objectField(c, 'resources').limits ?? {}, objectField(c, 'resources').requests ?? {}]));
   };
-  const annotations = (pod: unknown) => JSON.stringify(Object.entries(field(field(pod, 'metadata'), 'annotations')).sort(([a], [b]) => a.localeCompare(b)));
+  const annotations = (pod: unknown) => JSON.stringify(Object.entries(objectField(objectField(pod, 'metadata'), 'annotations')).sort(([a], [b]) => a.localeCompare(b)));
   if (resources(requestPod) !== resources(clusterPodJson)) differs.push('resources');
   if (annotations(requestPod) !== annotations(clusterPodJson)) differs.push('annotations');
   return differs;

@@ -3,12 +3,11 @@
  * functions over Kubernetes JSON, so the rules are tested with tables of cases.
  */
 import { toKubeTime } from './eventCorrelator';
+import { isJsonObject, type JsonObject } from '../json';
 
 export type ForwardedKind = 'Node' | 'Pod' | 'ResourceQuota';
 
-type Json = Record<string, unknown>;
 
-const isObject = (v: unknown): v is Json => v !== null && typeof v === 'object' && !Array.isArray(v);
 
 /**
  * A plain JSON copy as the API server writes it: Date values (list results from client-node are
@@ -18,7 +17,7 @@ export function toPlainJson(value: unknown): unknown {
   if (value instanceof Date) return toKubeTime(value);
   if (Array.isArray(value)) return value.map(toPlainJson);
   if (value !== null && typeof value === 'object') {
-    const out: Json = {};
+    const out: JsonObject = {};
     for (const [k, v] of Object.entries(value)) if (v !== undefined) out[k] = toPlainJson(v);
     return out;
   }
@@ -26,13 +25,13 @@ export function toPlainJson(value: unknown): unknown {
 }
 
 /** The object as forwarded: kind/apiVersion set, managedFields (and node image lists) removed. */
-export function toForwardedObject(kind: ForwardedKind, obj: unknown): Json {
+export function toForwardedObject(kind: ForwardedKind, obj: unknown): JsonObject {
   const plain = toPlainJson(obj);
-  const copy: Json = isObject(plain) ? plain : {};
-  const metadata = isObject(copy.metadata) ? { ...copy.metadata } : {};
+  const copy: JsonObject = isJsonObject(plain) ? plain : {};
+  const metadata = isJsonObject(copy.metadata) ? { ...copy.metadata } : {};
   delete metadata.managedFields;
-  const out: Json = { ...copy, apiVersion: 'v1', kind, metadata };
-  if (kind === 'Node' && isObject(out.status)) {
+  const out: JsonObject = { ...copy, apiVersion: 'v1', kind, metadata };
+  if (kind === 'Node' && isJsonObject(out.status)) {
     const status = { ...out.status };
     // Image lists are large, change often and say nothing about GPUs.
     delete status.images;
@@ -41,21 +40,21 @@ export function toForwardedObject(kind: ForwardedKind, obj: unknown): Json {
   return out;
 }
 
-function record(obj: unknown, ...path: string[]): Json {
+function record(obj: unknown, ...path: string[]): JsonObject {
   let cur: unknown = obj;
-  for (const p of path) cur = isObject(cur) ? cur[p] : undefined;
-  return isObject(cur) ? cur : {};
+  for (const p of path) cur = isJsonObject(cur) ? cur[p] : undefined;
+  return isJsonObject(cur) ? cur : {};
 }
 
-function hamiAnnotations(obj: unknown): Json {
+function hamiAnnotations(obj: unknown): JsonObject {
   const annotations = record(obj, 'metadata', 'annotations');
-  const out: Json = {};
+  const out: JsonObject = {};
   for (const k of Object.keys(annotations).sort()) if (k.startsWith('hami.io/')) out[k] = annotations[k];
   return out;
 }
 
-function sorted(o: Json): Json {
-  const out: Json = {};
+function sorted(o: JsonObject): JsonObject {
+  const out: JsonObject = {};
   for (const k of Object.keys(o).sort()) out[k] = o[k];
   return out;
 }
