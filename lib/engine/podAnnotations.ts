@@ -154,8 +154,13 @@ export function typeAllowed(selectors: DeviceSelectors, deviceType: string, devi
 
 /** use/nouse gpuuuid: exact UUID match. */
 export function uuidAllowed(selectors: DeviceSelectors, uuid: string): boolean {
-  if (selectors.useUuids.size > 0 && !selectors.useUuids.has(uuid)) return false;
-  return !selectors.noUseUuids.has(uuid);
+  return idAllowed(selectors.useUuids, selectors.noUseUuids, uuid);
+}
+
+/** A use/nouse pair of id lists, for any device kind: an empty use list allows every id the nouse list does not name. */
+export function idAllowed(use: ReadonlySet<string>, noUse: ReadonlySet<string>, id: string): boolean {
+  if (use.size > 0 && !use.has(id)) return false;
+  return !noUse.has(id);
 }
 
 export type NodePolicy = 'binpack' | 'spread';

@@ -16,7 +16,7 @@ import type { CardFigures, CardOutcome, DecisionTrace } from '../../evidence';
 import type { FitRun } from '../../fit';
 import { genReason } from '../../messages';
 import { orderCards, scoreCards } from '../../order';
-import { parseAnnotationList } from '../../podAnnotations';
+import { idAllowed, parseAnnotationList } from '../../podAnnotations';
 import type { PreparedNode } from '../../prepared';
 import { AWS_NEURON, ReasonCode, type DeviceInfo } from '../../types';
 import { contiguousCores, coreCount, fullMask, usedMask } from './masks';
@@ -74,16 +74,16 @@ class NeuronFit {
   private readonly arena: DecisionArena;
   private readonly node: PreparedNode;
   private readonly trace: DecisionTrace;
-  private readonly useIds: readonly string[];
-  private readonly noUseIds: readonly string[];
+  private readonly useIds: ReadonlySet<string>;
+  private readonly noUseIds: ReadonlySet<string>;
 
   constructor(private readonly run: FitRun) {
     this.arena = run.input.arena;
     this.node = run.input.node;
     this.trace = run.input.trace;
     const annotations = run.input.plan.annotations;
-    this.useIds = parseAnnotationList(annotations[NeuronUuidAnnotation.use]);
-    this.noUseIds = parseAnnotationList(annotations[NeuronUuidAnnotation.noUse]);
+    this.useIds = new Set(parseAnnotationList(annotations[NeuronUuidAnnotation.use]));
+    this.noUseIds = new Set(parseAnnotationList(annotations[NeuronUuidAnnotation.noUse]));
   }
 
   fit(cards: Int32Array): string | undefined {
@@ -159,7 +159,7 @@ class NeuronFit {
     let outcome: CardOutcome;
     if (!device.health) outcome = ReasonCode.CardNotHealth;
     else if (this.run.input.request.type !== AWS_NEURON || !device.type.includes(AWS_NEURON)) outcome = ReasonCode.CardTypeMismatch;
-    else if (!this.idAllowed(device.id)) outcome = ReasonCode.CardUuidMismatch;
+    else if (!idAllowed(this.useIds, this.noUseIds, device.id)) outcome = ReasonCode.CardUuidMismatch;
     else if (device.count <= used) outcome = ReasonCode.CardTimeSlicingExhausted;
     else if (this.run.input.plan.gpuPolicy.isMutex && used > 0) outcome = ReasonCode.ExclusiveDeviceAllocateConflict;
     else if (coreCount(device.devcore) - coreCount(usedCores) < cores) outcome = ReasonCode.CardInsufficientCore;
@@ -177,11 +177,6 @@ class NeuronFit {
     figures.usedSlots = used;
     figures.requestedCores = cores;
     return { outcome, mask, row: this.trace.addCard(p, outcome, figures) };
-  }
-
-  private idAllowed(id: string): boolean {
-    if (this.useIds.length > 0 && !this.useIds.includes(id)) return false;
-    return !this.noUseIds.includes(id);
   }
 
   private count(outcome: CardOutcome): void {
