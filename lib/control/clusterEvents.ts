@@ -358,6 +358,12 @@ async function writeNode(
     } else {
       const write = await deps.ledger.putNode(nextLedger(next, nowMs), current ? current.version : null);
       if (write.ok) return { node: write.node, notices };
+      // The refusal may carry the node as it is now (not on dynalite): no read needed then.
+      if (write.current !== undefined) {
+        current = write.current;
+        await deps.runtime.sleep(backoffMs(deps.runtime.random(), round));
+        continue;
+      }
     }
     current = (await deps.ledger.readNodes([name], { consistent: true })).get(name);
     await deps.runtime.sleep(backoffMs(deps.runtime.random(), round));
