@@ -104,67 +104,61 @@ function passedQuery(url: URL, keys: readonly string[]): Record<string, string> 
   return query;
 }
 
-/** Forwards a GET to the control plane and answers what it answered (a 503 Status when it cannot be reached). */
-async function forward(res: ServerResponse, path: string, query: Record<string, string>, deps: RouterDeps): Promise<number> {
+/** A GET to the control plane; when it cannot be reached, the 503 Status is answered here and undefined returned. */
+async function fromControlPlane(res: ServerResponse, path: string, query: Record<string, string>, deps: RouterDeps): Promise<{ status: number; text: string } | undefined> {
   try {
-    const answer = await deps.controlPlane.get(path, { timeoutMs: deps.schedulerLogTimeoutMs, query });
-    send(res, answer.status, answer.text);
-    return answer.status;
+    return await deps.controlPlane.get(path, { timeoutMs: deps.schedulerLogTimeoutMs, query });
   } catch (err) {
     deps.logger.warn('UserRouteUnavailable', { path, error: err instanceof Error ? err.message : String(err) });
     send(res, 503, statusBody(503, 'ServiceUnavailable', 'the scheduler control plane is unavailable; retry later'));
-    return 503;
+    return undefined;
   }
+}
+
+/** Forwards a GET to the control plane and answers what it answered (a 503 Status when it cannot be reached). */
+async function forward(res: ServerResponse, path: string, query: Record<string, string>, deps: RouterDeps): Promise<number> {
+  const answer = await fromControlPlane(res, path, query, deps);
+  if (answer === undefined) return 503;
+  send(res, answer.status, answer.text);
+  return answer.status;
+}
+
+/** A refused authentication or review, answered with its Status. */
+function deny(res: ServerResponse, refusal: { readonly code: number; readonly reason: string; readonly message: string }): number {
+  send(res, refusal.code, statusBody(refusal.code, refusal.reason, refusal.message));
+  return refusal.code;
 }
 
 /** `GET /api/v1/nodes` (docs/api.md §10): every node's devices view, for users who may list nodes. */
 async function listNodes(req: IncomingMessage, res: ServerResponse, url: URL, deps: RouterDeps): Promise<number> {
   const decision = await authorize(authorizationOf(req), { verb: 'list', resource: 'nodes' }, deps.reviews, deps.logger);
-  if (!decision.allowed) {
-    send(res, decision.code, statusBody(decision.code, decision.reason, decision.message));
-    return decision.code;
-  }
+  if (!decision.allowed) return deny(res, decision);
   return forward(res, url.pathname, passedQuery(url, LIST_QUERY), deps);
 }
 
 /** `GET /api/v1/namespaces/{ns}/schedulerlogs`: for users who may get pods in the namespace. */
 async function namespaceLogs(req: IncomingMessage, res: ServerResponse, url: URL, namespace: string, deps: RouterDeps): Promise<number> {
   const decision = await authorize(authorizationOf(req), { verb: 'get', resource: 'pods', namespace }, deps.reviews, deps.logger);
-  if (!decision.allowed) {
-    send(res, decision.code, statusBody(decision.code, decision.reason, decision.message));
-    return decision.code;
-  }
+  if (!decision.allowed) return deny(res, decision);
   return forward(res, url.pathname, passedQuery(url, LIST_QUERY), deps);
 }
+
+/** SubjectAccessReviews sent at once for one page of the all-namespaces list. */
+const PARALLEL_REVIEWS = 8;
 
 /**
  * `GET /api/v1/schedulerlogs`: a user who may get pods in every namespace sees the page as it is; anyone else sees
  * only the items of namespaces where they may get pods (one review per namespace on the page), so a page may hold
  * fewer items than its limit, and `continue` still leads on. Continue tokens name no pod (docs/api.md §10).
  */
-/** SubjectAccessReviews sent at once for one page of the all-namespaces list. */
-const PARALLEL_REVIEWS = 8;
-
 async function allLogs(req: IncomingMessage, res: ServerResponse, url: URL, deps: RouterDeps): Promise<number> {
   const who = await authenticate(authorizationOf(req), deps.reviews, deps.logger);
-  if (!who.ok) {
-    send(res, who.code, statusBody(who.code, who.reason, who.message));
-    return who.code;
-  }
+  if (!who.ok) return deny(res, who);
   const everywhere = await reviewAccess(who.user, { verb: 'get', resource: 'pods' }, deps.reviews, deps.logger);
   if (everywhere.allowed) return forward(res, url.pathname, passedQuery(url, LIST_QUERY), deps);
-  if (everywhere.code !== 403) {
-    send(res, everywhere.code, statusBody(everywhere.code, everywhere.reason, everywhere.message));
-    return everywhere.code;
-  }
-  let answer: { status: number; text: string };
-  try {
-    answer = await deps.controlPlane.get(url.pathname, { timeoutMs: deps.schedulerLogTimeoutMs, query: passedQuery(url, LIST_QUERY) });
-  } catch (err) {
-    deps.logger.warn('UserRouteUnavailable', { path: url.pathname, error: err instanceof Error ? err.message : String(err) });
-    send(res, 503, statusBody(503, 'ServiceUnavailable', 'the scheduler control plane is unavailable; retry later'));
-    return 503;
-  }
+  if (everywhere.code !== 403) return deny(res, everywhere);
+  const answer = await fromControlPlane(res, url.pathname, passedQuery(url, LIST_QUERY), deps);
+  if (answer === undefined) return 503;
   if (answer.status !== 200) {
     send(res, answer.status, answer.text);
     return answer.status;
@@ -183,10 +177,7 @@ async function allLogs(req: IncomingMessage, res: ServerResponse, url: URL, deps
     }
   };
   await Promise.all(Array.from({ length: Math.min(PARALLEL_REVIEWS, pending.length) }, reviewer));
-  if (refused !== undefined && !refused.allowed) {
-    send(res, refused.code, statusBody(refused.code, refused.reason, refused.message));
-    return refused.code;
-  }
+  if (refused !== undefined && !refused.allowed) return deny(res, refused);
   send(res, 200, { ...list, items: (list.items ?? []).filter((item) => allowed.get(namespaceOf(item)) === true) });
   return 200;
 }
@@ -195,19 +186,10 @@ async function schedulerLog(req: IncomingMessage, res: ServerResponse, url: URL,
   const namespace = decodePathSegment(match[1] ?? '');
   const name = decodePathSegment(match[2] ?? '');
   const decision = await authorizePodRead(authorizationOf(req), { namespace, name }, deps.reviews, deps.logger);
-  if (!decision.allowed) {
-    send(res, decision.code, statusBody(decision.code, decision.reason, decision.message));
-    return decision.code;
-  }
+  if (!decision.allowed) return deny(res, decision);
   if (deps.diagnose === undefined) return forward(res, url.pathname, passedQuery(url, PASSED_QUERY), deps);
-  let answer: { status: number; text: string };
-  try {
-    answer = await deps.controlPlane.get(url.pathname, { timeoutMs: deps.schedulerLogTimeoutMs, query: passedQuery(url, PASSED_QUERY) });
-  } catch (err) {
-    deps.logger.warn('UserRouteUnavailable', { path: url.pathname, error: err instanceof Error ? err.message : String(err) });
-    send(res, 503, statusBody(503, 'ServiceUnavailable', 'the scheduler control plane is unavailable; retry later'));
-    return 503;
-  }
+  const answer = await fromControlPlane(res, url.pathname, passedQuery(url, PASSED_QUERY), deps);
+  if (answer === undefined) return 503;
   if (answer.status !== 404) {
     send(res, answer.status, answer.text);
     return answer.status;
