@@ -17,13 +17,19 @@ async function place(env: Environment, pod: ReturnType<typeof gpuPod>, nodes: st
   return placedPatch(await filterPod(env.deps, filterOf(pod, nodes)));
 }
 
+/** A world in which node n1 (one 16 GiB card) has been forwarded, and an environment that saw it. */
+async function withNode(): Promise<{ w: ReturnType<typeof world>; env: Environment }> {
+  const w = world();
+  const env = w.environment();
+  await ingestClusterEvents(env.deps, [added(node('n1'))]);
+  return { w, env };
+}
+
 const usedMem = async (env: Environment, name: string) => (await readNodeDevices(env.deps, name)).devices.reduce((sum, d) => sum + d.usedmem, 0);
 
 describe('cluster events: bookings belong to the scheduler', () => {
   it('confirms a reservation when the pod shows the decided devices', async () => {
-    const w = world();
-    const env = w.environment();
-    await ingestClusterEvents(env.deps, [added(node('n1'))]);
+    const { w, env } = await withNode();
     const pod = gpuPod('p', [{ name: 'c', gpu: 1, mem: 12000 }]);
     const annotations = await place(env, pod, ['n1']);
     await ingestClusterEvents(env.deps, [modified(forwardedPod(pod, annotations))]);
@@ -32,9 +38,7 @@ describe('cluster events: bookings belong to the scheduler', () => {
   });
 
   it('keeps counting the decided devices when the annotation is edited after placement, reporting it once per new value', async () => {
-    const w = world();
-    const env = w.environment();
-    await ingestClusterEvents(env.deps, [added(node('n1'))]);
+    const { env } = await withNode();
     const pod = gpuPod('p', [{ name: 'c', gpu: 1, mem: 12000 }]);
     const annotations = await place(env, pod, ['n1']);
     await ingestClusterEvents(env.deps, [modified(forwardedPod(pod, annotations))]);
@@ -70,9 +74,7 @@ describe('cluster events: bookings belong to the scheduler', () => {
   });
 
   it('adopts a pod placed before we took over, from its annotations', async () => {
-    const w = world();
-    const env = w.environment();
-    await ingestClusterEvents(env.deps, [added(node('n1'))]);
+    const { w, env } = await withNode();
     const pod = gpuPod('old', [{ name: 'c', gpu: 1, mem: 5000 }]);
     await ingestClusterEvents(env.deps, [added(forwardedPod(pod, { 'hami.io/vgpu-node': 'n1', 'hami.io/vgpu-devices-allocated': 'GPU-n1-0,NVIDIA,5000,10:;', 'hami.io/bind-phase': 'success' }, { phase: 'Running' }))]);
     expect(w.store.stored('n1')!.bookings[pod.metadata.uid]).toMatchObject({ state: 'confirmed', origin: 'adopted' });
@@ -80,9 +82,7 @@ describe('cluster events: bookings belong to the scheduler', () => {
   });
 
   it('frees a deleted pod, and a late older event does not bring it back', async () => {
-    const w = world();
-    const env = w.environment();
-    await ingestClusterEvents(env.deps, [added(node('n1'))]);
+    const { env } = await withNode();
     const pod = gpuPod('p', [{ name: 'c', gpu: 1, mem: 5000 }]);
     const annotations = await place(env, pod, ['n1']);
     await ingestClusterEvents(env.deps, [{ type: 'DELETED', object: forwardedPod(pod, annotations, { rv: '9' }) }]);
@@ -118,9 +118,7 @@ describe('cluster events: containment, journal and directory', () => {
   });
 
   it('repairs an unreadable booking when the pod’s own event arrives', async () => {
-    const w = world();
-    const env = w.environment();
-    await ingestClusterEvents(env.deps, [added(node('n1'))]);
+    const { w } = await withNode();
     const n1 = w.store.stored('n1')!;
     w.store.seed({ ...n1, version: n1.version + 1, unreadable: [{ part: 'booking uid-old', problem: 'negative value', raw: '["default","old",1,"GPU-n1-0,NVIDIA,1,-100:;",0,2]', blocking: true }] });
     const fresh = w.environment();
@@ -147,9 +145,7 @@ describe('cluster events: containment, journal and directory', () => {
   });
 
   it('lists a node again when it comes back after a deletion', async () => {
-    const w = world();
-    const env = w.environment();
-    await ingestClusterEvents(env.deps, [added(node('n1'))]);
+    const { w, env } = await withNode();
     await ingestClusterEvents(env.deps, [{ type: 'DELETED', object: gpuNode('n1', [card('GPU-n1-0')], { rv: '2' }) }]);
     expect(await w.store.readDirectory()).toEqual([]);
     await ingestClusterEvents(env.deps, [added(gpuNode('n1', [card('GPU-n1-0')], { rv: '3' }))]);
@@ -174,9 +170,7 @@ describe('cluster events: containment, journal and directory', () => {
   });
 
   it('rejects only the pod event whose hami.io/vgpu-node is no node name, and stores nothing under it', async () => {
-    const w = world();
-    const env = w.environment();
-    await ingestClusterEvents(env.deps, [added(node('n1'))]);
+    const { w, env } = await withNode();
     const good = gpuPod('good', [{ name: 'c', gpu: 1, mem: 1000 }]);
     const annotations = await place(env, good, ['n1']);
     const forged = gpuPod('forged', [{ name: 'c', gpu: 1, mem: 1000 }]);
@@ -193,9 +187,7 @@ describe('cluster events: containment, journal and directory', () => {
   });
 
   it('finds a pod reported deleted by name only (a relist found it gone) through the warm view', async () => {
-    const w = world();
-    const env = w.environment();
-    await ingestClusterEvents(env.deps, [added(node('n1'))]);
+    const { w, env } = await withNode();
     const pod = gpuPod('p', [{ name: 'c', gpu: 1, mem: 5000 }]);
     const annotations = await place(env, pod, ['n1']);
     await ingestClusterEvents(env.deps, [modified(forwardedPod(pod, annotations))]);
@@ -214,9 +206,7 @@ describe('cluster events: containment, journal and directory', () => {
   });
 
   it('frees the node lock when the device plugin reports the allocation ended', async () => {
-    const w = world();
-    const env = w.environment();
-    await ingestClusterEvents(env.deps, [added(node('n1'))]);
+    const { w, env } = await withNode();
     const pod = gpuPod('p', [{ name: 'c', gpu: 1, mem: 5000 }]);
     const annotations = await place(env, pod, ['n1']);
     await w.store.acquireLock('n1', { holder: 'default/p', holderUid: pod.metadata.uid, sinceMs: w.clock.now, expiresAtMs: w.clock.now + 300_000 }, w.clock.now);
@@ -267,9 +257,7 @@ describe('cluster events: complete re-lists converge', () => {
   });
 
   it('a list taken before a booking was last confirmed does not drop it', async () => {
-    const w = world();
-    const env = w.environment();
-    await ingestClusterEvents(env.deps, [added(node('n1'))]);
+    const { env } = await withNode();
     const pod = gpuPod('p', [{ name: 'c', gpu: 1, mem: 1000 }]);
     const annotations = await place(env, pod, ['n1']);
     await ingestClusterEvents(env.deps, [modified(forwardedPod(pod, annotations, { rv: '50' }))]);
