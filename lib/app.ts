@@ -2,7 +2,6 @@
  * The composition root: configuration, clients and services built once per process and injected.
  * Lambda handlers use `lambdaDeps()`; the local server and tests call `createDeps` with their own store.
  */
-import type { DynamoDBDocumentClient } from '@aws-sdk/lib-dynamodb';
 import { loadConfig, type AppConfig } from './config';
 import { systemRuntime, type Runtime } from './clock';
 import type { ControlDeps } from './control/deps';
@@ -10,12 +9,13 @@ import type { LedgerStore, RecordStorePort } from './control/ports';
 import { ClusterView } from './control/view';
 import { logger, metrics, setVerbosity } from './powertools';
 import { createDocumentClient, emptyStats, type StoreStats } from './store/dynamo';
+import type { DocumentClient } from './store/dynamoHttp';
 import { DynamoLedgerStore } from './store/ledgerStore';
 import { RecordStore } from './store/recordStore';
 
 export interface StoreOptions {
   /** A document client to use instead of one built from the configuration. */
-  readonly doc?: DynamoDBDocumentClient;
+  readonly doc?: DocumentClient;
   /** Counts every store call and the capacity it consumed (benchmarks, tests). */
   readonly stats?: StoreStats;
 }

@@ -2,80 +2,14 @@
  * HTTP client for the control plane (docs/api.md §2): API Gateway with IAM auth (SigV4-signed) or the
  * local server (bearer token). Every call is bounded by a deadline so no caller can hang on it.
  */
-import { Sha256 } from '@aws-crypto/sha256-js';
-import { fromNodeProviderChain } from '@aws-sdk/credential-providers';
-import { SignatureV4 } from '@smithy/signature-v4';
+import { defaultCredentials, sigV4Signer, type RequestSigner } from '../aws/sigv4';
 import type { RelayConfig } from './config';
 import { ControlPlaneError, ControlPlaneTimeoutError } from './errors';
-
-export interface OutgoingRequest {
-  readonly method: 'GET' | 'POST';
-  readonly url: URL;
-  readonly headers: Record<string, string>;
-  readonly body?: string;
-}
-
-/** Adds authentication headers to a request (returns the full header set to send). */
-export type RequestSigner = (req: OutgoingRequest) => Promise<Record<string, string>>;
 
 export const unsignedRequests: RequestSigner = async (req) => req.headers;
 
 export function bearerSigner(token: string): RequestSigner {
   return async (req) => ({ ...req.headers, authorization: `Bearer ${token}` });
-}
-
-export interface AwsCredentials {
-  readonly accessKeyId: string;
-  readonly secretAccessKey: string;
-  readonly sessionToken?: string;
-}
-
-/**
- * The AWS SDK's default credential chain: environment keys, web identity (IRSA on EKS), EKS Pod Identity or
- * container credentials, then the instance profile. Built once; it caches and refreshes expiring credentials.
- */
-export function defaultCredentials(): () => Promise<AwsCredentials> {
-  const provider = fromNodeProviderChain();
-  return () => provider();
-}
-
-export interface SigV4Options {
-  readonly region: string;
-  readonly credentials: () => AwsCredentials | Promise<AwsCredentials>;
-  /** Injected for tests; defaults to the wall clock. */
-  readonly now?: () => Date;
-  readonly service?: string;
-}
-
-/** Signs requests for API Gateway (`execute-api`) with AWS Signature Version 4. */
-export function sigV4Signer(opts: SigV4Options): RequestSigner {
-  const signer = new SignatureV4({
-    service: opts.service ?? 'execute-api',
-    region: opts.region,
-    credentials: async () => opts.credentials(),
-    sha256: Sha256,
-  });
-  const now = opts.now ?? (() => new Date());
-  return async (req) => {
-    const query: Record<string, string> = {};
-    req.url.searchParams.forEach((value, key) => {
-      query[key] = value;
-    });
-    const signed = await signer.sign(
-      {
-        method: req.method,
-        protocol: req.url.protocol,
-        hostname: req.url.hostname,
-        ...(req.url.port ? { port: Number(req.url.port) } : {}),
-        path: req.url.pathname,
-        query,
-        headers: { ...req.headers, host: req.url.host },
-        ...(req.body !== undefined ? { body: req.body } : {}),
-      },
-      { signingDate: now() },
-    );
-    return signed.headers;
-  };
 }
 
 export function signerFromConfig(cp: RelayConfig['controlPlane']): RequestSigner {

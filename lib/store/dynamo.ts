@@ -1,13 +1,13 @@
 /**
- * The DynamoDB client, built once per process, and the single place SDK failures become domain errors:
+ * The DynamoDB client, built once per process, and the single place store failures become domain errors:
  * a failed condition is an expected outcome; throttling, timeouts and server faults are retryable
  * (StoreUnavailableError, 503); requests DynamoDB refuses as invalid are permanent and explained
  * (StoreRejectedError, never "retry"); a missing table, missing permissions or a request we built wrong is a
  * fault of ours (StoreFaultError, 500, not "retry" either).
  */
-import { DynamoDBClient } from '@aws-sdk/client-dynamodb';
-import { DynamoDBDocumentClient } from '@aws-sdk/lib-dynamodb';
+import { defaultCredentials } from '../aws/sigv4';
 import { StoreFaultError, StoreRejectedError, StoreUnavailableError } from '../errors';
+import { DynamoHttpClient, type DocumentClient, type DocumentOperation, type DocumentOperations } from './dynamoHttp';
 
 export interface DynamoOptions {
   readonly region: string;
@@ -17,18 +17,13 @@ export interface DynamoOptions {
   readonly localCredentials?: boolean;
 }
 
-export function createDocumentClient(options: DynamoOptions): DynamoDBDocumentClient {
-  const client = new DynamoDBClient({
+const LOCAL_CREDENTIALS = { accessKeyId: 'local', secretAccessKey: 'local' };
+
+export function createDocumentClient(options: DynamoOptions): DocumentClient {
+  return new DynamoHttpClient({
     region: options.region,
     ...(options.endpoint ? { endpoint: options.endpoint } : {}),
-    ...(options.localCredentials ? { credentials: { accessKeyId: 'local', secretAccessKey: 'local' } } : {}),
-    maxAttempts: 3,
-  });
-  // We give the SDK no logger, yet its logger middleware still copies every request and answer through the
-  // sensitive-data filter for a logger that discards them: pure CPU on each call, dropped.
-  client.middlewareStack.remove('loggerMiddleware');
-  return DynamoDBDocumentClient.from(client, {
-    marshallOptions: { removeUndefinedValues: true, convertClassInstanceToMap: false },
+    credentials: options.localCredentials ? () => LOCAL_CREDENTIALS : defaultCredentials(),
   });
 }
 
@@ -46,22 +41,24 @@ export function emptyStats(): StoreStats {
   return { calls: 0, byOperation: {}, readUnits: 0, writeUnits: 0 };
 }
 
-const READ_OPERATIONS = new Set(['GetItem', 'BatchGetItem', 'Query', 'Scan']);
-
-interface Consumed {
-  readonly ConsumedCapacity?: { readonly CapacityUnits?: number } | readonly { readonly CapacityUnits?: number }[];
-}
+const READ_OPERATIONS = new Set<string>(['BatchGetItem', 'Query']);
 
 /**
- * Sends one command, counting it and the capacity it consumed. `refusedWriteUnits` is what a refused
+ * Sends one operation, counting it and the capacity it consumed. `refusedWriteUnits` is what a refused
  * conditional write is billed (DynamoDB reports no capacity on the exception).
  */
-export async function send<T>(stats: StoreStats, operation: string, run: () => Promise<T>, refusedWriteUnits = 1): Promise<T> {
+export async function send<O extends DocumentOperation>(
+  doc: DocumentClient,
+  stats: StoreStats,
+  operation: O,
+  input: DocumentOperations[O]['input'],
+  refusedWriteUnits = 1,
+): Promise<DocumentOperations[O]['output']> {
   stats.calls += 1;
   stats.byOperation[operation] = (stats.byOperation[operation] ?? 0) + 1;
   try {
-    const out = await run();
-    const consumed = (out as Consumed).ConsumedCapacity;
+    const out = await doc.send(operation, input);
+    const consumed = out.ConsumedCapacity;
     const units = Array.isArray(consumed) ? consumed.reduce((sum: number, c) => sum + (c.CapacityUnits ?? 0), 0) : ((consumed as { CapacityUnits?: number } | undefined)?.CapacityUnits ?? 0);
     if (READ_OPERATIONS.has(operation)) stats.readUnits += units;
     else stats.writeUnits += units;
@@ -79,22 +76,9 @@ export function isConditionFailed(err: unknown): boolean {
   return err instanceof Error && err.name === 'ConditionalCheckFailedException';
 }
 
-const RETRYABLE = new Set([
-  'ProvisionedThroughputExceededException',
-  'ThrottlingException',
-  'RequestLimitExceeded',
-  'InternalServerError',
-  'InternalFailure',
-  'ServiceUnavailable',
-  'TransactionConflictException',
-  'LimitExceededException',
-  'TimeoutError',
-  'RequestTimeout',
-  'RequestTimeoutException',
-]);
 const MISCONFIGURED = new Set(['ResourceNotFoundException', 'AccessDeniedException', 'UnrecognizedClientException', 'MissingAuthenticationTokenException', 'InvalidSignatureException']);
 
-/** The domain error for an SDK failure (network failures and unknown faults are retryable). */
+/** The domain error for a store failure (network failures and unknown faults are retryable). */
 export function classifyStoreError(operation: string, err: unknown): Error {
   const name = err instanceof Error ? err.name : '';
   const message = err instanceof Error ? err.message : String(err);
@@ -103,15 +87,10 @@ export function classifyStoreError(operation: string, err: unknown): Error {
     if (tooLarge !== undefined) return new StoreRejectedError(`the store refused to save it: ${tooLarge}`, { cause: err });
     return new StoreFaultError(`store ${operation} refused a request: ${name}`, { cause: err });
   }
-  if (MISCONFIGURED.has(name) || name === 'SerializationException') return new StoreFaultError(`store ${operation} failed: ${name}`, { cause: err });
-  if (RETRYABLE.has(name) || !(err instanceof Error) || isNetworkError(err)) return new StoreUnavailableError(`store ${operation} failed`, { cause: err });
-  // Anything else the SDK raises (unknown 5xx included) is treated as transient; the cause stays in the logs.
+  // A value the store cannot hold is a request we built wrong: no retry mends it.
+  if (MISCONFIGURED.has(name) || name === 'SerializationException' || err instanceof TypeError) return new StoreFaultError(`store ${operation} failed: ${name}`, { cause: err });
+  // Throttling, server faults, timeouts, dropped connections (./dynamoHttp.ts) and anything unknown are worth a retry; the cause stays in the logs.
   return new StoreUnavailableError(`store ${operation} failed`, { cause: err });
-}
-
-function isNetworkError(err: Error): boolean {
-  const code = (err as { code?: unknown }).code;
-  return typeof code === 'string' && /^(ECONN|ETIMEDOUT|EPIPE|ENOTFOUND|EAI_AGAIN|UND_ERR)/.test(code);
 }
 
 /** DynamoDB's size refusals, in words a caller can act on (the raw text stays in the cause); undefined for other refusals. */

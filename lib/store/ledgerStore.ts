@@ -5,25 +5,14 @@
  * write returns the node as stored where the store supports it (`ReturnValuesOnConditionCheckFailure`;
  * dynalite ignores it and the caller reads the node instead).
  */
-import {
-  BatchGetCommand,
-  PutCommand,
-  QueryCommand,
-  UpdateCommand,
-  type BatchGetCommandInput,
-  type DynamoDBDocumentClient,
-  type PutCommandInput,
-  type QueryCommandInput,
-  type UpdateCommandInput,
-} from '@aws-sdk/lib-dynamodb';
-import type { AttributeValue } from '@aws-sdk/client-dynamodb';
-import { unmarshall } from '@aws-sdk/util-dynamodb';
+import type { BatchGetCommandInput, PutCommandInput, QueryCommandInput, UpdateCommandInput } from '@aws-sdk/lib-dynamodb';
 import type { Sleep } from '../clock';
 import type { StoredClaim } from '../engine/claims';
 import { StoreUnavailableError } from '../errors';
 import type { Booking, NodeLedger, NodeLock, QuotaLedger } from '../control/ledger';
 import type { JournalEntry, LedgerStore, LockRelease, NodeWrite, ReadOptions, Reservation } from '../control/ports';
 import { isConditionFailed, send, type StoreStats } from './dynamo';
+import { DynamoServiceError, type DocumentClient } from './dynamoHttp';
 import {
   CounterAttr,
   DIRECTORY_SHARDS,
@@ -62,7 +51,7 @@ export class DynamoLedgerStore implements LedgerStore {
   private readonly sizes = new Map<string, number>();
 
   constructor(
-    private readonly doc: DynamoDBDocumentClient,
+    private readonly doc: DocumentClient,
     readonly table: string,
     readonly stats: StoreStats,
     private readonly sleep: Sleep,
@@ -89,7 +78,7 @@ export class DynamoLedgerStore implements LedgerStore {
           if (round === BATCH_GET_MAX_ROUNDS) throw new StoreUnavailableError('store kept returning unprocessed keys');
           // Keys left over for size are fetched again at once; a second leftover round is throttling: back off.
           if (round > 1) await this.sleep(20 * 2 ** round);
-          const out = await send(this.stats, 'BatchGetItem', () => this.doc.send(new BatchGetCommand({ RequestItems: request, ReturnConsumedCapacity: 'TOTAL' })));
+          const out = await send(this.doc, this.stats, 'BatchGetItem', { RequestItems: request, ReturnConsumedCapacity: 'TOTAL' });
           found.push(...((out.Responses?.[this.table] ?? []) as Item[]));
           request = out.UnprocessedKeys;
         }
@@ -147,7 +136,7 @@ export class DynamoLedgerStore implements LedgerStore {
   private async changeDirectory(names: readonly string[], action: 'ADD' | 'DELETE'): Promise<void> {
     const byShard = new Map<number, string[]>();
     for (const name of names) byShard.set(directoryShard(name), [...(byShard.get(directoryShard(name)) ?? []), name]);
-    await Promise.all([...byShard].map(([shard, list]) => send(this.stats, 'UpdateItem', () => this.doc.send(new UpdateCommand(this.directoryParams(shard, list, action))))));
+    await Promise.all([...byShard].map(([shard, list]) => send(this.doc, this.stats, 'UpdateItem', this.directoryParams(shard, list, action))));
   }
 
   // ---- node writes -------------------------------------------------------------------------------
@@ -360,13 +349,12 @@ export class DynamoLedgerStore implements LedgerStore {
 
   private async write(node: string, params: UpdateCommandInput): Promise<NodeWrite> {
     try {
-      const out = await send(this.stats, 'UpdateItem', () => this.doc.send(new UpdateCommand(params)), this.writeUnitsOf(node));
+      const out = await send(this.doc, this.stats, 'UpdateItem', params, this.writeUnitsOf(node));
       return { ok: true, node: this.decoded(node, (out.Attributes ?? {}) as Item) };
     } catch (err) {
       if (!isConditionFailed(err)) throw err;
-      // The item on a refused write comes as raw attribute values (the document client does not convert errors).
-      const stored = (err as { Item?: Record<string, AttributeValue> }).Item;
-      return stored ? { ok: false, current: this.decoded(node, unmarshall(stored) as Item) } : { ok: false };
+      const stored = err instanceof DynamoServiceError ? err.item : undefined;
+      return stored ? { ok: false, current: this.decoded(node, stored) } : { ok: false };
     }
   }
 
@@ -397,7 +385,7 @@ export class DynamoLedgerStore implements LedgerStore {
     let startKey: Record<string, unknown> | undefined;
     do {
       const params = this.readJournalParams(afterSeq, options.consistent, startKey);
-      const out = await send(this.stats, 'Query', () => this.doc.send(new QueryCommand(params)));
+      const out = await send(this.doc, this.stats, 'Query', params);
       for (const item of (out.Items ?? []) as Item[]) {
         const entry = decodeJournalEntry(item);
         // An entry that cannot be read says "something changed": read as naming every node (the view reloads).
@@ -423,7 +411,7 @@ export class DynamoLedgerStore implements LedgerStore {
   }
 
   async journalHead(): Promise<number> {
-    const out = await send(this.stats, 'Query', () => this.doc.send(new QueryCommand(this.journalHeadParams())));
+    const out = await send(this.doc, this.stats, 'Query', this.journalHeadParams());
     const sk = out.Items?.[0]?.sk;
     const head = typeof sk === 'string' && /^\d+$/.test(sk) ? Number(sk) : 0;
     this.journalSeen = Math.max(this.journalSeen, head);
@@ -444,7 +432,7 @@ export class DynamoLedgerStore implements LedgerStore {
     let seq = this.journalSeen + 1;
     for (let round = 0; round < JOURNAL_APPEND_ROUNDS; round++) {
       try {
-        await send(this.stats, 'PutItem', () => this.doc.send(new PutCommand(this.appendJournalParams({ ...entry, seq }))));
+        await send(this.doc, this.stats, 'PutItem', this.appendJournalParams({ ...entry, seq }));
         this.journalSeen = Math.max(this.journalSeen, seq);
         return seq;
       } catch (err) {
@@ -477,7 +465,7 @@ export class DynamoLedgerStore implements LedgerStore {
 
   async putQuota(namespace: string, quota: QuotaLedger, expectedVersion: number | null): Promise<boolean> {
     try {
-      await send(this.stats, 'PutItem', () => this.doc.send(new PutCommand(this.putQuotaParams(namespace, quota, expectedVersion))));
+      await send(this.doc, this.stats, 'PutItem', this.putQuotaParams(namespace, quota, expectedVersion));
     } catch (err) {
       if (isConditionFailed(err)) return false;
       throw err;
@@ -491,7 +479,7 @@ export class DynamoLedgerStore implements LedgerStore {
         ExpressionAttributeValues: { ':names': new Set([namespace]) },
         ReturnConsumedCapacity: 'TOTAL',
       };
-      await send(this.stats, 'UpdateItem', () => this.doc.send(new UpdateCommand(params)));
+      await send(this.doc, this.stats, 'UpdateItem', params);
     }
     return true;
   }

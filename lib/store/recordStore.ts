@@ -12,17 +12,7 @@
 import { createHash } from 'node:crypto';
 import { promisify } from 'node:util';
 import { constants, gunzipSync, gzip, gzipSync } from 'node:zlib';
-import {
-  BatchWriteCommand,
-  PutCommand,
-  QueryCommand,
-  UpdateCommand,
-  type BatchWriteCommandInput,
-  type PutCommandInput,
-  type QueryCommandInput,
-  type UpdateCommandInput,
-} from '@aws-sdk/lib-dynamodb';
-import type { DynamoDBDocumentClient } from '@aws-sdk/lib-dynamodb';
+import type { BatchWriteCommandInput, PutCommandInput, QueryCommandInput, UpdateCommandInput } from '@aws-sdk/lib-dynamodb';
 import { z } from 'zod';
 import type { Sleep } from '../clock';
 import { DecisionTrace } from '../engine/evidence';
@@ -31,6 +21,7 @@ import type { AttemptRecord, BindRecord, PodRef } from '../diagnostics/record';
 import { shortBind, summarizeAttempt, type AttemptSummary } from '../diagnostics/summary';
 import type { PodRecords, RecordStorePort, SummaryPage, SummaryQuery } from '../control/ports';
 import { emptyStats, isConditionFailed, send, type StoreStats } from './dynamo';
+import type { DocumentClient } from './dynamoHttp';
 
 /** Items above this are stored without per-card evidence rather than rejected by DynamoDB. */
 const MAX_RECORD_BYTES = 350 * 1024;
@@ -133,7 +124,7 @@ type StoredBind = NonNullable<PodRecords['bind']>;
 
 export class RecordStore implements RecordStorePort {
   constructor(
-    private readonly doc: DynamoDBDocumentClient,
+    private readonly doc: DocumentClient,
     readonly table: string,
     private readonly retentionSeconds: number,
     readonly stats: StoreStats = emptyStats(),
@@ -173,7 +164,7 @@ export class RecordStore implements RecordStorePort {
     for (let round = 0; request && Object.keys(request).length > 0; round++) {
       if (round === BATCH_WRITE_MAX_ROUNDS) throw new StoreUnavailableError('store kept returning unprocessed scheduling records');
       if (round > 0) await this.sleep(20 * 2 ** round);
-      const out = await send(this.stats, 'BatchWriteItem', () => this.doc.send(new BatchWriteCommand({ RequestItems: request, ReturnConsumedCapacity: 'TOTAL' })));
+      const out = await send(this.doc, this.stats, 'BatchWriteItem', { RequestItems: request, ReturnConsumedCapacity: 'TOTAL' });
       request = out.UnprocessedItems;
     }
   }
@@ -210,8 +201,8 @@ export class RecordStore implements RecordStorePort {
     const summary = this.putSummaryBindParams(pod, bind, timeMs);
     // Sent together: one round trip. A summary of a newer attempt (or none) refuses the update, as it should.
     await Promise.all([
-      send(this.stats, 'PutItem', () => this.doc.send(new PutCommand(params))),
-      send(this.stats, 'UpdateItem', () => this.doc.send(new UpdateCommand(summary))).catch((err: unknown) => {
+      send(this.doc, this.stats, 'PutItem', params),
+      send(this.doc, this.stats, 'UpdateItem', summary).catch((err: unknown) => {
         if (!isConditionFailed(err)) throw err;
       }),
     ]);
@@ -236,7 +227,7 @@ export class RecordStore implements RecordStorePort {
     const items: AttemptSummary[] = [];
     for (;;) {
       const params = this.listParams(position, query.namespace, query.limit - items.length, query.nowMs);
-      const out = await send(this.stats, 'Query', () => this.doc.send(new QueryCommand(params)));
+      const out = await send(this.doc, this.stats, 'Query', params);
       for (const item of out.Items ?? []) {
         items.push(decodeSummary(item));
         position = { shard: position.shard, sk: String(item.sk) };
@@ -264,7 +255,7 @@ export class RecordStore implements RecordStorePort {
   /** The bind item and up to `attempts` newest unexpired attempts of a pod. */
   async readPod(namespace: string, name: string, attempts: number, nowMs: number): Promise<PodRecords> {
     const params = this.queryPodParams(namespace, name, attempts);
-    const out = await send(this.stats, 'Query', () => this.doc.send(new QueryCommand(params)));
+    const out = await send(this.doc, this.stats, 'Query', params);
     const nowS = Math.floor(nowMs / 1000);
     let bind: StoredBind | undefined;
     const found: { record: AttemptRecord; timeMs: number }[] = [];

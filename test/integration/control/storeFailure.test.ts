@@ -1,5 +1,5 @@
 /**
- * Store failures in the middle of a decision (injected at the SDK boundary, on a real dynalite): the
+ * Store failures in the middle of a decision (injected at the store client, on a real dynalite): the
  * caller gets an Error kube-scheduler can retry, and nothing is left booked or locked past its expiry.
  */
 import { DynamoDBClient } from '@aws-sdk/client-dynamodb';
@@ -14,12 +14,13 @@ import { readNodeDevices } from '../../../lib/control/views';
 import { StoreFaultError, StoreRejectedError, StoreUnavailableError } from '../../../lib/errors';
 import { errorResponse } from '../../../lib/http/respond';
 import { createDocumentClient } from '../../../lib/store/dynamo';
+import type { DocumentClient } from '../../../lib/store/dynamoHttp';
 import { ensureTables } from '../../../lib/store/tables';
 import { card, gpuNode, gpuPod } from '../../support/cluster';
 import { startDynalite, type DynamoBackend } from '../../support/dynamo';
 
 /** true: a transient outage; an error name and message: that error from the store. */
-type Fault = (command: string, input: Record<string, unknown>) => boolean | { name: string; message: string };
+type Fault = (operation: string, input: Record<string, unknown>) => boolean | { name: string; message: string };
 
 describe('store failure mid-decision', () => {
   let backend: DynamoBackend;
@@ -50,15 +51,14 @@ describe('store failure mid-decision', () => {
     const raw = new DynamoDBClient({ endpoint: backend.endpoint, region: 'local', credentials: { accessKeyId: 'x', secretAccessKey: 'x' } });
     await ensureTables(raw, [config.stateTable, config.recordsTable], async () => undefined);
     raw.destroy();
-    const doc = createDocumentClient({ region: 'local', endpoint: backend.endpoint, localCredentials: true });
-    doc.middlewareStack.add(
-      (next, context) => async (args) => {
-        const injected = fault(String(context.commandName), args.input as Record<string, unknown>);
+    const real = createDocumentClient({ region: 'local', endpoint: backend.endpoint, localCredentials: true });
+    const doc: DocumentClient = {
+      send: async (operation, input) => {
+        const injected = fault(operation, input as unknown as Record<string, unknown>);
         if (injected) throw Object.assign(new Error(injected === true ? 'injected outage' : injected.message), { name: injected === true ? 'InternalServerError' : injected.name });
-        return next(args);
+        return real.send(operation, input);
       },
-      { step: 'initialize', name: 'faultInjection' },
-    );
+    };
     deps = createDeps(config, runtime, dynamoStores(config, runtime, { doc }));
     await ingestClusterEvents(deps, [{ type: 'ADDED', object: gpuNode('node1', [card('GPU-a', { devmem: 8000 })]) }]);
   });
@@ -71,12 +71,12 @@ describe('store failure mid-decision', () => {
     nodes: null,
   });
   /** The filter's decision record: its attempt and summary leave in one BatchWriteItem on the records table. */
-  const recordWrite = (command: string, input: Record<string, unknown>) =>
-    command === 'BatchWriteItemCommand' && Object.keys((input.RequestItems ?? {}) as Record<string, unknown>).some((table) => table.startsWith('records-'));
+  const recordWrite = (operation: string, input: Record<string, unknown>) =>
+    operation === 'BatchWriteItem' && Object.keys((input.RequestItems ?? {}) as Record<string, unknown>).some((table) => table.startsWith('records-'));
   const usedMem = async () => (await readNodeDevices(deps, 'node1')).devices[0]?.usedmem;
 
   it('undoes the reservation when the decision record cannot be written, and answers a retryable Error', async () => {
-    fault = (command, input) => recordWrite(command, input);
+    fault = (operation, input) => recordWrite(operation, input);
     const error = await filterPod(deps, request()).catch((err: unknown) => err);
     expect(error).toBeInstanceOf(StoreUnavailableError);
     expect(JSON.parse(errorResponse(error, 'extender', 'ref-1').body)).toEqual({
@@ -91,7 +91,7 @@ describe('store failure mid-decision', () => {
 
   it('lets an orphaned reservation expire when even the undo fails', async () => {
     let failAll = false;
-    fault = (command, input) => failAll || (recordWrite(command, input) && (failAll = true));
+    fault = (operation, input) => failAll || (recordWrite(operation, input) && (failAll = true));
     await expect(filterPod(deps, request())).rejects.toBeInstanceOf(StoreUnavailableError);
     fault = () => false;
     expect(await usedMem()).toBe(3000);
@@ -100,15 +100,15 @@ describe('store failure mid-decision', () => {
   });
 
   it('writes nothing when the cluster cannot be read', async () => {
-    fault = (command) => command === 'BatchGetItemCommand';
+    fault = (operation) => operation === 'BatchGetItem';
     await expect(filterPod(deps, request())).rejects.toBeInstanceOf(StoreUnavailableError);
     fault = () => false;
     expect(await usedMem()).toBe(0);
   });
 
   it('answers a permanent refusal by the store as such, never as "retry", and books nothing', async () => {
-    fault = (command, input) =>
-      recordWrite(command, input) && { name: 'ValidationException', message: 'Item size has exceeded the maximum allowed size' };
+    fault = (operation, input) =>
+      recordWrite(operation, input) && { name: 'ValidationException', message: 'Item size has exceeded the maximum allowed size' };
     const error = await filterPod(deps, request()).catch((err: unknown) => err);
     expect(error).toBeInstanceOf(StoreRejectedError);
     const answer = JSON.parse(errorResponse(error, 'extender', 'ref-2').body) as { Error: string };
@@ -119,7 +119,7 @@ describe('store failure mid-decision', () => {
   });
 
   it('reports a missing table as an internal fault, not as something to retry', async () => {
-    fault = (command) => command === 'BatchGetItemCommand' && { name: 'ResourceNotFoundException', message: 'Requested resource not found' };
+    fault = (operation) => operation === 'BatchGetItem' && { name: 'ResourceNotFoundException', message: 'Requested resource not found' };
     const error = await filterPod(deps, request()).catch((err: unknown) => err);
     expect(error).toBeInstanceOf(StoreFaultError);
     const response = errorResponse(error, 'api', 'ref-3');

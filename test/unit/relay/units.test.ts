@@ -1,6 +1,7 @@
 /** Pure parts of the relay: config, SigV4 signing, event correlation, relevance rules, Effects parsing. */
 import { loadRelayConfig as loadConfigFrom } from '../../../lib/relay/config';
-import { sigV4Signer, bearerSigner, signerFromConfig } from '../../../lib/relay/controlPlane';
+import { sigV4Signer } from '../../../lib/aws/sigv4';
+import { bearerSigner, signerFromConfig } from '../../../lib/relay/controlPlane';
 import type { RelayConfig } from '../../../lib/relay/config';
 import { backoffMs } from '../../../lib/relay/delay';
 import { splitEffects } from '../../../lib/relay/effects';
@@ -113,6 +114,24 @@ describe('SigV4 signing for API Gateway', () => {
     expect(headers['x-amz-date']).toBe('20250501T100000Z');
     expect(headers['x-amz-security-token']).toBe('session-token-1');
     expect(headers['content-type']).toBe('application/json');
+  });
+
+  it('computes the signature SigV4 defines (a known answer, the same as the JavaScript SHA-256 of the AWS SDK gives)', async () => {
+    const dynamo = sigV4Signer({
+      region: 'us-east-1',
+      service: 'dynamodb',
+      credentials: () => ({ accessKeyId: 'AKIDEXAMPLE', secretAccessKey: 'wJalrXUtnFEMI/K7MDENG+bPxRfiCYEXAMPLEKEY', sessionToken: 'tok' }),
+      now: () => new Date('2015-08-30T12:36:00Z'),
+    });
+    const headers = await dynamo({
+      method: 'POST',
+      url: new URL('https://dynamodb.us-east-1.amazonaws.com/'),
+      headers: { 'content-type': 'application/x-amz-json-1.0', 'x-amz-target': 'DynamoDB_20120810.GetItem' },
+      body: '{"TableName":"t","Key":{"pk":{"S":"a"}}}',
+    });
+    expect(headers.authorization).toBe(
+      'AWS4-HMAC-SHA256 Credential=AKIDEXAMPLE/20150830/us-east-1/dynamodb/aws4_request, SignedHeaders=content-type;host;x-amz-content-sha256;x-amz-date;x-amz-security-token;x-amz-target, Signature=38403a5839c1efcbbff4a4a3ddda168036af0d340514f887b7e3a65f9b50df48',
+    );
   });
 
   it('is deterministic for the same request and changes with the body', async () => {

@@ -1,4 +1,4 @@
-import type { DynamoDBDocumentClient } from '@aws-sdk/lib-dynamodb';
+import type { DocumentClient } from '../../../lib/store/dynamoHttp';
 import { emptyLedger, nextLedger, type Booking, type NodeLedger } from '../../../lib/control/ledger';
 import type { NodeRegistration } from '../../../lib/engine/types';
 import { NODE_ITEM_MAX_BYTES, NodeCodec, NodeItemTooLargeError, encodeRegistration, nodeKey, type Item } from '../../../lib/store/codec';
@@ -141,7 +141,7 @@ describe('node items', () => {
 });
 
 describe('state table requests', () => {
-  const store = new DynamoLedgerStore({} as DynamoDBDocumentClient, 'state', emptyStats(), async () => undefined, () => 0);
+  const store = new DynamoLedgerStore({} as DocumentClient, 'state', emptyStats(), async () => undefined, () => 0);
 
   it('guard a reservation by the claims, the registration version and the booking it replaces', () => {
     const params = store.reserveParams({
