@@ -4,7 +4,9 @@
  * Processes, as deployed: the store (dynalite), a control plane for `/filter` and one for everything else (two
  * Lambda functions, each with its own warm view), and this process, which plays kube-scheduler, the relay and
  * HAMi's device plugin. Delaying proxies sit in front of the store and in front of the control planes
- * (`--store-rtt-ms`, `--gateway-rtt-ms`), so a run can cost what AWS would, and observe every call.
+ * (`--store-rtt-ms`, `--gateway-rtt-ms`), so a run can cost what AWS would, and observe every call. They run in
+ * one process of their own (bench/proxyProcess.ts): in this one each store call would wait for the event loop
+ * that plays kube-scheduler and the relay, which a network does not.
  *
  *   kube-scheduler  one filter in flight (its scheduling cycle is serial); binds run asynchronously, at most 16
  *                   at once; a bind that meets the node lock sends the pod back to the queue with
@@ -20,7 +22,8 @@
  * `--running-per-card` running pods per card (sorted by node, as the relay replays them); the rate is reported.
  * In the same run the engine alone decides the same pods on the same cluster (what an in-process scheduler
  * like HAMi pays). `cpuMsPerPod` splits the run's CPU time between the filter's control plane, the other one, the
- * store and this harness: here they share the machine's cores, on AWS each Lambda environment has its own.
+ * store, this harness and the proxies' process (`proxies`, measurement machinery like the harness): here they
+ * share the machine's cores, on AWS each Lambda environment has its own.
  * Last line: one JSON object.
  *
  * `--burst` (docs/locks.md): every pod arrives at once, binpack, and the run is made twice: `lockAware` (our
@@ -32,7 +35,6 @@
  */
 import { spawn, type ChildProcess } from 'node:child_process';
 import { Agent, request as httpRequest } from 'node:http';
-import { performance } from 'node:perf_hooks';
 import { resolve } from 'node:path';
 import { existsSync, readFileSync } from 'node:fs';
 import { decide } from '../lib/engine/decide';
@@ -40,7 +42,8 @@ import { parseNodeRegistration } from '../lib/engine/registration';
 import { defaultEngineConfig, type DeviceUsage, type NodeState } from '../lib/engine/types';
 import { startEmbeddedStore } from '../lib/local/embeddedStore';
 import { MIN_VIEW_SEQ_HEADER } from '../lib/wire';
-import { isRead, serialRoundTrips, startDelayingProxy, type DelayingProxy, type ObservedCall } from './proxy';
+import { clockMs, isRead, serialRoundTrips, type ObservedCall } from './proxy';
+import { PROXY_ROLE, ROLE_ENV, serveProxies, startProxyProcess, type RemoteProxy } from './proxyProcess';
 import { CARD_MEM, CARDS, nodeObject, runningPod, workloadPod, type BenchPod } from './workload';
 
 interface Options {
@@ -101,7 +104,8 @@ const RELIST_BATCH_EVENTS = 500;
 const LOCK_ANNOTATION = 'hami.io/mutex.lock';
 const REQUEUE_ANNOTATION = 'hami.io/requeue';
 
-const now = () => performance.now();
+// The proxies' process reads the same clock: their calls' times are compared with the filters' windows.
+const now = clockMs;
 const keepAlive = new Agent({ keepAlive: true, maxSockets: 64 });
 const sleep = (ms: number) => new Promise<void>((r) => setTimeout(r, ms));
 
@@ -154,7 +158,7 @@ function percentile(values: readonly number[], p: number): number {
 
 const round = (v: number, digits = 2) => Math.round(v * 10 ** digits) / 10 ** digits;
 
-type CpuShare = 'filterControlPlane' | 'otherControlPlane' | 'store' | 'harness';
+type CpuShare = 'filterControlPlane' | 'otherControlPlane' | 'store' | 'harness' | 'proxies';
 
 /**
  * CPU milliseconds (user + system, all threads) each group of processes has used, from /proc; null where /proc
@@ -386,13 +390,9 @@ const MODE_ENV: Record<Mode, Record<string, string>> = {
 async function runOnce(options: Options, mode: Mode): Promise<Record<string, unknown>> {
   const env = { HAMI_NODE_SCHEDULER_POLICY: options.policy, ...MODE_ENV[mode] };
   const store = await startEmbeddedStore('child-process');
-  const proxies: DelayingProxy[] = [];
+  const proxies = startProxyProcess(__filename);
   const children: ChildProcess[] = [];
-  const proxy = async (target: string, rtt: number) => {
-    const p = await startDelayingProxy(target, rtt, now);
-    proxies.push(p);
-    return p;
-  };
+  const proxy = (target: string, rtt: number) => proxies.open(target, rtt);
   try {
     // One environment for everything but /filter (bind, outcome, cluster events), one per kube-scheduler for /filter.
     const otherStore = await proxy(store.endpoint, options.storeRttMs);
@@ -402,7 +402,7 @@ async function runOnce(options: Options, mode: Mode): Promise<Record<string, unk
     // machine's CPU, which the control planes and the store share). Store calls always pass a proxy: it observes them.
     const gateway = async (url: string) => (options.gatewayRttMs > 0 ? (await proxy(url, options.gatewayRttMs)).url : url);
     const otherGateway = { url: await gateway(other.url) };
-    const filterStores: DelayingProxy[] = [];
+    const filterStores: RemoteProxy[] = [];
     const filterGateways: { url: string }[] = [];
     for (let s = 0; s < options.schedulers; s++) {
       const filterStore = await proxy(store.endpoint, options.storeRttMs);
@@ -418,6 +418,7 @@ async function runOnce(options: Options, mode: Mode): Promise<Record<string, unk
       otherControlPlane: [other.child.pid],
       store: [store.pid],
       harness: [process.pid],
+      proxies: [proxies.pid],
     };
 
     // Take the cluster over as the relay's first list does: nodes, then running pods sorted by node.
@@ -444,7 +445,7 @@ async function runOnce(options: Options, mode: Mode): Promise<Record<string, unk
       for (const queue of queues) for (const item of queue) if (item.pod.metadata.name === name) item.notBefore = 0;
     });
     relay.viewSeq = viewSeq;
-    const callsBefore = proxies.map((p) => p.calls.length);
+    const callsBefore = await proxies.counts();
     process.stdout.write(`bench: ${options.pods} pods, policy ${options.policy}, store rtt ${options.storeRttMs} ms, gateway rtt ${options.gatewayRttMs} ms, ${options.schedulers} scheduler(s)\n`);
     const cpuBefore = cpuTimes(processes);
     const started = now();
@@ -454,11 +455,11 @@ async function runOnce(options: Options, mode: Mode): Promise<Record<string, unk
     await relay.close();
     const cpuAfter = cpuTimes(processes);
 
-    // Every store call of the run, per proxy, and what the filters' own calls cost.
-    const runCalls = proxies.map((p, i) => p.calls.slice(callsBefore[i]));
-    const storeCalls: ObservedCall[] = [otherStore, ...filterStores].flatMap((p) => runCalls[proxies.indexOf(p)] ?? []);
-    const roundTrips = results.flatMap((r, s) => r.filterWindows.map(([from, to]) => serialRoundTrips(runCalls[proxies.indexOf(filterStores[s]!)] ?? [], from, to)));
-    const filterStoreCalls = filterStores.flatMap((p) => runCalls[proxies.indexOf(p)] ?? []);
+    // Every store call of the run, per proxy (fetched once, after the CPU figures), and what the filters' own calls cost.
+    const runCalls = await proxies.calls(callsBefore);
+    const storeCalls: ObservedCall[] = [otherStore, ...filterStores].flatMap((p) => runCalls[p.index] ?? []);
+    const roundTrips = results.flatMap((r, s) => r.filterWindows.map(([from, to]) => serialRoundTrips(runCalls[filterStores[s]?.index ?? -1] ?? [], from, to)));
+    const filterStoreCalls = filterStores.flatMap((p) => runCalls[p.index] ?? []);
     const filters = results.reduce((sum, r) => sum + r.filterMs.length, 0);
     const perPod = (v: number) => round(v / Math.max(placed, 1), 1);
 
@@ -500,7 +501,7 @@ async function runOnce(options: Options, mode: Mode): Promise<Record<string, unk
     };
   } finally {
     await Promise.all(children.map((child) => new Promise<void>((done) => (child.exitCode !== null ? done() : (child.once('exit', () => done()), child.kill('SIGTERM'))))));
-    await Promise.all(proxies.map((p) => p.close()));
+    await proxies.close();
     await store.stop();
   }
 }
@@ -518,7 +519,12 @@ async function main(): Promise<void> {
   process.stdout.write(`${JSON.stringify({ lockAware, hamiExact, podsPerSecondRatio: round(ratio, 1), nodes: burst.nodes, pods: burst.pods, pluginDelayMs: burst.pluginDelayMs })}\n`);
 }
 
-main().catch((err: unknown) => {
-  process.stderr.write(`bench failed: ${err instanceof Error ? (err.stack ?? err.message) : String(err)}\n`);
-  process.exit(1);
-});
+// The same bundle is the proxies' process (startProxyProcess starts it with this role): no build target of its own.
+if (process.env[ROLE_ENV] === PROXY_ROLE) {
+  serveProxies();
+} else {
+  main().catch((err: unknown) => {
+    process.stderr.write(`bench failed: ${err instanceof Error ? (err.stack ?? err.message) : String(err)}\n`);
+    process.exit(1);
+  });
+}

@@ -26,6 +26,15 @@ export interface DelayingProxy {
 
 const READS = new Set(['GetItem', 'BatchGetItem', 'Query', 'Scan']);
 
+/**
+ * Milliseconds on the machine's monotonic clock (process.hrtime), which every process on it reads alike: the
+ * proxies run in a process of their own, and their calls' times are compared with the harness's filter windows.
+ * performance.now() counts from each process's start, and an epoch-based time moves when the wall clock is set.
+ */
+export function clockMs(): number {
+  return Number(process.hrtime.bigint()) / 1e6;
+}
+
 /** `rttMs` is added to every round trip: half on the way in, half on the way out. */
 export async function startDelayingProxy(target: string, rttMs: number, now: () => number): Promise<DelayingProxy> {
   const upstream = new URL(target);
