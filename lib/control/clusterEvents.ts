@@ -3,7 +3,8 @@
  * step with the cluster. Each event is validated on its own; the valid ones are applied to the nodes they
  * touch (read once per batch, written once per node, in parallel), and the batch's changes are announced in
  * the change journal so warm views catch up. One object never fails the batch: a node that cannot be written
- * rejects only the events that touched it. Idempotent and order-tolerant: an older resourceVersion never
+ * rejects only the events that touched it; one that cannot be written for now (contention, throttling) lets the
+ * rest land and be journaled, and the batch is answered 503 so the relay sends it again. Idempotent and order-tolerant: an older resourceVersion never
  * overwrites a newer one, deleted pods stay deleted.
  *
  * Bookings belong to the scheduler (docs/state.md): what a pod holds is what the filter decided; a later
@@ -201,6 +202,8 @@ export async function ingestClusterEvents(deps: ControlDeps, events: readonly un
   const created: string[] = [];
   const removed: string[] = [];
   const work = [...changes];
+  /** A node whose write failed for now (contention, throttling): the rest of the batch still lands and is journaled. */
+  let retryLater: unknown;
   const worker = async (): Promise<void> => {
     for (let next = work.shift(); next; next = work.shift()) {
       const [node, planned] = next;
@@ -217,8 +220,11 @@ export async function ingestClusterEvents(deps: ControlDeps, events: readonly un
         if (!outcome.node.deleted && (current.get(node)?.deleted ?? true)) created.push(node);
         if (outcome.node.deleted && current.get(node)?.deleted !== true) removed.push(node);
       } catch (err) {
+        if (!isPermanent(err)) {
+          retryLater ??= err;
+          continue;
+        }
         // A node that cannot take these changes for good rejects only the events that touched it.
-        if (!isPermanent(err)) throw err;
         deps.logger.warn('NodeEventsRejected', { node, error: (err as Error).message });
         for (const { index } of planned) rejected.push({ index, error: `node ${node}: ${(err as Error).message}` });
       }
@@ -234,7 +240,10 @@ export async function ingestClusterEvents(deps: ControlDeps, events: readonly un
         deps.view.forgetQuota(quota.metadata.namespace);
       }
     } catch (err) {
-      if (!isPermanent(err)) throw err;
+      if (!isPermanent(err)) {
+        retryLater ??= err;
+        continue;
+      }
       rejected.push({ index, error: (err as Error).message });
     }
   }
@@ -244,6 +253,8 @@ export async function ingestClusterEvents(deps: ControlDeps, events: readonly un
     Object.keys(written).length + namespaces.length + lockChanged.length > 0
       ? await deps.ledger.appendJournal({ atMs: deps.runtime.clock.now(), nodes: written, namespaces: [...new Set(namespaces)], ...(lockChanged.length > 0 ? { locks: lockChanged } : {}) })
       : undefined;
+  // What was written is listed and journaled; the relay sends the batch again for the rest (applying it twice changes nothing).
+  if (retryLater !== undefined) throw retryLater;
 
   const unique = [...new Map(rejected.filter((r) => r.index >= 0).map((r) => [r.index, r])).values()].sort((a, b) => a.index - b.index);
   return { accepted: events.length - unique.length, rejected: unique, ...(viewSeq !== undefined ? { viewSeq } : {}), effects: [...lockEffects, ...notices.flatMap((n) => reportNotice(deps, n))] };

@@ -169,6 +169,24 @@ describe('cluster events: containment, journal and directory', () => {
     expect(await w.store.readDirectory()).toEqual(['n1']);
   });
 
+  it('journals the nodes a batch wrote even when another node of the batch hit a transient failure, then asks for a retry', async () => {
+    const w = world();
+    const putNode = w.store.putNode.bind(w.store);
+    w.store.putNode = async (ledger, expected) => {
+      if (ledger.name === 'n2') throw new StoreUnavailableError('throttled');
+      return putNode(ledger, expected);
+    };
+    const env = w.environment();
+    await expect(ingestClusterEvents(env.deps, [added(node('n1')), added(node('n2'))])).rejects.toThrow(StoreUnavailableError);
+    // n1 was written: the journal says so (warm views elsewhere catch up on it) and the directory lists it.
+    expect((await w.store.readJournal(0, { consistent: true })).flatMap((entry) => Object.keys(entry.nodes))).toEqual(['n1']);
+    expect(await w.store.readDirectory()).toEqual(['n1']);
+    w.store.putNode = putNode;
+    // The relay sends the batch again: n2 goes in as well.
+    expect((await ingestClusterEvents(w.environment().deps, [added(node('n1')), added(node('n2'))])).rejected).toEqual([]);
+    expect(await w.store.readDirectory()).toEqual(['n1', 'n2']);
+  });
+
   it('rejects only the pod event whose hami.io/vgpu-node is no node name, and stores nothing under it', async () => {
     const { w, env } = await withNode();
     const good = gpuPod('good', [{ name: 'c', gpu: 1, mem: 1000 }]);
