@@ -17,24 +17,13 @@
  * about 1.5 µs each, more than the evidence objects they replaced. One accessor per decision (see
  * `decide`) costs nothing measurable.
  */
+import type { CardFigures } from './cardFigures';
 import { coresAreMasks } from './devices';
 import { ReasonCode } from './types';
 import { collapsePodUsage } from './usage';
 import type { CardClaim, CardEvidence, ContainerDevice, ContainerEvidence, ContainerRequest, ContainerStatus, DeviceInfo, NodeEvidence } from './types';
 
 export type CardOutcome = ReasonCode | 'Fit';
-
-/** The numbers the checks compared on one card, as Fit saw them when it tried the card. */
-export interface CardFigures {
-  usedMem: number;
-  usedCores: number;
-  usedSlots: number;
-  requestedMem: number;
-  requestedCores: number;
-  /** Only when the real-time check measured this card. */
-  realtimeUsedMem: number | undefined;
-  realtimeTotalMem: number | undefined;
-}
 
 /** A pod container as the evidence names it. */
 export interface TracedContainer {

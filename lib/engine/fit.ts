@@ -4,7 +4,8 @@
  * pick carries the bounds the store must guard. Works on the arena's arrays; allocates nothing per card.
  */
 import type { DecisionArena } from './arena';
-import type { CardFigures, CardOutcome, DecisionTrace } from './evidence';
+import { emptyCardFigures, type CardFigures } from './cardFigures';
+import type { CardOutcome, DecisionTrace } from './evidence';
 import { genReason } from './messages';
 import { orderCards, scoreCards } from './order';
 import type { PodPlan, RealtimeSettings } from './plan';
@@ -135,15 +136,7 @@ export class FitRun {
   private realtimeUsed: number | undefined;
   private realtimeTotal: number | undefined;
   /** Refilled for every tried card; the slab copies the numbers. */
-  private readonly figures: CardFigures = {
-    usedMem: 0,
-    usedCores: 0,
-    usedSlots: 0,
-    requestedMem: 0,
-    requestedCores: 0,
-    realtimeUsedMem: undefined,
-    realtimeTotalMem: undefined,
-  };
+  private readonly figures: CardFigures = emptyCardFigures();
 
   private readonly arena: DecisionArena;
 

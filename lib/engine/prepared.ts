@@ -5,9 +5,9 @@
  */
 import type { DecisionArena } from './arena';
 import { deviceKindOf, DEVICE_KINDS, kindIndex } from './devices';
+import { SCORE_WEIGHT } from './order';
 import type { DeviceInfo, NodeRegistration, NodeState, PairScores } from './types';
 
-const SCORE_WEIGHT = 10;
 const f32 = Math.fround;
 
 export interface PreparedNode {

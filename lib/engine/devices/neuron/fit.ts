@@ -12,7 +12,8 @@
  * `usedcores` the mask of the cores given.
  */
 import type { DecisionArena } from '../../arena';
-import type { CardFigures, CardOutcome, DecisionTrace } from '../../evidence';
+import { emptyCardFigures, type CardFigures } from '../../cardFigures';
+import type { CardOutcome, DecisionTrace } from '../../evidence';
 import type { FitRun } from '../../fit';
 import { genReason } from '../../messages';
 import { orderCards, scoreCards } from '../../order';
@@ -62,15 +63,7 @@ interface Tried {
 /** One Fit call's working state. */
 class NeuronFit {
   private readonly counts = new Map<string, number>();
-  private readonly figures: CardFigures = {
-    usedMem: 0,
-    usedCores: 0,
-    usedSlots: 0,
-    requestedMem: 0,
-    requestedCores: 0,
-    realtimeUsedMem: undefined,
-    realtimeTotalMem: undefined,
-  };
+  private readonly figures: CardFigures = emptyCardFigures();
   private readonly arena: DecisionArena;
   private readonly node: PreparedNode;
   private readonly trace: DecisionTrace;
