@@ -48,9 +48,12 @@ const bytes = (data: SourceData): string | Uint8Array =>
 
 /** SHA-256 and HMAC-SHA256 in the shape the signer asks for. */
 class NodeSha256 {
-  private readonly hash: Hash | Hmac;
-  constructor(secret?: SourceData) {
-    this.hash = secret === undefined ? createHash('sha256') : createHmac('sha256', bytes(secret));
+  private hash: Hash | Hmac;
+  constructor(private readonly secret?: SourceData) {
+    this.hash = this.fresh();
+  }
+  private fresh(): Hash | Hmac {
+    return this.secret === undefined ? createHash('sha256') : createHmac('sha256', bytes(this.secret));
   }
   update(data: SourceData): void {
     this.hash.update(bytes(data));
@@ -59,7 +62,7 @@ class NodeSha256 {
     return Promise.resolve(this.hash.digest());
   }
   reset(): void {
-    throw new Error('not used by the signer');
+    this.hash = this.fresh();
   }
 }
 

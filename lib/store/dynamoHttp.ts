@@ -215,21 +215,21 @@ function marshalRequest(operation: DocumentOperation, input: Record<string, unkn
 function unmarshalResponse(body: Record<string, unknown>): Record<string, unknown> {
   const out: Record<string, unknown> = { ...body };
   for (const field of ['Item', 'Attributes', 'LastEvaluatedKey'] as const) if (isAttributeMap(body[field])) out[field] = unmarshalMap(body[field]);
-  if (Array.isArray(body.Items)) out.Items = body.Items.map((item) => unmarshalMap(item as Record<string, AttributeValue>));
+  if (Array.isArray(body.Items)) out.Items = body.Items.map((item) => unmarshalMap(item as Record<string, unknown>));
   const responses = body.Responses as Record<string, unknown[]> | undefined;
-  if (responses !== undefined) out.Responses = Object.fromEntries(Object.entries(responses).map(([table, items]) => [table, items.map((item) => unmarshalMap(item as Record<string, AttributeValue>))]));
+  if (responses !== undefined) out.Responses = Object.fromEntries(Object.entries(responses).map(([table, items]) => [table, items.map((item) => unmarshalMap(item as Record<string, unknown>))]));
   if (body.UnprocessedKeys !== undefined) out.UnprocessedKeys = mapBatchGet(body.UnprocessedKeys as Record<string, unknown>, unmarshalMap);
   if (body.UnprocessedItems !== undefined) out.UnprocessedItems = mapBatchWrite(body.UnprocessedItems as Record<string, unknown>, unmarshalMap);
   return out;
 }
 
-type MapConverter = (map: never) => Record<string, unknown>;
+type MapConverter = (map: Record<string, unknown>) => Record<string, unknown>;
 
 function mapBatchGet(requests: Record<string, unknown>, convert: MapConverter): Record<string, unknown> {
   return Object.fromEntries(
     Object.entries(requests).map(([table, request]) => {
       const r = request as { Keys?: unknown[] };
-      return [table, { ...r, Keys: (r.Keys ?? []).map((key) => convert(key as never)) }];
+      return [table, { ...r, Keys: (r.Keys ?? []).map((key) => convert(key as Record<string, unknown>)) }];
     }),
   );
 }
@@ -238,14 +238,14 @@ function mapBatchWrite(requests: Record<string, unknown>, convert: MapConverter)
   return Object.fromEntries(
     Object.entries(requests).map(([table, list]) => [
       table,
-      (list as { PutRequest?: { Item: unknown }; DeleteRequest?: { Key: unknown } }[]).map((r) =>
-        r.PutRequest ? { PutRequest: { Item: convert(r.PutRequest.Item as never) } } : { DeleteRequest: { Key: convert(r.DeleteRequest?.Key as never) } },
+      (list as { PutRequest?: { Item: Record<string, unknown> }; DeleteRequest?: { Key: Record<string, unknown> } }[]).map((r) =>
+        r.PutRequest ? { PutRequest: { Item: convert(r.PutRequest.Item) } } : { DeleteRequest: { Key: convert(r.DeleteRequest?.Key ?? {}) } },
       ),
     ]),
   );
 }
 
-function isAttributeMap(value: unknown): value is Record<string, AttributeValue> {
+function isAttributeMap(value: unknown): value is Record<string, unknown> {
   return typeof value === 'object' && value !== null && !Array.isArray(value);
 }
 
@@ -299,9 +299,9 @@ function describe(value: unknown): string {
 }
 
 /** DynamoDB's attribute values to plain values (numbers as JavaScript numbers, bytes as Buffers, sets as Sets). */
-export function unmarshalMap(map: Record<string, AttributeValue>): DocumentItem {
+export function unmarshalMap(map: Record<string, unknown>): DocumentItem {
   const out: DocumentItem = {};
-  for (const [name, value] of Object.entries(map)) out[name] = unmarshalValue(value);
+  for (const [name, value] of Object.entries(map)) out[name] = unmarshalValue(value as AttributeValue);
   return out;
 }
 
@@ -310,7 +310,7 @@ function unmarshalValue(value: AttributeValue): unknown {
   if (value.N !== undefined) return Number(value.N);
   if (value.BOOL !== undefined) return value.BOOL;
   if (value.NULL !== undefined) return null;
-  if (value.M !== undefined) return unmarshalMap(value.M as Record<string, AttributeValue>);
+  if (value.M !== undefined) return unmarshalMap(value.M as Record<string, unknown>);
   if (value.L !== undefined) return (value.L as AttributeValue[]).map(unmarshalValue);
   if (value.B !== undefined) return Buffer.from(value.B as string, 'base64');
   if (value.SS !== undefined) return new Set(value.SS as string[]);
