@@ -9,7 +9,8 @@
  * that plays kube-scheduler and the relay, which a network does not.
  *
  *   kube-scheduler  one filter in flight (its scheduling cycle is serial); binds run asynchronously, at most 16
- *                   at once; a bind that meets the node lock sends the pod back to the queue with
+ *                   at once (a bind's slot ends when the relay has reported its outcome, before the device
+ *                   plugin's work); a bind that meets the node lock sends the pod back to the queue with
  *                   kube-scheduler's backoff (1 s doubling to 10 s), unless an update of the pod (a nudge)
  *                   brings it back earlier; the pod is then filtered again.
  *   relay           applies the Effects (the node lock's annotation on the Node, nudges), forwards each pod and
@@ -278,6 +279,7 @@ interface QueuedPod {
 async function runScheduler(queue: QueuedPod[], nodeNames: readonly string[], filterUrl: string, otherUrl: string, relay: Relay, options: Options): Promise<SchedulerResult> {
   const out: SchedulerResult = { filterMs: [], filterWindows: [], bindMs: [], placed: 0, unplaced: 0, lockRetries: 0, gaveUp: 0, lastPlacedAt: 0 };
   const binds = new Set<Promise<void>>();
+  const allocations = new Set<Promise<void>>();
   const requeue = (item: QueuedPod) => {
     if (item.attempt + 1 >= 30) {
       out.gaveUp += 1;
@@ -304,7 +306,12 @@ async function runScheduler(queue: QueuedPod[], nodeNames: readonly string[], fi
     void relay.forward(podUpdate(p, annotations, node, 'allocating', '3'));
     out.placed += 1;
     out.lastPlacedAt = now();
-    // The device plugin allocates a little later, reports success, and releases the Node's lock annotation if it names the pod.
+    // The binding cycle ends here; the device plugin's work is the kubelet's, outside kube-scheduler's slots.
+    const allocation: Promise<void> = allocate(p, node, annotations).finally(() => allocations.delete(allocation));
+    allocations.add(allocation);
+  };
+  /** The device plugin allocates a little later, reports success, and releases the Node's lock annotation if it names the pod. */
+  const allocate = async (p: BenchPod, node: string, annotations: Record<string, string>) => {
     await sleep(options.pluginDelayMs);
     if (relay.nodeAnnotation(node, LOCK_ANNOTATION)?.endsWith(`,${p.metadata.namespace},${p.metadata.name}`)) relay.patchNode(node, { [LOCK_ANNOTATION]: null });
     await relay.forward(podUpdate(p, annotations, node, 'success', '4'));
@@ -313,8 +320,8 @@ async function runScheduler(queue: QueuedPod[], nodeNames: readonly string[], fi
     const t = now();
     const index = queue.findIndex((q) => q.notBefore <= t);
     if (index < 0) {
-      if (queue.length === 0 && binds.size === 0) break;
-      await Promise.race([sleep(5), ...binds]);
+      if (queue.length === 0 && binds.size === 0 && allocations.size === 0) break;
+      await Promise.race([sleep(5), ...binds, ...allocations]);
       continue;
     }
     while (binds.size >= MAX_BINDS_IN_FLIGHT) await Promise.race(binds);
