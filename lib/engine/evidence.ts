@@ -142,6 +142,11 @@ interface PackedEvidenceV2 {
 /** Any packed evidence a stored record may hold. */
 export type StoredEvidence = PackedEvidence | PackedEvidenceV2;
 
+/** Appends `value` unless the list holds it already (a node's few card positions; a helper, not a closure per node). */
+function addOnce(list: number[], value: number): void {
+  if (!list.includes(value)) list.push(value);
+}
+
 function runsOf(length: number, valueAt: (i: number) => number): (number | null)[] {
   const runs: (number | null)[] = [];
   let i = 0;
@@ -438,15 +443,12 @@ export class DecisionTrace {
     const referenced: number[][] = [];
     for (let node = 0; node < this.nodeRows.length; node++) {
       const positions: number[] = [];
-      const add = (position: number) => {
-        if (!positions.includes(position)) positions.push(position);
-      };
       const first = this.nodeRows.get(node, NodeColumn.firstContainer);
       for (let row = first; row < first + this.nodeRows.get(node, NodeColumn.containerCount); row++) {
         const firstCard = this.containerRows.get(row, ContainerColumn.firstCard);
-        for (let card = firstCard; card < firstCard + this.containerRows.get(row, ContainerColumn.cardCount); card++) add(this.cardRows.get(card, CardColumn.position));
+        for (let card = firstCard; card < firstCard + this.containerRows.get(row, ContainerColumn.cardCount); card++) addOnce(positions, this.cardRows.get(card, CardColumn.position));
         const firstPick = this.containerRows.get(row, ContainerColumn.firstPick);
-        for (let pick = firstPick; pick < firstPick + this.containerRows.get(row, ContainerColumn.pickCount); pick++) add(this.pickRows.get(pick, PickColumn.position));
+        for (let pick = firstPick; pick < firstPick + this.containerRows.get(row, ContainerColumn.pickCount); pick++) addOnce(positions, this.pickRows.get(pick, PickColumn.position));
       }
       referenced.push(positions);
     }
