@@ -194,8 +194,6 @@ export async function ingestClusterEvents(deps: ControlDeps, events: readonly un
 
   const touched = new Set([...changes.keys(), ...lockHolders.keys(), ...lockNotes.keys()]);
   const current = touched.size > 0 ? await deps.ledger.readNodes([...touched], { consistent: true }) : new Map<string, NodeLedger>();
-  // Locks first: a finished allocation frees its node at once, whatever the bookings' writes cost.
-  const { effects: lockEffects, changed: lockChanged } = await settleLocks(deps, current, lockHolders, lockNotes);
 
   const written: Record<string, number> = {};
   const notices: Notice[] = [];
@@ -247,6 +245,11 @@ export async function ingestClusterEvents(deps: ControlDeps, events: readonly un
       rejected.push({ index, error: (err as Error).message });
     }
   }
+  // Locks once the batch's writes have landed: a batch answered 503 carries no Effects, so a lock freed then would
+  // take its waiters' nudges with it (the resend would find it free and nudge nobody). The resend frees it instead.
+  const locks = retryLater === undefined ? await settleLocks(deps, current, lockHolders, lockNotes) : { effects: [], changed: [] };
+  retryLater ??= locks.failure;
+  const lockChanged = locks.changed;
   if (created.length > 0) await deps.ledger.addToDirectory(created);
   if (removed.length > 0) await deps.ledger.removeFromDirectory(removed);
   const viewSeq =
@@ -257,42 +260,48 @@ export async function ingestClusterEvents(deps: ControlDeps, events: readonly un
   if (retryLater !== undefined) throw retryLater;
 
   const unique = [...new Map(rejected.filter((r) => r.index >= 0).map((r) => [r.index, r])).values()].sort((a, b) => a.index - b.index);
-  return { accepted: events.length - unique.length, rejected: unique, ...(viewSeq !== undefined ? { viewSeq } : {}), effects: [...lockEffects, ...notices.flatMap((n) => reportNotice(deps, n))] };
+  return { accepted: events.length - unique.length, rejected: unique, ...(viewSeq !== undefined ? { viewSeq } : {}), effects: [...locks.effects, ...notices.flatMap((n) => reportNotice(deps, n))] };
 }
 
 /**
  * Ends the locks these events end, and follows the Node annotation that mirrors each lock: seen naming the
  * holder, the lock is marked mirrored; a mirrored lock whose annotation is gone (the device plugin deleted it
- * when the allocation ended) is released. Pods that waited for a lock that ends are nudged.
+ * when the allocation ended) is released. Pods that waited for a lock that ends are nudged. A lock that cannot
+ * be written for now is left for the batch's resend (`failure`); the others are still settled and journaled.
  */
 async function settleLocks(
   deps: ControlDeps,
   current: ReadonlyMap<string, NodeLedger>,
   holdersDone: ReadonlyMap<string, ReadonlySet<string>>,
   lockNotes: ReadonlyMap<string, string | null>,
-): Promise<{ effects: Effect[]; changed: string[] }> {
+): Promise<{ effects: Effect[]; changed: string[]; failure?: unknown }> {
   const effects: Effect[] = [];
   /** Nodes whose lock these events changed: the journal names them, so every view learns of it (lock-aware placement). */
   const changed: string[] = [];
+  let failure: unknown;
   for (const name of new Set([...holdersDone.keys(), ...lockNotes.keys()])) {
     const lock = current.get(name)?.lock;
     if (!lock) continue;
-    let release = holdersDone.get(name)?.has(lock.holderUid) === true;
-    const note = lockNotes.get(name);
-    if (!release && note !== undefined) {
-      if (nodeLockHolder(note ?? undefined) === lock.holder) {
-        if (!lock.mirrored && (await deps.ledger.markLockMirrored(name, lock.holderUid)).ok) changed.push(name);
-      } else if (lock.mirrored) {
-        release = true;
+    try {
+      let release = holdersDone.get(name)?.has(lock.holderUid) === true;
+      const note = lockNotes.get(name);
+      if (!release && note !== undefined) {
+        if (nodeLockHolder(note ?? undefined) === lock.holder) {
+          if (!lock.mirrored && (await deps.ledger.markLockMirrored(name, lock.holderUid)).ok) changed.push(name);
+        } else if (lock.mirrored) {
+          release = true;
+        }
       }
+      if (!release) continue;
+      const released = await deps.ledger.releaseLock(name, lock.holderUid);
+      if (!released.ok) continue;
+      changed.push(name);
+      effects.push(...nudges(released.released.waiters, deps.runtime.clock.now()));
+    } catch (err) {
+      failure ??= err;
     }
-    if (!release) continue;
-    const released = await deps.ledger.releaseLock(name, lock.holderUid);
-    if (!released.ok) continue;
-    changed.push(name);
-    effects.push(...nudges(released.released.waiters, deps.runtime.clock.now()));
   }
-  return { effects, changed };
+  return { effects, changed, ...(failure !== undefined ? { failure } : {}) };
 }
 
 /**

@@ -232,6 +232,56 @@ describe('cluster events: containment, journal and directory', () => {
     await ingestClusterEvents(env.deps, [modified(forwardedPod(pod, { ...annotations, 'hami.io/bind-phase': 'success' }, { rv: '5' }))]);
     expect(w.store.stored('n1')!.lock).toBeUndefined();
   });
+
+  it('keeps a lock whose batch must be sent again, so the resend frees it and nudges its waiters', async () => {
+    const { w, env } = await withNode();
+    const pod = gpuPod('p', [{ name: 'c', gpu: 1, mem: 5000 }]);
+    const annotations = await place(env, pod, ['n1']);
+    const lock = { holder: 'default/p', holderUid: pod.metadata.uid, sinceMs: w.clock.now, expiresAtMs: w.clock.now + 300_000, waiters: { 'uid-q': 'default/q' } };
+    await w.store.acquireLock('n1', lock, w.clock.now);
+    const putNode = w.store.putNode.bind(w.store);
+    w.store.putNode = async (ledger, expected) => {
+      if (ledger.name === 'n2') throw new StoreUnavailableError('throttled');
+      return putNode(ledger, expected);
+    };
+    const batch = [modified(forwardedPod(pod, { ...annotations, 'hami.io/bind-phase': 'success' }, { rv: '5' })), added(node('n2'))];
+    // A 503 carries no Effects: had the lock been freed here, the nudge for q would be lost with it.
+    await expect(ingestClusterEvents(w.environment().deps, batch)).rejects.toThrow(StoreUnavailableError);
+    expect(w.store.stored('n1')!.lock?.holderUid).toBe(pod.metadata.uid);
+    w.store.putNode = putNode;
+    const resent = await ingestClusterEvents(w.environment().deps, batch);
+    expect(w.store.stored('n1')!.lock).toBeUndefined();
+    expect(resent.effects).toEqual([expect.objectContaining({ kind: 'PatchPodAnnotations', name: 'q', uid: 'uid-q' })]);
+  });
+
+  it('journals the locks a batch freed when another lock of the batch cannot be freed for now, and frees that one on the resend', async () => {
+    const w = world();
+    await ingestClusterEvents(w.environment().deps, [added(node('n1')), added(node('n2'))]);
+    const env = w.environment();
+    const p = gpuPod('p', [{ name: 'c', gpu: 1, mem: 5000 }]);
+    const r = gpuPod('r', [{ name: 'c', gpu: 1, mem: 5000 }]);
+    const onN1 = await place(env, p, ['n1']);
+    const onN2 = await place(env, r, ['n2']);
+    for (const [name, pod] of [['n1', p], ['n2', r]] as const) {
+      await w.store.acquireLock(name, { holder: `default/${pod.metadata.name}`, holderUid: pod.metadata.uid, sinceMs: w.clock.now, expiresAtMs: w.clock.now + 300_000 }, w.clock.now);
+    }
+    const releaseLock = w.store.releaseLock.bind(w.store);
+    w.store.releaseLock = async (name, holderUid) => {
+      if (name === 'n2') throw new StoreUnavailableError('throttled');
+      return releaseLock(name, holderUid);
+    };
+    const success = (pod: typeof p, annotations: Record<string, string>) => modified(forwardedPod(pod, { ...annotations, 'hami.io/bind-phase': 'success' }, { rv: '5' }));
+    const batch = [success(p, onN1), success(r, onN2)];
+    const before = (await w.store.readJournal(0, { consistent: true })).length;
+    await expect(ingestClusterEvents(w.environment().deps, batch)).rejects.toThrow(StoreUnavailableError);
+    expect(w.store.stored('n1')!.lock).toBeUndefined();
+    expect(w.store.stored('n2')!.lock?.holderUid).toBe(r.metadata.uid);
+    // Other warm views learn that n1 is free (lock-aware placement stops avoiding it).
+    expect((await w.store.readJournal(0, { consistent: true })).slice(before).flatMap((entry) => entry.locks ?? [])).toEqual(['n1']);
+    w.store.releaseLock = releaseLock;
+    await ingestClusterEvents(w.environment().deps, batch);
+    expect(w.store.stored('n2')!.lock).toBeUndefined();
+  });
 });
 
 describe('cluster events: complete re-lists converge', () => {
