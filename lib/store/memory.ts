@@ -9,7 +9,7 @@ import type { Booking, CardCounter, NodeLedger, NodeLock, QuotaLedger } from '..
 import type { JournalEntry, LedgerStore, LockRelease, NodeWrite, PodRecords, ReadOptions, RecordStorePort, Reservation, SummaryPage, SummaryQuery } from '../control/ports';
 import { emptyStats, type StoreStats } from './dynamo';
 import { NodeCodec, holdsAppCards, nodeItemExpired, type Item } from './codec';
-import { decodeRecord, encodeRecord, formatPosition, parsePosition, summaryKey, summaryPrefix, SUMMARY_SHARDS } from './recordStore';
+import { decodeRecord, encodeRecord, formatPosition, parsePosition, RECORD_ENCODING, summaryKey, summaryPrefix, SUMMARY_SHARDS } from './recordStore';
 import { shortBind, summarizeAttempt, type AttemptSummary } from '../diagnostics/summary';
 
 export class MemoryLedgerStore implements LedgerStore {
@@ -224,7 +224,7 @@ export class MemoryRecordStore implements RecordStorePort {
     // The same attempt written again (a lost reservation decided anew) replaces itself, as the stored key is the same.
     pod.attempts = pod.attempts.filter((a) => !(a.timeMs === timeMs && a.record.attemptId === record.attemptId));
     // Through the stored form, as the DynamoDB adapter does (packed evidence comes back unpacked).
-    pod.attempts.push({ record: decodeRecord(encodeRecord(record)), timeMs, expiresAtMs: timeMs + this.retentionMs });
+    pod.attempts.push({ record: decodeRecord(encodeRecord(record), RECORD_ENCODING), timeMs, expiresAtMs: timeMs + this.retentionMs });
     pod.attempts.sort((a, b) => b.timeMs - a.timeMs || (a.record.attemptId < b.record.attemptId ? 1 : -1));
     const key = summaryKey(record.pod.namespace, record.pod.name);
     this.shard(key.shard).set(key.sk, { summary: summarizeAttempt(record, timeMs), expiresAtMs: timeMs + this.retentionMs });
