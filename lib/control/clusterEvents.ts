@@ -256,11 +256,13 @@ export async function ingestClusterEvents(deps: ControlDeps, events: readonly un
     Object.keys(written).length + namespaces.length + lockChanged.length > 0
       ? await deps.ledger.appendJournal({ atMs: deps.runtime.clock.now(), nodes: written, namespaces: [...new Set(namespaces)], ...(lockChanged.length > 0 ? { locks: lockChanged } : {}) })
       : undefined;
+  // Logged now: a resend finds these changes applied and notices nothing, so a 503 keeps only the log line.
+  const noticeEffects = notices.flatMap((n) => reportNotice(deps, n));
   // What was written is listed and journaled; the relay sends the batch again for the rest (applying it twice changes nothing).
   if (retryLater !== undefined) throw retryLater;
 
   const unique = [...new Map(rejected.filter((r) => r.index >= 0).map((r) => [r.index, r])).values()].sort((a, b) => a.index - b.index);
-  return { accepted: events.length - unique.length, rejected: unique, ...(viewSeq !== undefined ? { viewSeq } : {}), effects: [...locks.effects, ...notices.flatMap((n) => reportNotice(deps, n))] };
+  return { accepted: events.length - unique.length, rejected: unique, ...(viewSeq !== undefined ? { viewSeq } : {}), effects: [...locks.effects, ...noticeEffects] };
 }
 
 /**

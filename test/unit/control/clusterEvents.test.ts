@@ -187,6 +187,22 @@ describe('cluster events: containment, journal and directory', () => {
     expect(await w.store.readDirectory()).toEqual(['n1', 'n2']);
   });
 
+  it('logs an annotation change its batch wrote even when the batch must be sent again (the resend notices nothing)', async () => {
+    const { w, env } = await withNode();
+    const pod = gpuPod('p', [{ name: 'c', gpu: 1, mem: 12000 }]);
+    const annotations = await place(env, pod, ['n1']);
+    await ingestClusterEvents(env.deps, [modified(forwardedPod(pod, annotations))]);
+    const putNode = w.store.putNode.bind(w.store);
+    w.store.putNode = async (ledger, expected) => {
+      if (ledger.name === 'n2') throw new StoreUnavailableError('throttled');
+      return putNode(ledger, expected);
+    };
+    const failing = w.environment();
+    const edited = modified(forwardedPod(pod, { ...annotations, 'hami.io/vgpu-devices-allocated': 'GPU-n1-0,NVIDIA,1,0:;' }, { rv: '3' }));
+    await expect(ingestClusterEvents(failing.deps, [edited, added(node('n2'))])).rejects.toThrow(StoreUnavailableError);
+    expect(failing.lines.find((l) => l.message === 'SchedulerAnnotationsChanged')?.fields).toMatchObject({ pod: 'default/p', node: 'n1', seen: 'GPU-n1-0,NVIDIA,1,0:;' });
+  });
+
   it('rejects only the pod event whose hami.io/vgpu-node is no node name, and stores nothing under it', async () => {
     const { w, env } = await withNode();
     const good = gpuPod('good', [{ name: 'c', gpu: 1, mem: 1000 }]);
