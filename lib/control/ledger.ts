@@ -82,6 +82,20 @@ export interface NodeLock {
   readonly waiters?: Readonly<Record<string, string>>;
 }
 
+/** Whether the lock still holds at `nowMs` (an expired lock counts as none). */
+export function lockIsLive(lock: NodeLock | undefined, nowMs: number): lock is NodeLock {
+  return lock !== undefined && lock.expiresAtMs >= nowMs;
+}
+
+/**
+ * Whether pod `holderUid` may take the node's lock now: none is live, or it is already this pod's. The stores guard
+ * the lock's write with this rule (the DynamoDB adapter's condition states it in DynamoDB's words), and a bind whose
+ * write was refused looks at the node again with it.
+ */
+export function lockIsFreeFor(lock: NodeLock | undefined, holderUid: string, nowMs: number): boolean {
+  return !lockIsLive(lock, nowMs) || lock.holderUid === holderUid;
+}
+
 /** The Node annotation that mirrors the lock, as HAMi writes it. */
 export const NODE_LOCK_ANNOTATION = 'hami.io/mutex.lock';
 
@@ -112,7 +126,7 @@ export function allocationInProgress(booking: Booking, nowMs: number, lockExpire
  */
 export function allocatingOn(node: NodeLedger, nowMs: number, lockExpireMs: number): string | undefined {
   const lock = node.lock;
-  if (lock && lock.expiresAtMs >= nowMs) {
+  if (lockIsLive(lock, nowMs)) {
     const holder = node.bookings[lock.holderUid];
     if (holder && holder.state !== 'gone' && holder.bindPhase !== 'success' && holder.bindPhase !== 'failed') return lock.holder;
   }

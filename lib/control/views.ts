@@ -11,7 +11,7 @@ import { splitCores } from '../engine/devices/neuron/masks';
 import { NodeFailure, type MigProfile } from '../engine/types';
 import { freePlacements } from '../engine/devices/nvidia/mig';
 import { NotFoundError } from '../errors';
-import { bookingCounts, effectiveRegistration, partsHeld, usageOf, type HeldPart, type NodeLedger } from './ledger';
+import { bookingCounts, effectiveRegistration, lockIsLive, partsHeld, usageOf, type HeldPart, type NodeLedger } from './ledger';
 import type { PodRecords } from './ports';
 import type { ControlDeps } from './deps';
 import { decodeContinue, encodeContinue, MAX_PAGE_BYTES, type ListBody } from './listing';
@@ -94,7 +94,7 @@ export function renderNodeDevices(node: NodeLedger, nowMs: number, countResource
   const held = registration.registered ? partsHeld(node, registration.devices, nowMs) : { parts: [], failClosed: [] };
   const failClosed = new Set(held.failClosed);
   const ageSeconds = (ms: number) => Math.max(0, Math.round((nowMs - ms) / 1000));
-  const liveLock = lock && lock.expiresAtMs >= nowMs ? lock : undefined;
+  const liveLock = lockIsLive(lock, nowMs) ? lock : undefined;
   return {
     name,
     registered: registration.registered,

@@ -262,6 +262,7 @@ export class DynamoLedgerStore implements LedgerStore {
 
   // ---- node locks --------------------------------------------------------------------------------
 
+  /** `lockIsFreeFor` (lib/control/ledger.ts) in DynamoDB's words, and only for a pod booked with cards in a regular container. */
   acquireLockParams(node: string, lock: NodeLock, nowMs: number): UpdateCommandInput {
     return {
       TableName: this.table,
