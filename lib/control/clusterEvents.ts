@@ -37,6 +37,7 @@ import {
   type QuotaLedger,
 } from './ledger';
 import { nudges, podEvent, type Effect } from './effects';
+import { forEachAtMost } from '../concurrency';
 import type { ControlDeps } from './deps';
 import { kubeName, kubeNamespace } from './names';
 
@@ -199,36 +200,31 @@ export async function ingestClusterEvents(deps: ControlDeps, events: readonly un
   const notices: Notice[] = [];
   const created: string[] = [];
   const removed: string[] = [];
-  const work = [...changes];
   /** A node whose write failed for now (contention, throttling): the rest of the batch still lands and is journaled. */
   let retryLater: unknown;
-  const worker = async (): Promise<void> => {
-    for (let next = work.shift(); next; next = work.shift()) {
-      const [node, planned] = next;
-      try {
-        const outcome = await writeNode(deps, node, current.get(node), planned);
-        if (!outcome) {
-          if (present.has(node) && current.get(node)?.deleted === false) created.push(node);
-          continue;
-        }
-        written[node] = outcome.node.version;
-        notices.push(...outcome.notices);
-        deps.view.accept(outcome.node);
-        // New, or back after a deletion (its item stayed, marked deleted): listed again.
-        if (!outcome.node.deleted && (current.get(node)?.deleted ?? true)) created.push(node);
-        if (outcome.node.deleted && current.get(node)?.deleted !== true) removed.push(node);
-      } catch (err) {
-        if (!isPermanent(err)) {
-          retryLater ??= err;
-          continue;
-        }
-        // A node that cannot take these changes for good rejects only the events that touched it.
-        deps.logger.warn('NodeEventsRejected', { node, error: (err as Error).message });
-        for (const { index } of planned) rejected.push({ index, error: `node ${node}: ${(err as Error).message}` });
+  await forEachAtMost([...changes], PARALLEL_NODE_WRITES, async ([node, planned]) => {
+    try {
+      const outcome = await writeNode(deps, node, current.get(node), planned);
+      if (!outcome) {
+        if (present.has(node) && current.get(node)?.deleted === false) created.push(node);
+        return;
       }
+      written[node] = outcome.node.version;
+      notices.push(...outcome.notices);
+      deps.view.accept(outcome.node);
+      // New, or back after a deletion (its item stayed, marked deleted): listed again.
+      if (!outcome.node.deleted && (current.get(node)?.deleted ?? true)) created.push(node);
+      if (outcome.node.deleted && current.get(node)?.deleted !== true) removed.push(node);
+    } catch (err) {
+      if (!isPermanent(err)) {
+        retryLater ??= err;
+        return;
+      }
+      // A node that cannot take these changes for good rejects only the events that touched it.
+      deps.logger.warn('NodeEventsRejected', { node, error: (err as Error).message });
+      for (const { index } of planned) rejected.push({ index, error: `node ${node}: ${(err as Error).message}` });
     }
-  };
-  await Promise.all(Array.from({ length: Math.min(PARALLEL_NODE_WRITES, work.length) }, worker));
+  });
 
   const namespaces: string[] = [];
   for (const { index, type, quota } of quotaEvents) {
@@ -281,9 +277,10 @@ async function settleLocks(
   /** Nodes whose lock these events changed: the journal names them, so every view learns of it (lock-aware placement). */
   const changed: string[] = [];
   let failure: unknown;
-  for (const name of new Set([...holdersDone.keys(), ...lockNotes.keys()])) {
+  // Each node's lock is its own item: they are settled side by side.
+  await forEachAtMost([...new Set([...holdersDone.keys(), ...lockNotes.keys()])], PARALLEL_NODE_WRITES, async (name) => {
     const lock = current.get(name)?.lock;
-    if (!lock) continue;
+    if (!lock) return;
     try {
       let release = holdersDone.get(name)?.has(lock.holderUid) === true;
       const note = lockNotes.get(name);
@@ -294,15 +291,15 @@ async function settleLocks(
           release = true;
         }
       }
-      if (!release) continue;
+      if (!release) return;
       const released = await deps.ledger.releaseLock(name, lock.holderUid);
-      if (!released.ok) continue;
+      if (!released.ok) return;
       changed.push(name);
       effects.push(...nudges(released.released.waiters, deps.runtime.clock.now()));
     } catch (err) {
       failure ??= err;
     }
-  }
+  });
   return { effects, changed, ...(failure !== undefined ? { failure } : {}) };
 }
 

@@ -13,6 +13,7 @@ import { BadRequestError } from '../errors';
 import { decodePathSegment } from '../http/paths';
 import { authenticate, authorize, authorizePodRead, reviewAccess, type ReviewApis } from './userAuth';
 import { statusBody } from '../http/respond';
+import { forEachAtMost } from '../concurrency';
 
 export const MAX_BODY_BYTES = 8 * 1024 * 1024;
 const SCHEDULER_LOG_ROUTE = /^\/api\/v1\/namespaces\/([^/]+)\/pods\/([^/]+)\/schedulerlog$/;
@@ -166,17 +167,16 @@ async function allLogs(req: IncomingMessage, res: ServerResponse, url: URL, deps
   const list = JSON.parse(answer.text) as { items?: { pod?: { namespace?: unknown } }[] } & Record<string, unknown>;
   const namespaceOf = (item: { pod?: { namespace?: unknown } }) => (typeof item.pod?.namespace === 'string' ? item.pod.namespace : '');
   // One review per namespace on the page, a few at a time (a page of 1,000 pods may span many namespaces).
-  const pending = [...new Set((list.items ?? []).map(namespaceOf))];
+  const namespaces = [...new Set((list.items ?? []).map(namespaceOf))];
   const allowed = new Map<string, boolean>();
   let refused: Awaited<ReturnType<typeof reviewAccess>> | undefined;
-  const reviewer = async (): Promise<void> => {
-    for (let namespace = pending.shift(); namespace !== undefined && refused === undefined; namespace = pending.shift()) {
-      const decision = await reviewAccess(who.user, { verb: 'get', resource: 'pods', namespace }, deps.reviews, deps.logger);
-      if (!decision.allowed && decision.code !== 403) refused ??= decision;
-      allowed.set(namespace, decision.allowed);
-    }
-  };
-  await Promise.all(Array.from({ length: Math.min(PARALLEL_REVIEWS, pending.length) }, reviewer));
+  await forEachAtMost(namespaces, PARALLEL_REVIEWS, async (namespace) => {
+    // Once a review could not be made, the answer is that failure: no more reviews.
+    if (refused !== undefined) return;
+    const decision = await reviewAccess(who.user, { verb: 'get', resource: 'pods', namespace }, deps.reviews, deps.logger);
+    if (!decision.allowed && decision.code !== 403) refused ??= decision;
+    allowed.set(namespace, decision.allowed);
+  });
   if (refused !== undefined && !refused.allowed) return deny(res, refused);
   send(res, 200, { ...list, items: (list.items ?? []).filter((item) => allowed.get(namespaceOf(item)) === true) });
   return 200;

@@ -7,6 +7,7 @@
  */
 import type { BatchGetCommandInput, PutCommandInput, QueryCommandInput, UpdateCommandInput } from '@aws-sdk/lib-dynamodb';
 import type { Sleep } from '../clock';
+import { forEachAtMost } from '../concurrency';
 import type { StoredClaim } from '../engine/claims';
 import { StoreUnavailableError } from '../errors';
 import type { Booking, NodeLedger, NodeLock, QuotaLedger } from '../control/ledger';
@@ -69,22 +70,17 @@ export class DynamoLedgerStore implements LedgerStore {
     const chunks: Item[][] = [];
     for (let i = 0; i < keys.length; i += BATCH_GET_MAX_KEYS) chunks.push(keys.slice(i, i + BATCH_GET_MAX_KEYS));
     const found: Item[] = [];
-    let next = 0;
-    const worker = async (): Promise<void> => {
-      while (next < chunks.length) {
-        const chunk = chunks[next++]!;
-        let request = this.batchGetParams(chunk, consistent).RequestItems;
-        for (let round = 0; request && Object.keys(request).length > 0; round++) {
-          if (round === BATCH_GET_MAX_ROUNDS) throw new StoreUnavailableError('store kept returning unprocessed keys');
-          // Keys left over for size are fetched again at once; a second leftover round is throttling: back off.
-          if (round > 1) await this.sleep(20 * 2 ** round);
-          const out = await send(this.doc, this.stats, 'BatchGetItem', { RequestItems: request, ReturnConsumedCapacity: 'TOTAL' });
-          found.push(...((out.Responses?.[this.table] ?? []) as Item[]));
-          request = out.UnprocessedKeys;
-        }
+    await forEachAtMost(chunks, PARALLEL_BATCH_GETS, async (chunk) => {
+      let request = this.batchGetParams(chunk, consistent).RequestItems;
+      for (let round = 0; request && Object.keys(request).length > 0; round++) {
+        if (round === BATCH_GET_MAX_ROUNDS) throw new StoreUnavailableError('store kept returning unprocessed keys');
+        // Keys left over for size are fetched again at once; a second leftover round is throttling: back off.
+        if (round > 1) await this.sleep(20 * 2 ** round);
+        const out = await send(this.doc, this.stats, 'BatchGetItem', { RequestItems: request, ReturnConsumedCapacity: 'TOTAL' });
+        found.push(...((out.Responses?.[this.table] ?? []) as Item[]));
+        request = out.UnprocessedKeys;
       }
-    };
-    await Promise.all(Array.from({ length: Math.min(PARALLEL_BATCH_GETS, chunks.length) }, worker));
+    });
     return found;
   }
 
