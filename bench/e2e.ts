@@ -43,6 +43,8 @@ import { parseNodeRegistration } from '../lib/engine/registration';
 import { defaultEngineConfig, type DeviceUsage, type NodeState } from '../lib/engine/types';
 import { startEmbeddedStore } from '../lib/local/embeddedStore';
 import { MIN_VIEW_SEQ_HEADER } from '../lib/wire';
+import { REQUEUE_ANNOTATION } from '../lib/control/effects';
+import { NODE_LOCK_ANNOTATION } from '../lib/control/ledger';
 import { clockMs, isRead, serialRoundTrips, type ObservedCall } from './proxy';
 import { PROXY_ROLE, ROLE_ENV, serveProxies, startProxyProcess, type RemoteProxy } from './proxyProcess';
 import { CARD_MEM, CARDS, nodeObject, runningPod, workloadPod, type BenchPod } from './workload';
@@ -102,8 +104,6 @@ const MAX_BINDS_IN_FLIGHT = 16;
 const BACKOFF_INITIAL_MS = 1000;
 const BACKOFF_MAX_MS = 10_000;
 const RELIST_BATCH_EVENTS = 500;
-const LOCK_ANNOTATION = 'hami.io/mutex.lock';
-const REQUEUE_ANNOTATION = 'hami.io/requeue';
 
 // The proxies' process reads the same clock: their calls' times are compared with the filters' windows.
 const now = clockMs;
@@ -313,7 +313,7 @@ async function runScheduler(queue: QueuedPod[], nodeNames: readonly string[], fi
   /** The device plugin allocates a little later, reports success, and releases the Node's lock annotation if it names the pod. */
   const allocate = async (p: BenchPod, node: string, annotations: Record<string, string>) => {
     await sleep(options.pluginDelayMs);
-    if (relay.nodeAnnotation(node, LOCK_ANNOTATION)?.endsWith(`,${p.metadata.namespace},${p.metadata.name}`)) relay.patchNode(node, { [LOCK_ANNOTATION]: null });
+    if (relay.nodeAnnotation(node, NODE_LOCK_ANNOTATION)?.endsWith(`,${p.metadata.namespace},${p.metadata.name}`)) relay.patchNode(node, { [NODE_LOCK_ANNOTATION]: null });
     await relay.forward(podUpdate(p, annotations, node, 'success', '4'));
   };
   for (;;) {
