@@ -224,10 +224,16 @@ async function releaseEarlierBookings(deps: ControlDeps, uid: string, chosen: st
   }
 }
 
-/** Remove a pod's booking from one node, re-reading on conflict. */
+/**
+ * Removes a pod's booking from one node: first from the view's copy (the write is guarded by its version, so a stale
+ * copy costs one refused write), then from the node as re-read after each conflict.
+ */
 export async function releaseBooking(deps: ControlDeps, node: string, uid: string): Promise<void> {
+  // Only a copy that holds the booking is taken on trust; one without it may just be behind.
+  let known = deps.view.get(node)?.bookings[uid] !== undefined ? deps.view.get(node) : undefined;
   for (let round = 0; round < MAX_RESERVE_ATTEMPTS; round++) {
-    const current = (await deps.ledger.readNodes([node], { consistent: true })).get(node);
+    const current = known ?? (await deps.ledger.readNodes([node], { consistent: true })).get(node);
+    known = undefined;
     if (!current || current.bookings[uid] === undefined) return;
     const nowMs = deps.runtime.clock.now();
     const bookings = { ...current.bookings };
@@ -237,6 +243,8 @@ export async function releaseBooking(deps: ControlDeps, node: string, uid: strin
       deps.view.accept(write.node);
       return;
     }
+    // The node as stored when the refusal carries it (DynamoDB does; dynalite does not: read it then).
+    known = write.current;
     await deps.runtime.sleep(backoffMs(deps.runtime.random(), round));
   }
   throw new ContentionError(`could not release the booking of pod ${uid} on node ${node}`);

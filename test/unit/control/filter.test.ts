@@ -99,9 +99,30 @@ describe('filter: booking', () => {
     expect((await filterPod(env.deps, filterOf(p, ['n1']))).result.NodeNames).toEqual(['n1']);
     expect((await filterPod(env.deps, filterOf(p, ['n1']))).result.NodeNames).toEqual(['n1']);
     expect(Object.values(w.store.stored('n1')!.counters).reduce((s, c) => s + c.mem, 0)).toBe(4000);
+    const before = env.store.calls.length;
     expect((await filterPod(env.deps, filterOf(p, ['n2']))).result.NodeNames).toEqual(['n2']);
+    // Given back from the view's copy of n1, guarded by its version: no read first.
+    expect(env.store.calls.slice(before).map((c) => c.operation)).toEqual(['reserve', 'readJournal', 'putNode']);
     expect(Object.values(w.store.stored('n1')!.counters).reduce((s, c) => s + c.mem, 0)).toBe(0);
     expect(Object.values(w.store.stored('n2')!.counters).reduce((s, c) => s + c.mem, 0)).toBe(4000);
+  });
+
+  it('a pod filtered again gives back its booking from a stale copy of the node without touching another pod’s', async () => {
+    const w = world();
+    const a = w.environment({ HAMI_LOCK_AWARE: 'false' });
+    const b = w.environment({ HAMI_LOCK_AWARE: 'false' });
+    await ingestClusterEvents(a.deps, [nodeEvent('n1', 1, { devmem: 10000 }), nodeEvent('n2', 1, { devmem: 10000 })]);
+    const p = pod('p', [{ name: 'c', gpu: 1, mem: 3000 }]);
+    expect((await filterPod(a.deps, filterOf(p, ['n1']))).result.NodeNames).toEqual(['n1']);
+    // B books on n1 after A last looked: A's copy of n1 is a version behind.
+    expect((await filterPod(b.deps, filterOf(pod('q', [{ name: 'c', gpu: 1, mem: 5000 }]), ['n1']))).result.NodeNames).toEqual(['n1']);
+    const before = a.store.calls.length;
+    expect((await filterPod(a.deps, filterOf(p, ['n2']))).result.NodeNames).toEqual(['n2']);
+    // The write from the stale copy is refused; the refusal carries n1 as stored, and the second write lands.
+    expect(a.store.calls.slice(before).map((c) => c.operation)).toEqual(['reserve', 'readJournal', 'putNode', 'putNode']);
+    const n1 = w.store.stored('n1')!;
+    expect(Object.values(n1.bookings).map((booking) => booking.name)).toEqual(['q']);
+    expect(n1.counters['GPU-n1-0']!.mem).toBe(5000);
   });
 
   it('an expired reservation is pruned by a whole write under the node’s version before a new booking', async () => {
