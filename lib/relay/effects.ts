@@ -4,6 +4,7 @@
  */
 import { z } from 'zod';
 import type { AppLogger } from '../powertools';
+import { forEachAtMost } from '../concurrency';
 
 const podTarget = {
   namespace: z.string().min(1),
@@ -57,45 +58,61 @@ export interface ClusterWriter {
 
 export type ApplyOutcome = { readonly ok: true } | { readonly ok: false; readonly error: string };
 
+/** Independent Effects (answers to /cluster/events) applied at once, at most: a burst's nudges do not queue one by one. */
+const PARALLEL_INDEPENDENT_EFFECTS = 8;
+
 /**
  * Applies effects in order. Stops at the first failed patch or binding and returns its text; a failed
- * event is logged and skipped. `independent`: every effect is tried whatever failed before it (the answers to
- * /cluster/events carry unrelated writes: warnings, nudges, a lock mirror), and the first failure is returned.
+ * event is logged and skipped. `independent`: the effects are unrelated (the answers to /cluster/events carry
+ * warnings, nudges, a lock mirror), so they are applied side by side, each tried whatever failed, and the first
+ * failure is returned.
  */
 export async function applyEffects(effects: readonly Effect[], writer: ClusterWriter, logger: AppLogger, opts: { readonly independent?: boolean } = {}): Promise<ApplyOutcome> {
-  let firstFailure: ApplyOutcome | undefined;
-  for (const effect of effects) {
-    switch (effect.kind) {
-      case 'PatchPodAnnotations':
-      case 'BindPod':
-      case 'PatchNodeAnnotations':
-        try {
-          if (effect.kind === 'BindPod') await writer.bindPod(effect);
-          else if (effect.kind === 'PatchNodeAnnotations') await writer.patchNodeMetadata(effect);
-          else await writer.patchPodMetadata(effect);
-        } catch (err) {
-          const error = err instanceof Error ? err.message : String(err);
-          const target = effect.kind === 'PatchNodeAnnotations' ? { node: effect.name } : { namespace: effect.namespace, pod: effect.name };
-          logger.warn('EffectFailed', { effect: effect.kind, ...target, error });
-          if (!opts.independent) return { ok: false, error };
-          firstFailure ??= { ok: false, error };
-        }
-        break;
-      case 'RecordEvent':
-        try {
-          await writer.recordEvent(effect);
-        } catch (err) {
-          logger.warn('EventNotRecorded', {
-            namespace: effect.namespace,
-            pod: effect.name,
-            reason: effect.reason,
-            error: err instanceof Error ? err.message : String(err),
-          });
-        }
-        break;
-    }
+  if (opts.independent) {
+    let firstFailure: ApplyOutcome | undefined;
+    await forEachAtMost(effects, PARALLEL_INDEPENDENT_EFFECTS, async (effect) => {
+      const failure = await applyEffect(effect, writer, logger);
+      if (failure) firstFailure ??= failure;
+    });
+    return firstFailure ?? { ok: true };
   }
-  return firstFailure ?? { ok: true };
+  for (const effect of effects) {
+    const failure = await applyEffect(effect, writer, logger);
+    if (failure) return failure;
+  }
+  return { ok: true };
+}
+
+/** One effect; a failed patch or binding is logged and returned, a failed event only logged. */
+async function applyEffect(effect: Effect, writer: ClusterWriter, logger: AppLogger): Promise<ApplyOutcome | undefined> {
+  switch (effect.kind) {
+    case 'PatchPodAnnotations':
+    case 'BindPod':
+    case 'PatchNodeAnnotations':
+      try {
+        if (effect.kind === 'BindPod') await writer.bindPod(effect);
+        else if (effect.kind === 'PatchNodeAnnotations') await writer.patchNodeMetadata(effect);
+        else await writer.patchPodMetadata(effect);
+        return undefined;
+      } catch (err) {
+        const error = err instanceof Error ? err.message : String(err);
+        const target = effect.kind === 'PatchNodeAnnotations' ? { node: effect.name } : { namespace: effect.namespace, pod: effect.name };
+        logger.warn('EffectFailed', { effect: effect.kind, ...target, error });
+        return { ok: false, error };
+      }
+    case 'RecordEvent':
+      try {
+        await writer.recordEvent(effect);
+      } catch (err) {
+        logger.warn('EventNotRecorded', {
+          namespace: effect.namespace,
+          pod: effect.name,
+          reason: effect.reason,
+          error: err instanceof Error ? err.message : String(err),
+        });
+      }
+      return undefined;
+  }
 }
 
 /**
