@@ -47,6 +47,8 @@ export class ClusterView {
   private readonly states = new Map<string, { readonly ledger: NodeLedger; readonly state: NodeState; readonly validUntilMs: number }>();
   /** Pod uid -> nodes holding a booking for it (any state). */
   private readonly byUid = new Map<string, Set<string>>();
+  /** The uids booked under each `namespace/name` (a pod, and an earlier pod of the same name still booked). */
+  private readonly byName = new Map<string, Set<string>>();
   private loaded = false;
   private seqSeen = 0;
   private syncedAt = 0;
@@ -123,16 +125,27 @@ export class ClusterView {
   private index(before: NodeLedger | undefined, after: NodeLedger | undefined): void {
     const name = (after ?? before)?.name;
     if (name === undefined) return;
-    for (const uid of Object.keys(before?.bookings ?? {})) {
+    for (const [uid, booking] of Object.entries(before?.bookings ?? {})) {
       if (after?.bookings[uid] !== undefined) continue;
       const holders = this.byUid.get(uid);
       holders?.delete(name);
-      if (holders?.size === 0) this.byUid.delete(uid);
+      if (holders?.size !== 0) continue;
+      this.byUid.delete(uid);
+      const key = podKey(booking.namespace, booking.name);
+      const uids = this.byName.get(key);
+      uids?.delete(uid);
+      if (uids?.size === 0) this.byName.delete(key);
     }
-    for (const uid of Object.keys(after?.bookings ?? {})) {
+    for (const [uid, booking] of Object.entries(after?.bookings ?? {})) {
       if (before?.bookings[uid] !== undefined) continue;
       let holders = this.byUid.get(uid);
-      if (!holders) this.byUid.set(uid, (holders = new Set()));
+      if (!holders) {
+        this.byUid.set(uid, (holders = new Set()));
+        const key = podKey(booking.namespace, booking.name);
+        let uids = this.byName.get(key);
+        if (!uids) this.byName.set(key, (uids = new Set()));
+        uids.add(uid);
+      }
       holders.add(name);
     }
   }
@@ -158,13 +171,12 @@ export class ClusterView {
 
   /** Nodes holding a live booking for the pod's namespace/name (a pod reported deleted without its uid). */
   uidsByName(namespace: string, name: string): string[] {
-    const found = new Set<string>();
-    for (const node of this.nodes.values()) {
-      for (const [uid, booking] of Object.entries(node.bookings)) {
-        if (booking.state !== 'gone' && booking.namespace === namespace && booking.name === name) found.add(uid);
-      }
+    const found: string[] = [];
+    for (const uid of this.byName.get(podKey(namespace, name)) ?? []) {
+      const holders = [...(this.byUid.get(uid) ?? [])];
+      if (holders.some((node) => (this.nodes.get(node)?.bookings[uid]?.state ?? 'gone') !== 'gone')) found.push(uid);
     }
-    return [...found];
+    return found;
   }
 
   /** The engine's view of every node, the pod being filtered (`excludeUid`) left out of usage. */
@@ -221,6 +233,7 @@ export class ClusterView {
     this.nodes.clear();
     this.states.clear();
     this.byUid.clear();
+    this.byName.clear();
     this.absent.clear();
     this.quotas.clear();
     for (const node of nodes.values()) this.accept(node);
@@ -275,4 +288,8 @@ function validUntil(ledger: NodeLedger, nowMs: number): number {
 function clip(value: unknown): string {
   const text = typeof value === 'string' ? value : JSON.stringify(value) ?? String(value);
   return text.length > 512 ? `${text.slice(0, 509)}...` : text;
+}
+
+function podKey(namespace: string, name: string): string {
+  return `${namespace}/${name}`;
 }

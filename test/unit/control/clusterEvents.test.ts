@@ -230,6 +230,23 @@ describe('cluster events: containment, journal and directory', () => {
     expect(await usedMem(env, 'n1')).toBe(0);
   });
 
+  it('a pod deleted by name only frees the pod of that name that is still booked, not an earlier one already gone', async () => {
+    const w = world();
+    const env = w.environment();
+    await ingestClusterEvents(env.deps, [added(node('n1', 2))]);
+    const first = gpuPod('p', [{ name: 'c', gpu: 1, mem: 5000 }], { uid: 'uid-p-1' });
+    await ingestClusterEvents(env.deps, [modified(forwardedPod(first, await place(env, first, ['n1'])))]);
+    await ingestClusterEvents(env.deps, [{ type: 'DELETED', object: forwardedPod(first, {}) }]);
+    // The pod is created again under the same name (a StatefulSet's pod), and placed.
+    const second = gpuPod('p', [{ name: 'c', gpu: 1, mem: 3000 }], { uid: 'uid-p-2' });
+    await ingestClusterEvents(env.deps, [modified(forwardedPod(second, await place(env, second, ['n1'])))]);
+    expect(await usedMem(env, 'n1')).toBe(3000);
+    const answer = await ingestClusterEvents(env.deps, [{ type: 'DELETED', object: { kind: 'Pod', apiVersion: 'v1', metadata: { name: 'p', namespace: 'default' } } }]);
+    expect(answer).toMatchObject({ accepted: 1, rejected: [] });
+    expect(await usedMem(env, 'n1')).toBe(0);
+    expect(w.store.stored('n1')!.bookings['uid-p-2']?.state).toBe('gone');
+  });
+
   it('refuses names longer than Kubernetes allows, one event at a time', async () => {
     const w = world();
     const env = w.environment();
