@@ -15,7 +15,6 @@ export function pointerToken(key: string | number): string {
   return String(key).replace(/~/g, '~0').replace(/\//g, '~1');
 }
 
-
 export function jsonPatch(before: unknown, after: unknown, path = ''): JsonPatchOperation[] {
   if (isJsonObject(before) && isJsonObject(after)) {
     const ops: JsonPatchOperation[] = [];

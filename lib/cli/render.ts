@@ -177,7 +177,6 @@ export function renderNodeDevicesText(view: NodeDevices, opts: NodeRenderOptions
   return `${out.join('\n')}\n`;
 }
 
-/** Cores as `used/total`; for devices whose cores are taken by index (AWS Neuron), which ones: `1/2 (used 0; free 1)`. */
 function lockText(lock: NodeDevices['lock'], nowMs: number, style: Styler): string {
   if (lock === null) return 'free';
   const sinceMs = Date.parse(lock.since);

@@ -40,7 +40,6 @@ export interface NudgerOptions {
   readonly now: () => Date;
 }
 
-
 /**
  * The pods to nudge, pure: for our scheduler, no node, Pending, not being deleted, and not nudged within the
  * window (a requeue time in the future, from a skewed clock, counts as recent).

@@ -9,7 +9,6 @@
 import { toPlainJson } from './relevance';
 import { isJsonObject, objectField, type JsonObject } from '../json';
 
-
 export interface PodIdentity {
   readonly namespace: string;
   readonly name: string;

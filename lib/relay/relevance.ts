@@ -7,8 +7,6 @@ import { isJsonObject, type JsonObject } from '../json';
 
 export type ForwardedKind = 'Node' | 'Pod' | 'ResourceQuota';
 
-
-
 /**
  * A plain JSON copy as the API server writes it: Date values (list results from client-node are
  * deserialized, watch events are not) become RFC 3339 strings, undefined keys vanish.

@@ -280,10 +280,6 @@ const counterSchema = z.record(z.string(), z.object({ s: int, m: int, c: int }))
 const lockSchema = z.object({ h: z.string(), u: z.string(), s: z.number(), e: z.number(), m: z.boolean().optional(), w: z.record(z.string(), z.string()).optional() });
 
 /**
- * Node items to and from the ledger. Decoded bookings and registrations are cached per stored text (a warm
- * process decodes each distinct text once); one codec lives per store adapter.
- */
-/**
  * Whether a stored node item is past its expiry (a deleted node's, `DELETED_NODE_TTL_SECONDS` after it kept
  * nothing). Expired means absent, whether or not DynamoDB's TTL has removed the item yet: reads skip it, and a write
  * that expects no item may replace it.
@@ -293,6 +289,10 @@ export function nodeItemExpired(item: Item, nowMs: number): boolean {
   return typeof ttl === 'number' && ttl < Math.floor(nowMs / 1000);
 }
 
+/**
+ * Node items to and from the ledger. Decoded bookings and registrations are cached per stored text (a warm
+ * process decodes each distinct text once); one codec lives per store adapter.
+ */
 export class NodeCodec {
   private readonly bookings = new Map<string, Booking>();
   private readonly registrations = new Map<string, NodeRegistration>();
