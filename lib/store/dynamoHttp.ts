@@ -20,6 +20,7 @@ import type {
   UpdateCommandInput,
 } from '@aws-sdk/lib-dynamodb';
 import { sigV4Signer, type AwsCredentials, type RequestSigner } from '../aws/sigv4';
+import { isJsonObject } from '../json';
 import type { Sleep } from '../clock';
 
 /** An item as the adapters see it: attribute name to plain value (string, number, boolean, null, bytes, list, map, string set). */
@@ -182,7 +183,7 @@ function regionalEndpoint(region: string): string {
 function parseJson(data: Buffer): Record<string, unknown> | undefined {
   try {
     const value: unknown = JSON.parse(data.toString('utf8'));
-    return typeof value === 'object' && value !== null && !Array.isArray(value) ? (value as Record<string, unknown>) : undefined;
+    return isJsonObject(value) ? value : undefined;
   } catch {
     return undefined;
   }
@@ -193,7 +194,7 @@ function serviceError(status: number, parsed: Record<string, unknown> | undefine
   const type = typeof parsed?.__type === 'string' ? parsed.__type : '';
   const name = type.split('#').pop() || (status >= 500 ? 'InternalServerError' : `HTTP${status}`);
   const message = typeof parsed?.message === 'string' ? parsed.message : typeof parsed?.Message === 'string' ? parsed.Message : data.toString('utf8').slice(0, 200);
-  const item = isAttributeMap(parsed?.Item) ? unmarshalMap(parsed.Item) : undefined;
+  const item = isJsonObject(parsed?.Item) ? unmarshalMap(parsed.Item) : undefined;
   return new DynamoServiceError(name, message, status, item);
 }
 
@@ -214,7 +215,7 @@ function marshalRequest(operation: DocumentOperation, input: Record<string, unkn
 
 function unmarshalResponse(body: Record<string, unknown>): Record<string, unknown> {
   const out: Record<string, unknown> = { ...body };
-  for (const field of ['Item', 'Attributes', 'LastEvaluatedKey'] as const) if (isAttributeMap(body[field])) out[field] = unmarshalMap(body[field]);
+  for (const field of ['Item', 'Attributes', 'LastEvaluatedKey'] as const) if (isJsonObject(body[field])) out[field] = unmarshalMap(body[field]);
   if (Array.isArray(body.Items)) out.Items = body.Items.map((item) => unmarshalMap(item as Record<string, unknown>));
   const responses = body.Responses as Record<string, unknown[]> | undefined;
   if (responses !== undefined) out.Responses = Object.fromEntries(Object.entries(responses).map(([table, items]) => [table, items.map((item) => unmarshalMap(item as Record<string, unknown>))]));
@@ -243,10 +244,6 @@ function mapBatchWrite(requests: Record<string, unknown>, convert: MapConverter)
       ),
     ]),
   );
-}
-
-function isAttributeMap(value: unknown): value is Record<string, unknown> {
-  return typeof value === 'object' && value !== null && !Array.isArray(value);
 }
 
 /** Plain values to DynamoDB's attribute values; `undefined` members are left out, as the document client's `removeUndefinedValues` does. */
