@@ -10,7 +10,7 @@ import { formatGoDuration } from '../clock';
 import { BindPhase, PodAnnotation } from '../engine/podAnnotations';
 import { logLockContention, recordLockContention } from '../diagnostics/decisionLogs';
 import type { PodRef } from '../diagnostics/record';
-import { lockIsFreeFor, lockIsLive, NODE_LOCK_ANNOTATION, nodeLockValue, type Booking, type NodeLedger, type NodeLock } from './ledger';
+import { lockHeldByOther, NODE_LOCK_ANNOTATION, nodeLockValue, type Booking, type NodeLedger, type NodeLock } from './ledger';
 import { bindPod, nudges, patchNode, patchPod, podEvent, type Effect } from './effects';
 import type { ControlDeps } from './deps';
 
@@ -62,7 +62,7 @@ export async function bindPodToNode(deps: ControlDeps, req: BindRequest): Promis
     if (!booked.holdsAppCards) return allocating(pod, node, undefined, nowMs);
     const held = current.lock;
     // Free for this pod by now (released or expired since the write, or already its own): take it on the next round.
-    if (!lockIsLive(held, nowMs) || lockIsFreeFor(held, pod.uid, nowMs)) continue;
+    if (!lockHeldByOther(held, pod.uid, nowMs)) continue;
     if (holderIsDone(current, held)) {
       // A lock whose holder is gone or finished is not contention: take it over (its waiters stay with it).
       const successor = { ...lock, ...(held.waiters ? { waiters: held.waiters } : {}) };

@@ -230,7 +230,8 @@ async function releaseEarlierBookings(deps: ControlDeps, uid: string, chosen: st
  */
 export async function releaseBooking(deps: ControlDeps, node: string, uid: string): Promise<void> {
   // Only a copy that holds the booking is taken on trust; one without it may just be behind.
-  let known = deps.view.get(node)?.bookings[uid] !== undefined ? deps.view.get(node) : undefined;
+  const viewed = deps.view.get(node);
+  let known = viewed?.bookings[uid] !== undefined ? viewed : undefined;
   for (let round = 0; round < MAX_RESERVE_ATTEMPTS; round++) {
     const current = known ?? (await deps.ledger.readNodes([node], { consistent: true })).get(node);
     known = undefined;

@@ -88,12 +88,12 @@ export function lockIsLive(lock: NodeLock | undefined, nowMs: number): lock is N
 }
 
 /**
- * Whether pod `holderUid` may take the node's lock now: none is live, or it is already this pod's. The stores guard
+ * Whether another pod than `holderUid` holds the node's lock now; when not, this pod may take it. The stores guard
  * the lock's write with this rule (the DynamoDB adapter's condition states it in DynamoDB's words), and a bind whose
  * write was refused looks at the node again with it.
  */
-export function lockIsFreeFor(lock: NodeLock | undefined, holderUid: string, nowMs: number): boolean {
-  return !lockIsLive(lock, nowMs) || lock.holderUid === holderUid;
+export function lockHeldByOther(lock: NodeLock | undefined, holderUid: string, nowMs: number): lock is NodeLock {
+  return lockIsLive(lock, nowMs) && lock.holderUid !== holderUid;
 }
 
 /** The Node annotation that mirrors the lock, as HAMi writes it. */

@@ -258,7 +258,7 @@ export class DynamoLedgerStore implements LedgerStore {
 
   // ---- node locks --------------------------------------------------------------------------------
 
-  /** `lockIsFreeFor` (lib/control/ledger.ts) in DynamoDB's words, and only for a pod booked with cards in a regular container. */
+  /** Not `lockHeldByOther` (lib/control/ledger.ts), in DynamoDB's words, and only for a pod booked with cards in a regular container. */
   acquireLockParams(node: string, lock: NodeLock, nowMs: number): UpdateCommandInput {
     return {
       TableName: this.table,

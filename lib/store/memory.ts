@@ -5,7 +5,7 @@
  */
 import { claimAdmits } from '../engine/claims';
 import type { AttemptRecord, BindRecord, PodRef } from '../diagnostics/record';
-import { lockIsFreeFor, type Booking, type CardCounter, type NodeLedger, type NodeLock, type QuotaLedger } from '../control/ledger';
+import { lockHeldByOther, type Booking, type CardCounter, type NodeLedger, type NodeLock, type QuotaLedger } from '../control/ledger';
 import type { JournalEntry, LedgerStore, LockRelease, NodeWrite, PodRecords, ReadOptions, RecordStorePort, Reservation, SummaryPage, SummaryQuery } from '../control/ports';
 import { emptyStats, type StoreStats } from './dynamo';
 import { NodeCodec, holdsAppCards, nodeItemExpired, type Item } from './codec';
@@ -115,7 +115,7 @@ export class MemoryLedgerStore implements LedgerStore {
   async acquireLock(node: string, lock: NodeLock, nowMs: number): Promise<NodeWrite> {
     const current = this.nodes.get(node);
     const held = current?.bookings[lock.holderUid];
-    const free = lockIsFreeFor(current?.lock, lock.holderUid, nowMs);
+    const free = !lockHeldByOther(current?.lock, lock.holderUid, nowMs);
     return this.apply(node, 'UpdateItem', current !== undefined && free && held !== undefined && holdsAppCards(held), () => ({ ...current!, lock }));
   }
 
