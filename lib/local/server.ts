@@ -71,6 +71,8 @@ export async function startLocalServer(options: LocalServerOptions = {}): Promis
   const stats = options.stats ?? emptyStats();
   const deps = createDeps(config, runtime, dynamoStores(config, runtime, { stats }));
   const handlers = new Map<Route, LambdaHandler>(routes.map((route) => [route, lambdaHandler(route, () => deps)]));
+  // The raw path's shape only: its segments are decoded later, by the route's handler. Compiled once, not per request.
+  const shapes = routes.map((route) => ({ route, pattern: templatePattern(route.path).pattern }));
   const token = config.apiToken;
 
   const server = createServer((req, res) => {
@@ -89,8 +91,7 @@ export async function startLocalServer(options: LocalServerOptions = {}): Promis
       req.resume();
       return send(res, asset);
     }
-    // The raw path's shape only: its segments are decoded later, by the route's handler.
-    const matching = routes.filter((route) => templatePattern(route.path).pattern.test(rawPath));
+    const matching = shapes.filter(({ pattern }) => pattern.test(rawPath)).map(({ route }) => route);
     if (matching.length === 0) return send(res, json(404, statusBody(404, 'NotFound', `no route for ${safePath(rawPath)}`)));
     const route = matching.find((r) => r.method === req.method);
     if (!route) return send(res, json(405, statusBody(405, 'MethodNotAllowed', `${req.method} is not allowed on ${safePath(rawPath)}`)));
