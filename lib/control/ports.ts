@@ -23,6 +23,8 @@ export interface JournalEntry {
   readonly namespaces: readonly string[];
   /** Nodes whose lock changed (mirrored or released): lock writes do not move a node's version, so views re-read these whatever version they hold. */
   readonly locks?: readonly string[];
+  /** The stored entry could not be read: it may have named any node, lock or namespace, so a view reloads everything. */
+  readonly unreadable?: true;
 }
 
 /** A filter's booking: added to the cards' counters under the engine's guards, not under the node's version. */
@@ -73,7 +75,7 @@ export interface LedgerStore {
   /** The newest entry's sequence number (0 when none). */
   journalHead(): Promise<number>;
   /** Appends an entry at the next sequence number and returns it (gapless: a number is taken only by writing it). */
-  appendJournal(entry: Omit<JournalEntry, 'seq'>): Promise<number>;
+  appendJournal(entry: Omit<JournalEntry, 'seq' | 'unreadable'>): Promise<number>;
 
   readQuota(namespace: string): Promise<QuotaLedger | undefined>;
   /** Writes a namespace's quotas under their version; a namespace written once is listed by `readQuotaNamespaces`. */

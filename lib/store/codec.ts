@@ -61,6 +61,11 @@ export const NodeAttr = {
 } as const;
 
 export const CounterAttr = { slots: 's', mem: 'm', cores: 'c' } as const;
+/** Every item's key attributes (the table's partition and sort key). */
+export const KeyAttr = { partition: 'pk', sort: 'sk' } as const;
+/** A directory item (node names, or namespaces with quotas): one string set. */
+export const DirectoryAttr = { names: 'names' } as const;
+export const QuotaAttr = { version: 'v', quotas: 'q' } as const;
 export const LockAttr = { holder: 'h', holderUid: 'u', since: 's', expiresAt: 'e', mirrored: 'm', waiters: 'w' } as const;
 
 export function nodeKey(name: string): Key {
@@ -528,11 +533,17 @@ export function encodeJournalEntry(entry: JournalEntry): Item {
   };
 }
 
-/** A journal entry, or undefined when the item is not one (an unreadable entry is treated as "everything changed"). */
-export function decodeJournalEntry(item: Item): JournalEntry | { readonly seq: number; readonly unreadable: true } {
+/** A journal item's sequence number (0 when its sort key is not one). */
+export function journalSeqOf(item: Item): number {
+  const sk = item[KeyAttr.sort];
+  return typeof sk === 'string' && /^\d+$/.test(sk) ? Number(sk) : 0;
+}
+
+/** A journal entry; one that cannot be read comes back marked `unreadable` (it may have named anything). */
+export function decodeJournalEntry(item: Item): JournalEntry {
   const parsed = journalItem.safeParse(item);
-  const seq = typeof item.sk === 'string' ? Number(item.sk) : NaN;
-  if (!parsed.success) return { seq: Number.isFinite(seq) ? seq : 0, unreadable: true };
+  const seq = journalSeqOf(item);
+  if (!parsed.success) return { seq, atMs: 0, nodes: {}, namespaces: [], unreadable: true };
   return { seq, atMs: parsed.data.t, nodes: parsed.data.n ?? {}, namespaces: parsed.data.q ?? [], ...(parsed.data.l ? { locks: parsed.data.l } : {}) };
 }
 
@@ -551,7 +562,7 @@ export function encodeQuota(namespace: string, quota: QuotaLedger): Item {
       ...(limits.deleted ? { del: true } : {}),
     };
   }
-  return { ...quotaKey(namespace), v: quota.version, q };
+  return { ...quotaKey(namespace), [QuotaAttr.version]: quota.version, [QuotaAttr.quotas]: q };
 }
 
 /** A namespace's quotas; an unreadable item reads as no limits (the next ResourceQuota event rewrites it). */

@@ -17,7 +17,9 @@ import { DynamoServiceError, type DocumentClient } from './dynamoHttp';
 import {
   CounterAttr,
   DIRECTORY_SHARDS,
+  DirectoryAttr,
   JOURNAL_PARTITION,
+  KeyAttr,
   LockAttr,
   NodeAttr,
   NodeCodec,
@@ -30,11 +32,13 @@ import {
   encodeLock,
   encodeQuota,
   holdsAppCards,
+  journalSeqOf,
   journalSortKey,
   nodeItemExpired,
   nodeKey,
   nodeNameOf,
   QUOTA_DIRECTORY_KEY,
+  QuotaAttr,
   quotaKey,
   type Item,
 } from './codec';
@@ -104,7 +108,7 @@ export class DynamoLedgerStore implements LedgerStore {
     );
     const names: string[] = [];
     for (const item of items) {
-      const set = item.names;
+      const set = item[DirectoryAttr.names];
       if (set instanceof Set) for (const name of set) if (typeof name === 'string') names.push(name);
     }
     return names.sort();
@@ -115,7 +119,7 @@ export class DynamoLedgerStore implements LedgerStore {
       TableName: this.table,
       Key: directoryKey(shard),
       UpdateExpression: `${action} #names :names`,
-      ExpressionAttributeNames: { '#names': 'names' },
+      ExpressionAttributeNames: { '#names': DirectoryAttr.names },
       ExpressionAttributeValues: { ':names': new Set(names) },
       ReturnConsumedCapacity: 'TOTAL',
     };
@@ -369,7 +373,8 @@ export class DynamoLedgerStore implements LedgerStore {
   readJournalParams(afterSeq: number, consistent: boolean, startKey?: Record<string, unknown>): QueryCommandInput {
     return {
       TableName: this.table,
-      KeyConditionExpression: 'pk = :pk AND sk > :after',
+      KeyConditionExpression: '#pk = :pk AND #sk > :after',
+      ExpressionAttributeNames: { '#pk': KeyAttr.partition, '#sk': KeyAttr.sort },
       ExpressionAttributeValues: { ':pk': JOURNAL_PARTITION, ':after': journalSortKey(afterSeq) },
       ConsistentRead: consistent,
       ReturnConsumedCapacity: 'TOTAL',
@@ -383,11 +388,7 @@ export class DynamoLedgerStore implements LedgerStore {
     do {
       const params = this.readJournalParams(afterSeq, options.consistent, startKey);
       const out = await send(this.doc, this.stats, 'Query', params);
-      for (const item of (out.Items ?? []) as Item[]) {
-        const entry = decodeJournalEntry(item);
-        // An entry that cannot be read says "something changed": read as naming every node (the view reloads).
-        entries.push('unreadable' in entry ? { seq: entry.seq, atMs: 0, nodes: { '*': Number.MAX_SAFE_INTEGER }, namespaces: ['*'] } : entry);
-      }
+      for (const item of (out.Items ?? []) as Item[]) entries.push(decodeJournalEntry(item));
       startKey = out.LastEvaluatedKey;
     } while (startKey !== undefined);
     const last = entries[entries.length - 1];
@@ -398,7 +399,8 @@ export class DynamoLedgerStore implements LedgerStore {
   journalHeadParams(): QueryCommandInput {
     return {
       TableName: this.table,
-      KeyConditionExpression: 'pk = :pk',
+      KeyConditionExpression: '#pk = :pk',
+      ExpressionAttributeNames: { '#pk': KeyAttr.partition },
       ExpressionAttributeValues: { ':pk': JOURNAL_PARTITION },
       ScanIndexForward: false,
       Limit: 1,
@@ -409,8 +411,8 @@ export class DynamoLedgerStore implements LedgerStore {
 
   async journalHead(): Promise<number> {
     const out = await send(this.doc, this.stats, 'Query', this.journalHeadParams());
-    const sk = out.Items?.[0]?.sk;
-    const head = typeof sk === 'string' && /^\d+$/.test(sk) ? Number(sk) : 0;
+    const newest = out.Items?.[0];
+    const head = newest ? journalSeqOf(newest) : 0;
     this.journalSeen = Math.max(this.journalSeen, head);
     return head;
   }
@@ -419,13 +421,14 @@ export class DynamoLedgerStore implements LedgerStore {
     return {
       TableName: this.table,
       Item: encodeJournalEntry(entry),
-      ConditionExpression: 'attribute_not_exists(pk)',
+      ConditionExpression: 'attribute_not_exists(#pk)',
+      ExpressionAttributeNames: { '#pk': KeyAttr.partition },
       ReturnConsumedCapacity: 'TOTAL',
     };
   }
 
   /** Takes the next number by writing it; a writer that lost the number to another reads the head and tries after it. */
-  async appendJournal(entry: Omit<JournalEntry, 'seq'>): Promise<number> {
+  async appendJournal(entry: Omit<JournalEntry, 'seq' | 'unreadable'>): Promise<number> {
     let seq = this.journalSeen + 1;
     for (let round = 0; round < JOURNAL_APPEND_ROUNDS; round++) {
       try {
@@ -454,7 +457,8 @@ export class DynamoLedgerStore implements LedgerStore {
     return {
       TableName: this.table,
       Item: encodeQuota(namespace, quota),
-      ConditionExpression: expectedVersion === null ? 'attribute_not_exists(pk)' : 'v = :expected',
+      ConditionExpression: expectedVersion === null ? 'attribute_not_exists(#pk)' : '#v = :expected',
+      ExpressionAttributeNames: expectedVersion === null ? { '#pk': KeyAttr.partition } : { '#v': QuotaAttr.version },
       ...(expectedVersion === null ? {} : { ExpressionAttributeValues: { ':expected': expectedVersion } }),
       ReturnConsumedCapacity: 'TOTAL',
     };
@@ -472,7 +476,7 @@ export class DynamoLedgerStore implements LedgerStore {
         TableName: this.table,
         Key: QUOTA_DIRECTORY_KEY,
         UpdateExpression: 'ADD #names :names',
-        ExpressionAttributeNames: { '#names': 'names' },
+        ExpressionAttributeNames: { '#names': DirectoryAttr.names },
         ExpressionAttributeValues: { ':names': new Set([namespace]) },
         ReturnConsumedCapacity: 'TOTAL',
       };
@@ -483,7 +487,7 @@ export class DynamoLedgerStore implements LedgerStore {
 
   async readQuotaNamespaces(): Promise<string[]> {
     const [item] = await this.batchGet([QUOTA_DIRECTORY_KEY], true);
-    const set = item?.names;
+    const set = item?.[DirectoryAttr.names];
     return set instanceof Set ? [...set].filter((n): n is string => typeof n === 'string').sort() : [];
   }
 }

@@ -173,10 +173,17 @@ export class MemoryLedgerStore implements LedgerStore {
     return this.journal[this.journal.length - 1]?.seq ?? 0;
   }
 
-  async appendJournal(entry: Omit<JournalEntry, 'seq'>): Promise<number> {
+  async appendJournal(entry: Omit<JournalEntry, 'seq' | 'unreadable'>): Promise<number> {
     this.count('PutItem');
     const seq = (this.journal[this.journal.length - 1]?.seq ?? 0) + 1;
     this.journal.push({ ...entry, seq });
+    return seq;
+  }
+
+  /** Tests only: an entry whose item cannot be read back (it reads as `unreadable`, as the DynamoDB adapter reads a damaged one). */
+  damageJournal(): number {
+    const seq = (this.journal[this.journal.length - 1]?.seq ?? 0) + 1;
+    this.journal.push({ seq, atMs: 0, nodes: {}, namespaces: [], unreadable: true });
     return seq;
   }
 

@@ -246,7 +246,7 @@ export class RecordStore implements RecordStorePort {
     return {
       TableName: this.table,
       KeyConditionExpression: 'pk = :pk',
-      ExpressionAttributeValues: { ':pk': `POD#${namespace}/${name}` },
+      ExpressionAttributeValues: { ':pk': podKey({ namespace, name }) },
       ScanIndexForward: false,
       // BIND sorts after every A#… key, so it comes first in descending order.
       Limit: attempts + 1,
@@ -276,7 +276,7 @@ export class RecordStore implements RecordStorePort {
   }
 }
 
-function podKey(pod: PodRef): string {
+function podKey(pod: Pick<PodRef, 'namespace' | 'name'>): string {
   return `POD#${pod.namespace}/${pod.name}`;
 }
 

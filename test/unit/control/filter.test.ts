@@ -71,6 +71,28 @@ describe('filter: booking', () => {
     expect(seq).toBeLessThan(seq2.viewSeq!);
   });
 
+  it('a journal entry that cannot be read makes a view reload the whole cluster, since it may have named any node', async () => {
+    const w = world();
+    const ingest = w.environment();
+    const decider = w.environment();
+    await registered(ingest, 'n1');
+    await filterPod(decider.deps, filterOf(pod('warm-up'), ['n1']));
+    // n1's cards shrink in the store with no readable entry naming n1 (as if that entry's item were damaged).
+    const stored = w.store.stored('n1')!;
+    const shrunk = parseNodeRegistration(gpuNode('n1', cardsOf('n1', 2, { devmem: 1000 })), defaultEngineConfig);
+    expect((await w.store.putNode(nextLedger({ ...stored, registration: shrunk, registrationVersion: stored.registrationVersion + 1 }, w.clock.now), stored.version)).ok).toBe(true);
+    const loads = () => decider.lines.filter((l) => l.message === 'ViewLoaded').length;
+    const loadsBefore = loads();
+    // An entry that names nothing leaves the view as it was...
+    await decider.deps.view.prepare(await w.store.appendJournal({ atMs: w.clock.now, nodes: {}, namespaces: [] }));
+    expect(decider.deps.view.get('n1')?.registrationVersion).toBe(stored.registrationVersion);
+    // ...one that cannot be read does not: the view starts again from the whole cluster and decides on the small cards.
+    const damaged = w.store.damageJournal();
+    const answer = await filterPod(decider.deps, filterOf(pod('p1', [{ name: 'c', gpu: 1, mem: 8000 }]), ['n1'], damaged));
+    expect(answer.result.FailedNodes).toEqual({ n1: '2/2 CardInsufficientMemory' });
+    expect(loads()).toBe(loadsBefore + 1);
+  });
+
   it('a decision on a stale view never over-allocates: the guard refuses it, the node alone is re-read, and the pod lands where it fits', async () => {
     const w = world();
     // HAMi's exact choice: lock-aware placement would steer B away from n1 before any guard is needed.

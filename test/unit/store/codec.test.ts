@@ -1,7 +1,7 @@
 import type { DocumentClient } from '../../../lib/store/dynamoHttp';
 import { emptyLedger, nextLedger, type Booking, type NodeLedger } from '../../../lib/control/ledger';
 import type { NodeRegistration } from '../../../lib/engine/types';
-import { NODE_ITEM_MAX_BYTES, NodeCodec, NodeItemTooLargeError, encodeRegistration, nodeKey, type Item } from '../../../lib/store/codec';
+import { NODE_ITEM_MAX_BYTES, NodeCodec, NodeItemTooLargeError, decodeJournalEntry, encodeRegistration, nodeKey, type Item } from '../../../lib/store/codec';
 import { emptyStats } from '../../../lib/store/dynamo';
 import { DynamoLedgerStore } from '../../../lib/store/ledgerStore';
 
@@ -180,13 +180,31 @@ describe('state table requests', () => {
 
   it('read the journal after a position, and append at a number only if nobody took it', () => {
     expect(store.readJournalParams(41, true)).toMatchObject({
-      KeyConditionExpression: 'pk = :pk AND sk > :after',
+      KeyConditionExpression: '#pk = :pk AND #sk > :after',
+      ExpressionAttributeNames: { '#pk': 'pk', '#sk': 'sk' },
       ExpressionAttributeValues: { ':pk': 'JOURNAL', ':after': '000000000000041' },
       ConsistentRead: true,
     });
     expect(store.appendJournalParams({ seq: 42, atMs: 5000, nodes: { 'node-1': 7 }, namespaces: [] })).toMatchObject({
       Item: { pk: 'JOURNAL', sk: '000000000000042', t: 5000, n: { 'node-1': 7 } },
-      ConditionExpression: 'attribute_not_exists(pk)',
+      ConditionExpression: 'attribute_not_exists(#pk)',
+      ExpressionAttributeNames: { '#pk': 'pk' },
     });
+  });
+
+  it('read a journal entry that cannot be decoded as one that may have named anything, at its own number', () => {
+    const entry = decodeJournalEntry({ pk: 'JOURNAL', sk: '000000000000043', t: 'yesterday', n: { 'node-1': 7 } });
+    expect(entry).toEqual({ seq: 43, atMs: 0, nodes: {}, namespaces: [], unreadable: true });
+    expect(decodeJournalEntry({ pk: 'JOURNAL', sk: '000000000000044', t: 5000 })).not.toHaveProperty('unreadable');
+  });
+
+  it('write quotas under their version, and a new namespace only where none is stored', () => {
+    expect(store.putQuotaParams('team-a', { version: 3, quotas: {} }, 2)).toMatchObject({
+      Item: { pk: 'QUOTA#team-a', sk: 'Q', v: 3, q: {} },
+      ConditionExpression: '#v = :expected',
+      ExpressionAttributeNames: { '#v': 'v' },
+      ExpressionAttributeValues: { ':expected': 2 },
+    });
+    expect(store.putQuotaParams('team-b', { version: 1, quotas: {} }, null)).toMatchObject({ ConditionExpression: 'attribute_not_exists(#pk)', ExpressionAttributeNames: { '#pk': 'pk' } });
   });
 });
