@@ -139,7 +139,8 @@ interface PlannedChange {
 }
 
 const MAX_WRITE_ROUNDS = 24;
-const PARALLEL_NODE_WRITES = 16;
+/** Writes of one batch in flight at once (nodes, namespaces' quotas, locks): each is its own item. */
+const PARALLEL_WRITES = 16;
 
 export async function ingestClusterEvents(deps: ControlDeps, events: readonly unknown[], complete: readonly CompleteList[] = []): Promise<ClusterEventsAnswer> {
   const rejected: { index: number; error: string }[] = [];
@@ -202,7 +203,7 @@ export async function ingestClusterEvents(deps: ControlDeps, events: readonly un
   const removed: string[] = [];
   /** A node whose write failed for now (contention, throttling): the rest of the batch still lands and is journaled. */
   let retryLater: unknown;
-  await forEachAtMost([...changes], PARALLEL_NODE_WRITES, async ([node, planned]) => {
+  await forEachAtMost([...changes], PARALLEL_WRITES, async ([node, planned]) => {
     try {
       const outcome = await writeNode(deps, node, current.get(node), planned);
       if (!outcome) {
@@ -227,20 +228,25 @@ export async function ingestClusterEvents(deps: ControlDeps, events: readonly un
   });
 
   const namespaces: string[] = [];
-  for (const { index, type, quota } of quotaEvents) {
-    try {
-      if (await writeQuota(deps, type, quota)) {
-        namespaces.push(quota.metadata.namespace);
-        deps.view.forgetQuota(quota.metadata.namespace);
+  // One namespace's quotas are one item under one version: its events go in order, namespaces side by side.
+  const quotasByNamespace = new Map<string, (typeof quotaEvents)[number][]>();
+  for (const event of quotaEvents) quotasByNamespace.set(event.quota.metadata.namespace, [...(quotasByNamespace.get(event.quota.metadata.namespace) ?? []), event]);
+  await forEachAtMost([...quotasByNamespace.values()], PARALLEL_WRITES, async (inNamespace) => {
+    for (const { index, type, quota } of inNamespace) {
+      try {
+        if (await writeQuota(deps, type, quota)) {
+          namespaces.push(quota.metadata.namespace);
+          deps.view.forgetQuota(quota.metadata.namespace);
+        }
+      } catch (err) {
+        if (!isPermanent(err)) {
+          retryLater ??= err;
+          continue;
+        }
+        rejected.push({ index, error: (err as Error).message });
       }
-    } catch (err) {
-      if (!isPermanent(err)) {
-        retryLater ??= err;
-        continue;
-      }
-      rejected.push({ index, error: (err as Error).message });
     }
-  }
+  });
   // Locks once the batch's writes have landed: a batch answered 503 carries no Effects, so a lock freed then would
   // take its waiters' nudges with it (the resend would find it free and nudge nobody). The resend frees it instead.
   const locks = retryLater === undefined ? await settleLocks(deps, current, lockHolders, lockNotes) : { effects: [], changed: [] };
@@ -278,7 +284,7 @@ async function settleLocks(
   const changed: string[] = [];
   let failure: unknown;
   // Each node's lock is its own item: they are settled side by side.
-  await forEachAtMost([...new Set([...holdersDone.keys(), ...lockNotes.keys()])], PARALLEL_NODE_WRITES, async (name) => {
+  await forEachAtMost([...new Set([...holdersDone.keys(), ...lockNotes.keys()])], PARALLEL_WRITES, async (name) => {
     const lock = current.get(name)?.lock;
     if (!lock) return;
     try {

@@ -317,6 +317,26 @@ describe('cluster events: containment, journal and directory', () => {
   });
 });
 
+describe('cluster events: quotas', () => {
+  const quota = (namespace: string, name: string, mem: string, rv: string) => added({ kind: 'ResourceQuota', apiVersion: 'v1', metadata: { name, namespace, resourceVersion: rv }, spec: { hard: { 'limits.nvidia.com/gpumem': mem } } });
+
+  it('writes the quotas of different namespaces side by side, and one namespace’s in order, each landing', async () => {
+    const w = world();
+    const env = w.environment();
+    const answer = await ingestClusterEvents(env.deps, [quota('team-a', 'q1', '1000', '1'), quota('team-b', 'q1', '2000', '2'), quota('team-a', 'q2', '3000', '3'), quota('team-c', 'q1', '4000', '4')]);
+    expect(answer.rejected).toEqual([]);
+    const puts = env.store.calls.filter((c) => c.operation === 'putQuota');
+    // Three namespaces, four writes: the first of each namespace goes out together...
+    expect(puts).toHaveLength(4);
+    expect(puts.some((c) => c.inFlightAtStart > 0)).toBe(true);
+    // ...and none refused: team-a's second write waited for its first (same item, same version).
+    expect((await w.store.readQuota('team-a'))?.quotas).toEqual({ q1: { mem: 1000, resourceVersion: '1' }, q2: { mem: 3000, resourceVersion: '3' } });
+    expect((await w.store.readQuota('team-a'))?.version).toBe(2);
+    expect((await w.store.readQuota('team-b'))?.quotas.q1?.mem).toBe(2000);
+    expect((await w.store.readQuota('team-c'))?.quotas.q1?.mem).toBe(4000);
+  });
+});
+
 describe('cluster events: complete re-lists converge', () => {
   it('drops bookings and locks of pods a complete list no longer has, keeps reservations and newer bookings, and nodes and quotas likewise', async () => {
     const w = world();
