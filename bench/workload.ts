@@ -62,3 +62,21 @@ export function runningPod(node: string, card: number, k: number) {
     status: { phase: 'Running' },
   };
 }
+
+/**
+ * The node names kube-scheduler sends the extender: it stops looking once it has found enough feasible nodes
+ * (numFeasibleNodesToFind: every node below 100; else `percentage`% of them, 0 meaning 50 - nodes/125 but at
+ * least 5, and never fewer than 100), starting where its last search stopped. Every bench node is feasible to it.
+ */
+export function candidateRotation(names: readonly string[], percentage: number): () => readonly string[] {
+  const total = names.length;
+  const adaptive = Math.max(5, 50 - Math.floor(total / 125));
+  const wanted = total < 100 ? total : Math.max(100, Math.floor((total * (percentage === 0 ? adaptive : percentage)) / 100));
+  if (wanted >= total) return () => names;
+  let start = 0;
+  return () => {
+    const picked = Array.from({ length: wanted }, (_, i) => names[(start + i) % total]!);
+    start = (start + wanted) % total;
+    return picked;
+  };
+}
