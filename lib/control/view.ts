@@ -15,6 +15,7 @@
  * (`X-Hami-Min-View-Seq`: the last entry its forwarded events produced).
  */
 import type { Clock } from '../clock';
+import { EvaluationMemo } from '../engine/reuse';
 import type { NodeState } from '../engine/types';
 import type { AppLogger } from '../powertools';
 import { bookingCounts, toNodeState, type NodeLedger, type QuotaLedger } from './ledger';
@@ -49,6 +50,11 @@ export class ClusterView {
   private readonly byUid = new Map<string, Set<string>>();
   /** The uids booked under each `namespace/name` (a pod, and an earlier pod of the same name still booked). */
   private readonly byName = new Map<string, Set<string>>();
+  /**
+   * Decisions on this view's node states, for the next pod of the same plan (lib/engine/reuse.ts): the states are
+   * new objects whenever their node changes, so only nodes that changed are fitted again.
+   */
+  readonly memo = new EvaluationMemo();
   private loaded = false;
   private seqSeen = 0;
   private syncedAt = 0;

@@ -20,6 +20,7 @@ import type { DeviceScoringWeights } from './podAnnotations';
 import { DeviceScoringWeightsError, deviceScoringWeightsOf } from './podAnnotations';
 import { bookCard, EMPTY_NODE, loadBookedUsage, nodeScore, prepareNode, type PreparedNode } from './prepared';
 import { describeQuantityProblems, podRequestProblems } from './requests';
+import { MemoUse } from './reuse';
 import { NodeFailure, NVIDIA, PercentageUnset } from './types';
 import type { ContainerRequest, DecideInput, Decision, NodeEvidence, NodeState, PodDevices, RealtimeNote } from './types';
 
@@ -45,6 +46,8 @@ export function decide(input: DecideInput): Decision {
   const failedNodes: Record<string, string> = {};
   const run = new FitRun({ arena, plan, notes, trace, node: EMPTY_NODE, nodeRow: 0, request: NO_REQUEST, realtime: undefined, kindState: undefined });
   const outcome: NodeOutcome = { trace: 0, score: 0, reason: undefined };
+  // Nodes unchanged since a decision on the same plan get that decision's rows (./reuse.ts).
+  const reuse = MemoUse.of(input.memo, plan, input.config);
 
   for (const name of input.candidates) {
     const state = input.nodes.get(name);
@@ -54,10 +57,17 @@ export function decide(input: DecideInput): Decision {
       failedNodes[name] = reason;
       continue;
     }
-    evaluateNode(run, state, prepareNode(state.registration), outcome);
+    const copied = reuse?.copy(state, trace);
+    if (copied !== undefined) {
+      outcome.trace = copied.row;
+      outcome.score = copied.score;
+      outcome.reason = copied.reason;
+    } else evaluateNode(run, state, prepareNode(state.registration), outcome);
+    reuse?.note(state, copied ?? { row: outcome.trace, score: outcome.score, reason: outcome.reason });
     if (outcome.reason === undefined) fitNodes.push({ name, score: outcome.score, trace: outcome.trace });
     else failedNodes[name] = outcome.reason;
   }
+  reuse?.finish(trace);
 
   // The evidence objects are built when first read (see ./evidence): deciding itself keeps only
   // numbers per card. An own enumerable accessor, so JSON.stringify and spreads include it; the

@@ -60,6 +60,13 @@ class Rows {
     return this.count++;
   }
 
+  /** Adds a copy of row `row` of `from` (rows of the same width) and returns its number. */
+  appendCopy(from: Rows, row: number): number {
+    const copy = this.append();
+    this.data.set(from.data.subarray(row * this.width, (row + 1) * this.width), copy * this.width);
+    return copy;
+  }
+
   get(row: number, column: number): number {
     return asSmallIntegerWhenIntegral(this.data[row * this.width + column]!);
   }
@@ -317,6 +324,35 @@ export class DecisionTrace {
   nodeFailed(reason: string): void {
     this.nodeRows.set(this.currentNode, NodeColumn.failed, 1);
     this.nodeRows.set(this.currentNode, NodeColumn.reason, this.text(reason));
+  }
+
+  /**
+   * Records node `node` of `from` again, as the current node: what Fit recorded there for a pod of the same plan on
+   * the same node state (./reuse.ts). Rows are copied with their references moved; reason texts are added in the
+   * order Fit adds them (containers', then the node's), so the result packs exactly as Fit's own recording would.
+   */
+  copyNode(from: DecisionTrace, node: number): number {
+    const row = this.nodeRows.appendCopy(from.nodeRows, node);
+    const firstContainer = from.nodeRows.get(node, NodeColumn.firstContainer);
+    const containerCount = from.nodeRows.get(node, NodeColumn.containerCount);
+    this.nodeRows.set(row, NodeColumn.firstContainer, this.containerRows.length);
+    this.nodeNames.push(from.nodeNames[node]!);
+    this.nodeDevices.push(from.nodeDevices[node]!);
+    for (let source = firstContainer; source < firstContainer + containerCount; source++) {
+      const container = this.containerRows.appendCopy(from.containerRows, source);
+      const reason = from.containerRows.get(source, ContainerColumn.reason);
+      if (reason !== NO_TEXT) this.containerRows.set(container, ContainerColumn.reason, this.text(from.texts[reason]!));
+      const firstCard = from.containerRows.get(source, ContainerColumn.firstCard);
+      this.containerRows.set(container, ContainerColumn.firstCard, this.cardRows.length);
+      for (let card = firstCard; card < firstCard + from.containerRows.get(source, ContainerColumn.cardCount); card++) this.cardRows.appendCopy(from.cardRows, card);
+      const firstPick = from.containerRows.get(source, ContainerColumn.firstPick);
+      this.containerRows.set(container, ContainerColumn.firstPick, this.pickRows.length);
+      for (let pick = firstPick; pick < firstPick + from.containerRows.get(source, ContainerColumn.pickCount); pick++) this.pickRows.appendCopy(from.pickRows, pick);
+    }
+    const reason = from.nodeRows.get(node, NodeColumn.reason);
+    if (reason !== NO_TEXT) this.nodeRows.set(row, NodeColumn.reason, this.text(from.texts[reason]!));
+    this.currentNode = row;
+    return row;
   }
 
   /** The slab row the next tried card gets; a container's cards are rows `firstCard … cardRows-1`. */

@@ -1,5 +1,6 @@
 import type { DecisionArena } from './arena';
 import type { PackedEvidence } from './evidence';
+import type { EvaluationMemo } from './reuse';
 
 /**
  * The decision engine's vocabulary: plain data in, plain data out, no I/O.
@@ -274,6 +275,8 @@ export interface DecideInput {
   readonly avoid?: (node: string) => string | undefined;
   /** Working memory to reuse (see ./arena): callers that decide again and again keep one; a fresh one otherwise. */
   readonly arena?: DecisionArena;
+  /** Outcomes of earlier decisions to reuse for unchanged node states (see ./reuse); Fit runs on every node without it. */
+  readonly memo?: EvaluationMemo;
 }
 
 /** What one card showed when a container was tried on it. Numbers are those compared. */

@@ -1,0 +1,127 @@
+/**
+ * Decisions with a memo (lib/engine/reuse.ts) are exactly decisions without one: same choice, same lists, same
+ * evidence and packed evidence, on random clusters whose nodes change between pods. And the memo is used: nodes
+ * whose state did not change are copied, not fitted again.
+ */
+import fc from 'fast-check';
+import { decide } from '../../../lib/engine/decide';
+import { EvaluationMemo } from '../../../lib/engine/reuse';
+import type { Decision, DeviceInfo, DeviceUsage, NodeState, QuotaView } from '../../../lib/engine/types';
+import { config, gpu, input, pod, type Limits } from './fixtures';
+
+interface CardSpec {
+  count: number;
+  devmem: number;
+  devcore: number;
+  numa: number;
+  health: boolean;
+}
+interface UsageSpec {
+  used: number;
+  usedmem: number;
+  usedcores: number;
+}
+
+const cardArb: fc.Arbitrary<CardSpec> = fc.record({
+  count: fc.integer({ min: 0, max: 4 }),
+  devmem: fc.integer({ min: 0, max: 24000 }),
+  devcore: fc.constantFrom(0, 100),
+  numa: fc.integer({ min: 0, max: 1 }),
+  health: fc.boolean(),
+});
+const usageArb: fc.Arbitrary<UsageSpec> = fc.record({ used: fc.integer({ min: 0, max: 4 }), usedmem: fc.integer({ min: 0, max: 24000 }), usedcores: fc.integer({ min: 0, max: 100 }) });
+const nodeArb = fc.record({ cards: fc.array(cardArb, { maxLength: 4 }), kind: fc.constantFrom('registered', 'registered', 'registered', 'unregistered', 'unschedulable') });
+// Small domains, so that pods often share some of their plan and differ in the rest (what the memo's key must tell apart).
+const containerArb: fc.Arbitrary<Limits> = fc.record(
+  {
+    'nvidia.com/gpu': fc.integer({ min: 1, max: 2 }),
+    'nvidia.com/gpumem': fc.constantFrom(0, 4000, 12000, 20000),
+    'nvidia.com/gpucores': fc.constantFrom(0, 50, 100),
+  },
+  { requiredKeys: ['nvidia.com/gpu'] },
+);
+const shapeArb = fc.record({ app: fc.array(containerArb, { minLength: 1, maxLength: 2 }), init: fc.array(containerArb, { maxLength: 1 }) });
+const annotationsArb = fc.constantFrom<Record<string, string>>(
+  {},
+  { 'hami.io/gpu-scheduler-policy': 'spread' },
+  { 'hami.io/gpu-scheduler-policy': 'numa' },
+  { 'nvidia.com/use-gputype': 'A100' },
+  { 'hami.io/node-scheduler-policy': 'spread' },
+);
+const quotaArb: fc.Arbitrary<QuotaView | undefined> = fc.constantFrom(undefined, { memLimit: 6000, usedMem: 0, usedCores: 0 }, { memLimit: 30000, usedMem: 14000, usedCores: 0 });
+/**
+ * One pod: which containers, its annotations, the namespace's quota view then, and which nodes got a new state
+ * before it (new usage, or the same usage in a new object).
+ */
+const stepArb = fc.record({ shape: fc.nat(), annotations: annotationsArb, quota: quotaArb, changed: fc.array(fc.record({ node: fc.nat(), usage: fc.array(usageArb, { maxLength: 4 }) }), { maxLength: 3 }) });
+
+function nodeState(n: number, spec: { cards: CardSpec[]; kind: string }, usage: UsageSpec[]): NodeState {
+  const devices: DeviceInfo[] = spec.cards.map((c, i) => ({ id: `GPU-${n}-${i}`, index: i, type: 'NVIDIA-T4', mode: 'hami-core', ...c }));
+  const used: Record<string, DeviceUsage> = {};
+  usage.slice(0, devices.length).forEach((u, i) => (used[`GPU-${n}-${i}`] = u));
+  const registration = spec.kind === 'unregistered' ? { registered: false as const, reason: 'node unregistered' } : { registered: true as const, devices, cordoned: [], pairScores: {} };
+  return { name: `node-${n}`, registration, usage: used, ...(spec.kind === 'unschedulable' ? { unschedulable: 'node is being deleted' } : {}) };
+}
+
+/** Everything a caller can read of a decision, evidence and packed evidence included. */
+function observable(decision: Decision): unknown {
+  return JSON.parse(JSON.stringify({ ...decision, ...('packEvidence' in decision ? { packed: decision.packEvidence() } : {}) }));
+}
+
+describe('decisions reuse what they can of earlier ones, and decide the same', () => {
+  it('equal a decision without the memo on every pod, while nodes change between pods', () => {
+    fc.assert(
+      fc.property(fc.array(nodeArb, { minLength: 1, maxLength: 8 }), fc.array(shapeArb, { minLength: 1, maxLength: 4 }), fc.array(stepArb, { minLength: 1, maxLength: 12 }), (specs, shapes, steps) => {
+        const states = specs.map((spec, n) => nodeState(n, spec, []));
+        const memo = new EvaluationMemo();
+        const cfg = config();
+        for (const step of steps) {
+          for (const change of step.changed) {
+            const n = change.node % specs.length;
+            states[n] = nodeState(n, specs[n]!, change.usage);
+          }
+          const shape = shapes[step.shape % shapes.length]!;
+          const p = pod(shape.app, { init: shape.init, annotations: step.annotations });
+          const { quota } = step;
+          const plain = decide(input(p, states, { config: cfg, ...(quota ? { quota } : {}) }));
+          const reused = decide({ ...input(p, states, { config: cfg, ...(quota ? { quota } : {}) }), memo });
+          expect(observable(reused)).toEqual(observable(plain));
+        }
+      }),
+      { numRuns: 200 },
+    );
+  });
+
+  it('copies the nodes whose state is the same object, and fits again the ones that changed or whose pod differs', () => {
+    const states = Array.from({ length: 4 }, (_, n) => nodeState(n, { cards: [{ count: 4, devmem: 16000, devcore: 100, numa: 0, health: true }], kind: 'registered' }, []));
+    const memo = new EvaluationMemo();
+    const cfg = config();
+    const small = pod([gpu(1, { 'nvidia.com/gpumem': 1000 })]);
+    decide({ ...input(small, states, { config: cfg }), memo });
+    expect([memo.copied, memo.evaluated]).toEqual([0, 4]);
+    // One node changed: three copied, one fitted.
+    states[2] = nodeState(2, { cards: [{ count: 4, devmem: 16000, devcore: 100, numa: 0, health: true }], kind: 'registered' }, [{ used: 1, usedmem: 15000, usedcores: 0 }]);
+    const second = decide({ ...input(small, states, { config: cfg }), memo });
+    expect([memo.copied, memo.evaluated]).toEqual([3, 5]);
+    expect(second.kind === 'fit' && second.failedNodes).toEqual({});
+    // Another plan (more memory) has nothing to copy yet...
+    const large = decide({ ...input(pod([gpu(1, { 'nvidia.com/gpumem': 2000 })]), states, { config: cfg }), memo });
+    expect([memo.copied, memo.evaluated]).toEqual([3, 9]);
+    expect(large.kind === 'fit' && large.failedNodes).toEqual({ 'node-2': '1/1 CardInsufficientMemory' });
+    // ...while the first plan is still remembered, and another configuration starts afresh.
+    decide({ ...input(small, states, { config: cfg }), memo });
+    expect([memo.copied, memo.evaluated]).toEqual([7, 9]);
+    decide({ ...input(small, states, { config: config() }), memo });
+    expect([memo.copied, memo.evaluated]).toEqual([7, 13]);
+  });
+
+  it('does not reuse decisions under the real-time check, which reads the clock', () => {
+    const states = [nodeState(0, { cards: [{ count: 4, devmem: 16000, devcore: 100, numa: 0, health: true }], kind: 'registered' }, [])];
+    const memo = new EvaluationMemo();
+    const cfg = config();
+    const checked = pod([gpu(1, { 'nvidia.com/gpumem': 1000 })], { annotations: { 'hami.io/enable-realtime-check': 'true' } });
+    decide({ ...input(checked, states, { config: cfg }), memo });
+    decide({ ...input(checked, states, { config: cfg }), memo });
+    expect(memo.copied).toBe(0);
+  });
+});
