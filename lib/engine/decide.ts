@@ -8,7 +8,8 @@
  * choice), ./evidence (the evidence, packed while deciding). Speed: a decision visits every card of every candidate
  * (8,000 cards for 1,000 nodes), so the per-card work runs on the typed arrays of a `DecisionArena` reused from node
  * to node, and the evidence of each tried card is one row of numbers; what stays alive per node is a handful of
- * small objects.
+ * small objects. A caller that decides again and again on mostly unchanged nodes passes a memo (./reuse): nodes
+ * unchanged since a decision on the same plan get that decision's rows copied instead of running Fit.
  */
 import { DecisionArena } from './arena';
 import { deviceKind, deviceKindOf } from './devices';
