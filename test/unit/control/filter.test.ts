@@ -24,6 +24,16 @@ async function registered(env: Environment, ...names: string[]): Promise<number>
   return answer.viewSeq ?? 0;
 }
 
+/** Two environments on one store: one takes cluster events (n1 registered), the other decides (its view loaded). */
+async function ingestingAndDeciding() {
+  const w = world();
+  const ingest = w.environment();
+  const decider = w.environment();
+  await registered(ingest, 'n1');
+  await filterPod(decider.deps, filterOf(pod('warm-up'), ['n1']));
+  return { w, ingest, decider };
+}
+
 describe('filter: booking', () => {
   it('books the chosen cards under the engine’s claims, and the counters hold exactly the booking', async () => {
     const w = world();
@@ -51,11 +61,7 @@ describe('filter: booking', () => {
   });
 
   it('a view behind the journal entry the relay names catches up before deciding', async () => {
-    const w = world();
-    const ingest = w.environment();
-    const decider = w.environment();
-    await registered(ingest, 'n1');
-    await filterPod(decider.deps, filterOf(pod('warm-up'), ['n1']));
+    const { ingest, decider } = await ingestingAndDeciding();
     // A node registered through another environment: this view has not seen it.
     const seq = await registered(ingest, 'n2');
     const stale = await filterPod(decider.deps, filterOf(pod('p3', [{ name: 'c', gpu: 1, mem: 16000 }]), ['n2']));
@@ -72,11 +78,7 @@ describe('filter: booking', () => {
   });
 
   it('a journal entry that cannot be read makes a view reload the whole cluster, since it may have named any node', async () => {
-    const w = world();
-    const ingest = w.environment();
-    const decider = w.environment();
-    await registered(ingest, 'n1');
-    await filterPod(decider.deps, filterOf(pod('warm-up'), ['n1']));
+    const { w, decider } = await ingestingAndDeciding();
     // n1's cards shrink in the store with no readable entry naming n1 (as if that entry's item were damaged).
     const stored = w.store.stored('n1')!;
     const shrunk = parseNodeRegistration(gpuNode('n1', cardsOf('n1', 2, { devmem: 1000 })), defaultEngineConfig);

@@ -9,7 +9,7 @@ import { decide } from '../../../lib/engine/decide';
 import { DecisionTrace, type StoredEvidence } from '../../../lib/engine/evidence';
 import previousRelease from './packed-evidence-v2.json';
 import type { CardEvidence, ContainerEvidence, Decision, DeviceInfo, DeviceUsage, NodeEvidence, NodeState, ReasonCode } from '../../../lib/engine/types';
-import { card, cards, config, gpu, input, node, pod } from './fixtures';
+import { card, cardFiguresArb, cardUsageArb, cards, config, gpu, input, node, pod } from './fixtures';
 
 function decided(decision: Decision): Exclude<Decision, { kind: 'error' }> {
   if (decision.kind === 'error') throw new Error(decision.message);
@@ -314,14 +314,7 @@ describe('evidence of checks that look back or choose among picks', () => {
 });
 
 describe('evidence property: random clusters', () => {
-  const cardArb = fc.record({
-    count: fc.integer({ min: 0, max: 6 }),
-    devmem: fc.integer({ min: 0, max: 30000 }),
-    devcore: fc.constantFrom(0, 100),
-    numa: fc.integer({ min: 0, max: 1 }),
-    health: fc.boolean(),
-    usage: fc.option(fc.record({ used: fc.integer({ min: 0, max: 6 }), usedmem: fc.integer({ min: 0, max: 30000 }), usedcores: fc.integer({ min: 0, max: 100 }) })),
-  });
+  const cardArb = fc.tuple(cardFiguresArb({ count: 6, devmem: 30000 }), fc.option(cardUsageArb({ used: 6, usedmem: 30000 }))).map(([figures, usage]) => ({ ...figures, usage }));
   const containerArb = fc.oneof(
     fc.constant({}),
     fc.record({ 'nvidia.com/gpu': fc.integer({ min: 1, max: 3 }), 'nvidia.com/gpumem': fc.integer({ min: 1, max: 20000 }), 'nvidia.com/gpucores': fc.integer({ min: 0, max: 120 }) }),

@@ -1,4 +1,5 @@
 /** Fresh fixtures for engine tests: every call builds new objects. */
+import fc from 'fast-check';
 import { defaultEngineConfig } from '../../../lib/engine/types';
 import type { DecideInput, DeviceInfo, DeviceUsage, EngineConfig, NodeState, PodLike, QuotaView, RealtimeReport } from '../../../lib/engine/types';
 
@@ -9,6 +10,22 @@ export function card(id: string, overrides: Partial<DeviceInfo> = {}): DeviceInf
 /** `n` cards `<prefix>-0 … <prefix>-(n-1)` with index = position. */
 export function cards(prefix: string, n: number, overrides: Partial<DeviceInfo> = {}): DeviceInfo[] {
   return Array.from({ length: n }, (_, i) => card(`${prefix}-${i}`, { index: i, ...overrides }));
+}
+
+/** A random card's figures for property tests (ids, types and usage are the test's). */
+export function cardFiguresArb(bounds: { readonly count: number; readonly devmem: number }) {
+  return fc.record({
+    count: fc.integer({ min: 0, max: bounds.count }),
+    devmem: fc.integer({ min: 0, max: bounds.devmem }),
+    devcore: fc.constantFrom(0, 100),
+    numa: fc.integer({ min: 0, max: 1 }),
+    health: fc.boolean(),
+  });
+}
+
+/** A random card usage for property tests. */
+export function cardUsageArb(bounds: { readonly used: number; readonly usedmem: number }) {
+  return fc.record({ used: fc.integer({ min: 0, max: bounds.used }), usedmem: fc.integer({ min: 0, max: bounds.usedmem }), usedcores: fc.integer({ min: 0, max: 100 }) });
 }
 
 export interface NodeOptions {

@@ -7,29 +7,14 @@ import fc from 'fast-check';
 import { decide } from '../../../lib/engine/decide';
 import { EvaluationMemo } from '../../../lib/engine/reuse';
 import type { Decision, DeviceInfo, DeviceUsage, NodeState, QuotaView } from '../../../lib/engine/types';
-import { config, gpu, input, pod, type Limits } from './fixtures';
+import { cardFiguresArb, cardUsageArb, config, gpu, input, pod, type Limits } from './fixtures';
 
-interface CardSpec {
-  count: number;
-  devmem: number;
-  devcore: number;
-  numa: number;
-  health: boolean;
-}
-interface UsageSpec {
-  used: number;
-  usedmem: number;
-  usedcores: number;
-}
+type Generated<A> = A extends fc.Arbitrary<infer T> ? T : never;
 
-const cardArb: fc.Arbitrary<CardSpec> = fc.record({
-  count: fc.integer({ min: 0, max: 4 }),
-  devmem: fc.integer({ min: 0, max: 24000 }),
-  devcore: fc.constantFrom(0, 100),
-  numa: fc.integer({ min: 0, max: 1 }),
-  health: fc.boolean(),
-});
-const usageArb: fc.Arbitrary<UsageSpec> = fc.record({ used: fc.integer({ min: 0, max: 4 }), usedmem: fc.integer({ min: 0, max: 24000 }), usedcores: fc.integer({ min: 0, max: 100 }) });
+const cardArb = cardFiguresArb({ count: 4, devmem: 24000 });
+const usageArb = cardUsageArb({ used: 4, usedmem: 24000 });
+type CardSpec = Generated<typeof cardArb>;
+type UsageSpec = Generated<typeof usageArb>;
 const nodeArb = fc.record({ cards: fc.array(cardArb, { maxLength: 4 }), kind: fc.constantFrom('registered', 'registered', 'registered', 'unregistered', 'unschedulable') });
 // Small domains, so that pods often share some of their plan and differ in the rest (what the memo's key must tell apart).
 const containerArb: fc.Arbitrary<Limits> = fc.record(
