@@ -2,7 +2,8 @@
  * Forwards watch events to the control plane's `POST /cluster/events` (docs/relay.md) in batches bounded by
  * size and by time, one batch in flight at a time so order is kept, retrying with exponential backoff until the
  * control plane takes them: nothing the relay saw is dropped because of an outage. Complete lists (what a
- * finished list or re-list holds) travel in the same queue, behind the events they cover.
+ * finished list or re-list holds) travel in the same queue, behind the events they cover. The Kubernetes writes
+ * an answer returns (Effects) are applied in answer order while the next batches go out, a few answers at most.
  */
 import type { AppLogger } from '../powertools';
 import type { ControlPlaneClient } from './controlPlane';
@@ -48,6 +49,9 @@ export interface ForwarderOptions {
   readonly onReachability?: (reachable: boolean, error?: string) => void;
 }
 
+/** Answers whose Effects may still be under way while the next batch is sent (then the pump waits for the oldest). */
+const EFFECTS_IN_FLIGHT = 4;
+
 export interface ForwarderStats {
   readonly accepted: number;
   readonly rejected: number;
@@ -62,6 +66,8 @@ export class ClusterEventForwarder {
   /** Batches the control plane refused for good (4xx): a complete list whose events one of them carried is not sent. */
   private refusedBatches = 0;
   private pump: Promise<void> | undefined;
+  /** Effects of delivered answers being applied, oldest first; each starts when the one before it has ended. */
+  private effects: Promise<void>[] = [];
   private wakeBatch: (() => void) | undefined;
   private readonly closing = new AbortController();
   private readonly delay: DelayFn;
@@ -119,9 +125,12 @@ export class ClusterEventForwarder {
     return { accepted: this.accepted, rejected: this.rejected, failedAttempts: this.failedAttempts, pending: this.pendingEvents };
   }
 
-  /** Resolves once everything enqueued so far has been delivered (or the forwarder closed). */
+  /** Resolves once everything enqueued so far has been delivered and its Effects applied (or the forwarder closed). */
   async idle(): Promise<void> {
-    while (this.pump !== undefined) await this.pump;
+    while (this.pump !== undefined || this.effects.length > 0) {
+      await this.pump;
+      await Promise.all(this.effects);
+    }
   }
 
   /** Stops retrying; undelivered events are dropped (the next relist re-sends the cluster's state). */
@@ -218,7 +227,7 @@ export class ClusterEventForwarder {
     if (typeof body?.viewSeq === 'number' && Number.isSafeInteger(body.viewSeq)) this.seq = Math.max(this.seq, body.viewSeq);
     const { effects, invalid } = splitEffects(res.body);
     if (invalid !== undefined) this.opts.logger.warn('ClusterEventsEffectsInvalid', { error: invalid });
-    if (effects.length > 0 && this.opts.onEffects) await this.opts.onEffects(effects);
+    if (effects.length > 0 && this.opts.onEffects) await this.applyInOrder(this.opts.onEffects, effects);
     const rejected = Array.isArray(body?.rejected) ? (body.rejected as { index?: unknown; error?: unknown }[]) : [];
     this.accepted += typeof body?.accepted === 'number' ? body.accepted : batch.length - rejected.length;
     this.rejected += rejected.length;
@@ -232,5 +241,22 @@ export class ClusterEventForwarder {
       });
     }
     return undefined;
+  }
+
+  /**
+   * Queues an answer's Effects behind the earlier answers' and returns once the pump may go on: at once, unless
+   * `EFFECTS_IN_FLIGHT` answers are still being applied (then when the oldest is done). A failure is the applier's
+   * to log (Effects are best effort); it does not stop the ones after it.
+   */
+  private async applyInOrder(apply: (effects: readonly Effect[]) => Promise<void>, effects: readonly Effect[]): Promise<void> {
+    const previous = this.effects[this.effects.length - 1] ?? Promise.resolve();
+    const applied: Promise<void> = previous
+      .then(() => apply(effects))
+      .catch((err: unknown) => this.opts.logger.warn('ClusterEventsEffectsFailed', { error: err instanceof Error ? err.message : String(err) }))
+      .finally(() => {
+        this.effects = this.effects.filter((p) => p !== applied);
+      });
+    this.effects.push(applied);
+    if (this.effects.length > EFFECTS_IN_FLIGHT) await this.effects[0];
   }
 }

@@ -1,0 +1,107 @@
+/**
+ * The forwarder's pump does not wait for Kubernetes writes: an answer's Effects are applied while the next batches
+ * go out, in answer order, and only a few answers' worth may be under way before the pump waits.
+ */
+import type { ControlPlaneClient, ControlPlaneResponse } from '../../../lib/relay/controlPlane';
+import type { Effect, PatchPodAnnotationsEffect } from '../../../lib/relay/effects';
+import { ClusterEventForwarder, type ClusterWatchEvent } from '../../../lib/relay/forwarder';
+import type { AppLogger } from '../../../lib/powertools';
+
+const silent: AppLogger = { debug: () => undefined, info: () => undefined, warn: () => undefined, error: () => undefined };
+
+const podEvent = (name: string): ClusterWatchEvent => ({ type: 'MODIFIED', object: { kind: 'Pod', metadata: { name, namespace: 'default', uid: `uid-${name}` } } });
+
+/** One Effect per answer, naming its batch. */
+function nudge(batch: number): PatchPodAnnotationsEffect {
+  return { kind: 'PatchPodAnnotations', namespace: 'default', name: `batch-${batch}`, uid: `uid-${batch}`, annotations: { 'hami.io/requeue': String(batch) } };
+}
+
+const batchOf = (effects: readonly Effect[]) => Number((effects[0] as PatchPodAnnotationsEffect).annotations['hami.io/requeue']);
+
+interface Harness {
+  readonly forwarder: ClusterEventForwarder;
+  /** Batches the control plane received, by their first pod's name. */
+  readonly sent: string[];
+  /** Effects applied so far, by the batch they came with, in the order they started. */
+  readonly started: number[];
+  /** Lets the Effects of the oldest started-and-unfinished answer finish. */
+  finishOldest(): void;
+}
+
+function harness(): Harness {
+  const sent: string[] = [];
+  const started: number[] = [];
+  const waiting: (() => void)[] = [];
+  const controlPlane: ControlPlaneClient = {
+    post: async (_path, body) => {
+      const events = (body as { events: ClusterWatchEvent[] }).events;
+      const batch = sent.length;
+      sent.push(String((events[0]?.object.metadata as { name: string }).name));
+      const answer = { accepted: events.length, rejected: [], viewSeq: batch + 1, effects: [nudge(batch)] };
+      return { status: 200, body: answer, text: JSON.stringify(answer) } satisfies ControlPlaneResponse;
+    },
+    get: async () => ({ status: 404, body: undefined, text: '' }),
+  };
+  const forwarder = new ClusterEventForwarder({
+    controlPlane,
+    logger: silent,
+    maxEvents: 1,
+    maxDelayMs: 0,
+    backoff: { initialMs: 1, maxMs: 1 },
+    requestTimeoutMs: 1000,
+    onEffects: (effects) =>
+      new Promise<void>((resolve) => {
+        started.push(batchOf(effects));
+        waiting.push(resolve);
+      }),
+  });
+  return { forwarder, sent, started, finishOldest: () => waiting.shift()?.() };
+}
+
+const settle = () => new Promise<void>((resolve) => setImmediate(resolve));
+async function settleAll(): Promise<void> {
+  for (let i = 0; i < 20; i++) await settle();
+}
+
+describe('relay forwarder: Effects do not hold the pump', () => {
+  it('sends the next batches while an answer’s Effects are applied, and applies answers’ Effects one after another', async () => {
+    const h = harness();
+    for (const name of ['a', 'b', 'c']) h.forwarder.enqueue(podEvent(name));
+    await settleAll();
+    // All three batches went out although the first answer's Effects have not finished...
+    expect(h.sent).toEqual(['a', 'b', 'c']);
+    // ...and the second answer's Effects wait for the first's.
+    expect(h.started).toEqual([0]);
+    h.finishOldest();
+    await settleAll();
+    expect(h.started).toEqual([0, 1]);
+    const idle = h.forwarder.idle();
+    let done = false;
+    void idle.then(() => (done = true));
+    h.finishOldest();
+    await settleAll();
+    // idle() waits for every answer's Effects, not only for delivery.
+    expect(done).toBe(false);
+    expect(h.started).toEqual([0, 1, 2]);
+    h.finishOldest();
+    await idle;
+    expect(h.forwarder.viewSeq).toBe(3);
+  });
+
+  it('waits for the oldest answer’s Effects once four answers’ are under way', async () => {
+    const h = harness();
+    for (const name of ['a', 'b', 'c', 'd', 'e', 'f']) h.forwarder.enqueue(podEvent(name));
+    await settleAll();
+    // The fifth answer would make five under way: the pump holds after sending it.
+    expect(h.sent).toEqual(['a', 'b', 'c', 'd', 'e']);
+    h.finishOldest();
+    await settleAll();
+    expect(h.sent).toEqual(['a', 'b', 'c', 'd', 'e', 'f']);
+    for (let i = 0; i < 5; i++) {
+      h.finishOldest();
+      await settleAll();
+    }
+    await h.forwarder.idle();
+    expect(h.started).toEqual([0, 1, 2, 3, 4, 5]);
+  });
+});
