@@ -2,7 +2,7 @@
  * Node outcomes carried from one decision to the next (ours; HAMi runs Fit on every candidate every time).
  *
  * What Fit records for a node depends only on the node's state and on the pod's plan (./plan.ts) without the
- * real-time check: its requests, container names, steering annotations and namespace quota view, under one engine
+ * real-time check: its requests, container names, steering annotations and namespace quota, under one engine
  * configuration. A caller that keeps node states as unchanged objects while their nodes do not change (the control
  * plane's warm view does) passes one memo to every decision; a pod whose plan matches an earlier one then gets that
  * decision's rows copied for every node whose state is the same object, and Fit runs only on the nodes that changed.
@@ -52,10 +52,15 @@ export class EvaluationMemo {
   }
 }
 
-/** The plan as a key; undefined when decisions on it cannot be reused (the real-time check reads the clock). */
+/**
+ * The plan as a key; undefined when decisions on it are not reused: the real-time check reads the clock, and a
+ * namespace quota with limits changes with every pod placed in the namespace (its decisions would only push the
+ * reusable ones out). A quota without limits does not enter Fit.
+ */
 export function planKey(plan: PodPlan): string | undefined {
-  if (plan.realtime !== undefined) return undefined;
-  return JSON.stringify([plan.containers.map((c) => [c.name, c.init, c.request ?? null]), plan.annotations, plan.namespaceQuota ?? null]);
+  const quota = plan.namespaceQuota;
+  if (plan.realtime !== undefined || (quota !== undefined && (quota.memLimit !== undefined || quota.coreLimit !== undefined))) return undefined;
+  return JSON.stringify([plan.containers.map((c) => [c.name, c.init, c.request ?? null]), plan.annotations]);
 }
 
 /** One decision's use of a memo: the rows it may copy, and what it leaves for the next decision on its plan. */

@@ -33,7 +33,7 @@ const annotationsArb = fc.constantFrom<Record<string, string>>(
   { 'nvidia.com/use-gputype': 'A100' },
   { 'hami.io/node-scheduler-policy': 'spread' },
 );
-const quotaArb: fc.Arbitrary<QuotaView | undefined> = fc.constantFrom(undefined, { memLimit: 6000, usedMem: 0, usedCores: 0 }, { memLimit: 30000, usedMem: 14000, usedCores: 0 });
+const quotaArb: fc.Arbitrary<QuotaView | undefined> = fc.constantFrom(undefined, { usedMem: 3000, usedCores: 0 }, { memLimit: 6000, usedMem: 0, usedCores: 0 }, { memLimit: 30000, usedMem: 14000, usedCores: 0 });
 /**
  * One pod: which containers, its annotations, the namespace's quota view then, and which nodes got a new state
  * before it (new usage, or the same usage in a new object).
@@ -100,13 +100,21 @@ describe('decisions reuse what they can of earlier ones, and decide the same', (
     expect([memo.copied, memo.evaluated]).toEqual([7, 13]);
   });
 
-  it('does not reuse decisions under the real-time check, which reads the clock', () => {
+  it('does not reuse decisions under the real-time check (it reads the clock) or a namespace quota with limits', () => {
     const states = [nodeState(0, { cards: [{ count: 4, devmem: 16000, devcore: 100, numa: 0, health: true }], kind: 'registered' }, [])];
     const memo = new EvaluationMemo();
     const cfg = config();
     const checked = pod([gpu(1, { 'nvidia.com/gpumem': 1000 })], { annotations: { 'hami.io/enable-realtime-check': 'true' } });
     decide({ ...input(checked, states, { config: cfg }), memo });
     decide({ ...input(checked, states, { config: cfg }), memo });
-    expect(memo.copied).toBe(0);
+    const limited = pod([gpu(1, { 'nvidia.com/gpumem': 1000 })]);
+    const quota = { memLimit: 4000, usedMem: 1000, usedCores: 0 };
+    decide({ ...input(limited, states, { config: cfg, quota }), memo });
+    decide({ ...input(limited, states, { config: cfg, quota }), memo });
+    expect([memo.copied, memo.evaluated]).toEqual([0, 0]);
+    // A quota without limits does not enter Fit: reused.
+    decide({ ...input(limited, states, { config: cfg, quota: { usedMem: 1000, usedCores: 0 } }), memo });
+    decide({ ...input(limited, states, { config: cfg, quota: { usedMem: 2000, usedCores: 0 } }), memo });
+    expect([memo.copied, memo.evaluated]).toEqual([1, 1]);
   });
 });
