@@ -4,25 +4,29 @@
  * What Fit records for a node depends only on the node's state and on the pod's plan (./plan.ts) without the
  * real-time check: its requests, container names, steering annotations and namespace quota, under one engine
  * configuration. A caller that keeps node states as unchanged objects while their nodes do not change (the control
- * plane's warm view does) passes one memo to every decision; a pod whose plan matches an earlier one then gets that
- * decision's rows copied for every node whose state is the same object, and Fit runs only on the nodes that changed.
- * A node state must not be mutated after a decision saw it. The decision and its evidence are exactly those of a
- * decision without the memo (test/unit/engine/reuse.test.ts checks it on random clusters).
+ * plane's warm view does) passes one memo to every decision. Per plan, the memo keeps each node's rows from the last
+ * decision that saw the node (not only the last decision: kube-scheduler asks about a moving window of nodes in
+ * large clusters); a pod of that plan gets them copied for every node whose state is still the same object, and
+ * Fit runs only on the nodes that changed or were never seen. A node state must not be mutated after a decision saw
+ * it. The decision and its evidence are exactly those of a decision without the memo (test/unit/engine/reuse.test.ts
+ * checks it on random clusters).
  */
 import type { DecisionTrace } from './evidence';
 import type { PodPlan } from './plan';
 import type { EngineConfig, NodeState } from './types';
 
-/** What Fit gave one node: its row in the remembered trace, and the outcome the decision lists. */
+/** What Fit gave one node: its row in a decision's trace, and the outcome the decision lists. */
 export interface RememberedNode {
   readonly row: number;
   readonly score: number;
   readonly reason: string | undefined;
 }
 
-export interface RememberedDecision {
+/** A node's rows for one plan: the state they were fitted on, the trace they are in, and the outcome. */
+interface RememberedRows {
+  readonly state: NodeState;
   readonly trace: DecisionTrace;
-  readonly nodes: ReadonlyMap<NodeState, RememberedNode>;
+  readonly outcome: RememberedNode;
 }
 
 /** Plans remembered at once: a few pod shapes (a deployment's, a job's) cover most of a burst. */
@@ -30,25 +34,23 @@ const REMEMBERED_PLANS = 8;
 
 export class EvaluationMemo {
   private config: EngineConfig | undefined;
-  private readonly decisions = new Map<string, RememberedDecision>();
+  /** Per plan, per node name; most recently used plan last. */
+  private readonly plans = new Map<string, Map<string, RememberedRows>>();
   /** Nodes whose rows were copied, and nodes Fit ran on, since the memo was made (for tests and measurement). */
   copied = 0;
   evaluated = 0;
 
-  /** The last decision for a pod of this plan under this configuration, if any. */
-  recall(plan: string, config: EngineConfig): RememberedDecision | undefined {
+  /** The rows kept for a plan under this configuration (empty for a plan not seen yet), now the most recently used. */
+  rowsOf(plan: string, config: EngineConfig): Map<string, RememberedRows> {
     if (config !== this.config) {
-      this.decisions.clear();
+      this.plans.clear();
       this.config = config;
     }
-    return this.decisions.get(plan);
-  }
-
-  remember(plan: string, decision: RememberedDecision): void {
-    // Most recently used last: the first one is the one to drop.
-    this.decisions.delete(plan);
-    this.decisions.set(plan, decision);
-    if (this.decisions.size > REMEMBERED_PLANS) this.decisions.delete(this.decisions.keys().next().value!);
+    const rows = this.plans.get(plan) ?? new Map<string, RememberedRows>();
+    this.plans.delete(plan);
+    this.plans.set(plan, rows);
+    if (this.plans.size > REMEMBERED_PLANS) this.plans.delete(this.plans.keys().next().value!);
+    return rows;
   }
 }
 
@@ -63,39 +65,42 @@ export function planKey(plan: PodPlan): string | undefined {
   return JSON.stringify([plan.containers.map((c) => [c.name, c.init, c.request ?? null]), plan.annotations]);
 }
 
-/** One decision's use of a memo: the rows it may copy, and what it leaves for the next decision on its plan. */
+/** One decision's use of a memo: the rows it may copy, and the rows it leaves for the next decisions on its plan. */
 export class MemoUse {
-  private readonly nodes = new Map<NodeState, RememberedNode>();
+  /** The nodes this decision saw, and what it recorded for each (in its own trace). */
+  private readonly states: NodeState[] = [];
+  private readonly outcomes: RememberedNode[] = [];
 
   private constructor(
     private readonly memo: EvaluationMemo,
-    private readonly key: string,
-    private readonly earlier: RememberedDecision | undefined,
+    private readonly rows: Map<string, RememberedRows>,
   ) {}
 
   /** Undefined without a memo, or when the plan cannot be reused. */
   static of(memo: EvaluationMemo | undefined, plan: PodPlan, config: EngineConfig): MemoUse | undefined {
     const key = memo === undefined ? undefined : planKey(plan);
-    return memo === undefined || key === undefined ? undefined : new MemoUse(memo, key, memo.recall(key, config));
+    return memo === undefined || key === undefined ? undefined : new MemoUse(memo, memo.rowsOf(key, config));
   }
 
-  /** The earlier decision's outcome for this very node state, its rows copied into `trace` (now its current node). */
+  /** The outcome kept for this very node state, its rows copied into `trace` (now its current node). */
   copy(state: NodeState, trace: DecisionTrace): RememberedNode | undefined {
-    const seen = this.earlier?.nodes.get(state);
-    if (this.earlier === undefined || seen === undefined) {
+    const kept = this.rows.get(state.name);
+    if (kept === undefined || kept.state !== state) {
       this.memo.evaluated += 1;
       return undefined;
     }
     this.memo.copied += 1;
-    return { row: trace.copyNode(this.earlier.trace, seen.row), score: seen.score, reason: seen.reason };
+    return { row: trace.copyNode(kept.trace, kept.outcome.row), score: kept.outcome.score, reason: kept.outcome.reason };
   }
 
+  /** What the decision recorded for a node, at `outcome.row` of its trace. */
   note(state: NodeState, outcome: RememberedNode): void {
-    this.nodes.set(state, outcome);
+    this.states.push(state);
+    this.outcomes.push(outcome);
   }
 
-  /** Every candidate noted: this decision is the one the next pod of its plan copies from. */
+  /** Every candidate noted: the nodes this decision saw now point at its trace (older traces go with their last rows). */
   finish(trace: DecisionTrace): void {
-    this.memo.remember(this.key, { trace, nodes: this.nodes });
+    this.states.forEach((state, i) => this.rows.set(state.name, { state, trace, outcome: this.outcomes[i]! }));
   }
 }

@@ -35,10 +35,11 @@ const annotationsArb = fc.constantFrom<Record<string, string>>(
 );
 const quotaArb: fc.Arbitrary<QuotaView | undefined> = fc.constantFrom(undefined, { usedMem: 3000, usedCores: 0 }, { memLimit: 6000, usedMem: 0, usedCores: 0 }, { memLimit: 30000, usedMem: 14000, usedCores: 0 });
 /**
- * One pod: which containers, its annotations, the namespace's quota view then, and which nodes got a new state
- * before it (new usage, or the same usage in a new object).
+ * One pod: which containers, its annotations, the namespace's quota view then, which nodes it is asked about (all, or
+ * a window as kube-scheduler sends in large clusters), and which nodes got a new state before it (new usage, or the
+ * same usage in a new object).
  */
-const stepArb = fc.record({ shape: fc.nat(), annotations: annotationsArb, quota: quotaArb, changed: fc.array(fc.record({ node: fc.nat(), usage: fc.array(usageArb, { maxLength: 4 }) }), { maxLength: 3 }) });
+const stepArb = fc.record({ shape: fc.nat(), annotations: annotationsArb, quota: quotaArb, window: fc.option(fc.record({ start: fc.nat(), length: fc.integer({ min: 1, max: 8 }) }), { nil: undefined }), changed: fc.array(fc.record({ node: fc.nat(), usage: fc.array(usageArb, { maxLength: 4 }) }), { maxLength: 3 }) });
 
 function nodeState(n: number, spec: { cards: CardSpec[]; kind: string }, usage: UsageSpec[]): NodeState {
   const devices: DeviceInfo[] = spec.cards.map((c, i) => ({ id: `GPU-${n}-${i}`, index: i, type: 'NVIDIA-T4', mode: 'hami-core', ...c }));
@@ -68,8 +69,10 @@ describe('decisions reuse what they can of earlier ones, and decide the same', (
           const shape = shapes[step.shape % shapes.length]!;
           const p = pod(shape.app, { init: shape.init, annotations: step.annotations });
           const { quota } = step;
-          const plain = decide(input(p, states, { config: cfg, ...(quota ? { quota } : {}) }));
-          const reused = decide({ ...input(p, states, { config: cfg, ...(quota ? { quota } : {}) }), memo });
+          const candidates = step.window === undefined ? undefined : Array.from({ length: step.window.length }, (_, i) => `node-${(step.window!.start + i) % states.length}`);
+          const extra = { config: cfg, ...(quota ? { quota } : {}), ...(candidates ? { candidates } : {}) };
+          const plain = decide(input(p, states, extra));
+          const reused = decide({ ...input(p, states, extra), memo });
           expect(observable(reused)).toEqual(observable(plain));
         }
       }),
@@ -98,6 +101,21 @@ describe('decisions reuse what they can of earlier ones, and decide the same', (
     expect([memo.copied, memo.evaluated]).toEqual([7, 9]);
     decide({ ...input(small, states, { config: config() }), memo });
     expect([memo.copied, memo.evaluated]).toEqual([7, 13]);
+  });
+
+  it('keeps each node’s rows from the last decision that saw it, so moving windows of candidates are reused too', () => {
+    const states = Array.from({ length: 6 }, (_, n) => nodeState(n, { cards: [{ count: 4, devmem: 16000, devcore: 100, numa: 0, health: true }], kind: 'registered' }, []));
+    const memo = new EvaluationMemo();
+    const cfg = config();
+    const small = pod([gpu(1, { 'nvidia.com/gpumem': 1000 })]);
+    const window = (...n: number[]) => ({ ...input(small, states, { config: cfg, candidates: n.map((i) => `node-${i}`) }), memo });
+    decide(window(0, 1, 2));
+    decide(window(3, 4, 5));
+    expect([memo.copied, memo.evaluated]).toEqual([0, 6]);
+    // Both earlier windows' rows are kept: a window across them copies all.
+    const across = decide(window(1, 2, 3, 4));
+    expect([memo.copied, memo.evaluated]).toEqual([4, 6]);
+    expect(across.kind === 'fit' && across.fitNodes.map((n) => n.name).sort()).toEqual(['node-1', 'node-2', 'node-3', 'node-4']);
   });
 
   it('does not reuse decisions under the real-time check (it reads the clock) or a namespace quota with limits', () => {
