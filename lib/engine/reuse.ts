@@ -22,35 +22,49 @@ export interface RememberedNode {
   readonly reason: string | undefined;
 }
 
-/** A node's rows for one plan: the state they were fitted on, the trace they are in, and the outcome. */
+/** A node's rows for one plan: the state they were fitted on, the trace they are in, the outcome, and when. */
 interface RememberedRows {
   readonly state: NodeState;
   readonly trace: DecisionTrace;
   readonly outcome: RememberedNode;
+  /** The plan's decision (its count) that recorded them. */
+  readonly decision: number;
+}
+
+/** What a plan keeps: its nodes' rows by node name, and how many decisions it has had. */
+interface RememberedPlan {
+  readonly rows: Map<string, RememberedRows>;
+  decisions: number;
 }
 
 /** Plans remembered at once: a few pod shapes (a deployment's, a job's) cover most of a burst. */
 const REMEMBERED_PLANS = 8;
+/**
+ * Rows not asked about in this many decisions of their plan are dropped (checked as often, so they go after 32 to
+ * 64): a node that left the cluster, or that kube-scheduler no longer sends, would otherwise keep an old decision's
+ * whole trace alive.
+ */
+const KEEP_DECISIONS = 32;
 
 export class EvaluationMemo {
   private config: EngineConfig | undefined;
-  /** Per plan, per node name; most recently used plan last. */
-  private readonly plans = new Map<string, Map<string, RememberedRows>>();
+  /** Per plan; most recently used plan last. */
+  private readonly plans = new Map<string, RememberedPlan>();
   /** Nodes whose rows were copied, and nodes Fit ran on, since the memo was made (for tests and measurement). */
   copied = 0;
   evaluated = 0;
 
-  /** The rows kept for a plan under this configuration (empty for a plan not seen yet), now the most recently used. */
-  rowsOf(plan: string, config: EngineConfig): Map<string, RememberedRows> {
+  /** What is kept for a plan under this configuration (nothing for a plan not seen yet), now the most recently used. */
+  planOf(key: string, config: EngineConfig): RememberedPlan {
     if (config !== this.config) {
       this.plans.clear();
       this.config = config;
     }
-    const rows = this.plans.get(plan) ?? new Map<string, RememberedRows>();
-    this.plans.delete(plan);
-    this.plans.set(plan, rows);
+    const plan = this.plans.get(key) ?? { rows: new Map<string, RememberedRows>(), decisions: 0 };
+    this.plans.delete(key);
+    this.plans.set(key, plan);
     if (this.plans.size > REMEMBERED_PLANS) this.plans.delete(this.plans.keys().next().value!);
-    return rows;
+    return plan;
   }
 }
 
@@ -73,18 +87,18 @@ export class MemoUse {
 
   private constructor(
     private readonly memo: EvaluationMemo,
-    private readonly rows: Map<string, RememberedRows>,
+    private readonly plan: RememberedPlan,
   ) {}
 
   /** Undefined without a memo, or when the plan cannot be reused. */
   static of(memo: EvaluationMemo | undefined, plan: PodPlan, config: EngineConfig): MemoUse | undefined {
     const key = memo === undefined ? undefined : planKey(plan);
-    return memo === undefined || key === undefined ? undefined : new MemoUse(memo, memo.rowsOf(key, config));
+    return memo === undefined || key === undefined ? undefined : new MemoUse(memo, memo.planOf(key, config));
   }
 
   /** The outcome kept for this very node state, its rows copied into `trace` (now its current node). */
   copy(state: NodeState, trace: DecisionTrace): RememberedNode | undefined {
-    const kept = this.rows.get(state.name);
+    const kept = this.plan.rows.get(state.name);
     if (kept === undefined || kept.state !== state) {
       this.memo.evaluated += 1;
       return undefined;
@@ -101,6 +115,10 @@ export class MemoUse {
 
   /** Every candidate noted: the nodes this decision saw now point at its trace (older traces go with their last rows). */
   finish(trace: DecisionTrace): void {
-    this.states.forEach((state, i) => this.rows.set(state.name, { state, trace, outcome: this.outcomes[i]! }));
+    const { rows } = this.plan;
+    const decision = ++this.plan.decisions;
+    this.states.forEach((state, i) => rows.set(state.name, { state, trace, outcome: this.outcomes[i]!, decision }));
+    if (decision % KEEP_DECISIONS !== 0) return;
+    for (const [name, kept] of rows) if (kept.decision <= decision - KEEP_DECISIONS) rows.delete(name);
   }
 }

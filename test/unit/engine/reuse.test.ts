@@ -118,6 +118,23 @@ describe('decisions reuse what they can of earlier ones, and decide the same', (
     expect(across.kind === 'fit' && across.fitNodes.map((n) => n.name).sort()).toEqual(['node-1', 'node-2', 'node-3', 'node-4']);
   });
 
+  it('drops the rows of a node that no decision of its plan asked about for 32 to 64 decisions (gone, or no longer sent)', () => {
+    const states = Array.from({ length: 2 }, (_, n) => nodeState(n, { cards: [{ count: 4, devmem: 16000, devcore: 100, numa: 0, health: true }], kind: 'registered' }, []));
+    const memo = new EvaluationMemo();
+    const cfg = config();
+    const small = pod([gpu(1, { 'nvidia.com/gpumem': 1000 })]);
+    const on = (...n: number[]) => decide({ ...input(small, states, { config: cfg, candidates: n.map((i) => `node-${i}`) }), memo });
+    on(0, 1);
+    for (let i = 0; i < 30; i++) on(1);
+    // 31 decisions later node-0's rows are still there...
+    on(0);
+    expect([memo.copied, memo.evaluated]).toEqual([31, 2]);
+    for (let i = 0; i < 64; i++) on(1);
+    // ...64 more without it, and they are gone: node-0 is fitted again, though its state did not change.
+    on(0);
+    expect([memo.copied, memo.evaluated]).toEqual([95, 3]);
+  });
+
   it('does not reuse decisions under the real-time check (it reads the clock) or a namespace quota with limits', () => {
     const states = [nodeState(0, { cards: [{ count: 4, devmem: 16000, devcore: 100, numa: 0, health: true }], kind: 'registered' }, [])];
     const memo = new EvaluationMemo();
