@@ -2,8 +2,8 @@
  * Node outcomes carried from one decision to the next (ours; HAMi runs Fit on every candidate every time).
  *
  * What Fit records for a node depends only on the node's state and on the pod's plan (./plan.ts) without the
- * real-time check: its requests, container names, steering annotations and namespace quota, under one engine
- * configuration. A caller that keeps node states as unchanged objects while their nodes do not change (the control
+ * real-time check: its requests, container names, the annotations the engine reads, and the namespace quota, under
+ * one engine configuration. A caller that keeps node states as unchanged objects while their nodes do not change (the control
  * plane's warm view does) passes one memo to every decision. Per plan, the memo keeps each node's rows from the last
  * decision that saw the node (not only the last decision: kube-scheduler asks about a moving window of nodes in
  * large clusters); a pod of that plan gets them copied for every node whose state is still the same object, and
@@ -69,6 +69,20 @@ export class EvaluationMemo {
 }
 
 /**
+ * The domains of every pod annotation planning and Fit read (./podAnnotations.ts and the device kinds'). The plan's
+ * key keeps only these, so pods that differ in other annotations (an Indexed Job's completion index, a workflow
+ * step's name) share a plan. The engine's tests build pods whose other annotations cannot be read
+ * (test/unit/engine/fixtures.ts): a device kind that reads another domain must be added here.
+ */
+export const ENGINE_ANNOTATION_DOMAINS: ReadonlySet<string> = new Set(['hami.io', 'nvidia.com', 'aws.amazon.com']);
+
+/** Whether the engine may read this pod annotation (see ENGINE_ANNOTATION_DOMAINS). */
+export function isEngineAnnotation(key: string): boolean {
+  const slash = key.indexOf('/');
+  return slash > 0 && ENGINE_ANNOTATION_DOMAINS.has(key.slice(0, slash));
+}
+
+/**
  * The plan as a key; undefined when decisions on it are not reused: the real-time check reads the clock, and a
  * namespace quota with limits changes with every pod placed in the namespace (its decisions would only push the
  * reusable ones out). A quota without limits does not enter Fit.
@@ -76,7 +90,12 @@ export class EvaluationMemo {
 export function planKey(plan: PodPlan): string | undefined {
   const quota = plan.namespaceQuota;
   if (plan.realtime !== undefined || (quota !== undefined && (quota.memLimit !== undefined || quota.coreLimit !== undefined))) return undefined;
-  return JSON.stringify([plan.containers.map((c) => [c.name, c.init, c.request ?? null]), plan.annotations]);
+  // Keys first, values of the engine's only: reading the others would be depending on them.
+  const annotations = Object.keys(plan.annotations)
+    .filter(isEngineAnnotation)
+    .sort()
+    .map((key) => [key, plan.annotations[key]]);
+  return JSON.stringify([plan.containers.map((c) => [c.name, c.init, c.request ?? null]), annotations]);
 }
 
 /** One decision's use of a memo: the rows it may copy, and the rows it leaves for the next decisions on its plan. */

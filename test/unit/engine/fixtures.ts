@@ -1,5 +1,6 @@
 /** Fresh fixtures for engine tests: every call builds new objects. */
 import fc from 'fast-check';
+import { isEngineAnnotation } from '../../../lib/engine/reuse';
 import { defaultEngineConfig } from '../../../lib/engine/types';
 import type { DecideInput, DeviceInfo, DeviceUsage, EngineConfig, NodeState, PodLike, QuotaView, RealtimeReport } from '../../../lib/engine/types';
 
@@ -53,9 +54,24 @@ export interface PodOptions {
 }
 
 /** A pod whose app containers have the given limits (`{}` = no GPU). */
+/**
+ * A pod's annotations that the engine may read only within ENGINE_ANNOTATION_DOMAINS: the decision memo keys plans
+ * by those alone (lib/engine/reuse.ts), so a read of any other annotation fails the test that made it.
+ */
+export function engineReadable(annotations: Record<string, string>): Record<string, string> {
+  return new Proxy(annotations, {
+    get(target, key, receiver) {
+      if (typeof key === 'string' && !isEngineAnnotation(key) && !Object.prototype.hasOwnProperty.call(Object.prototype, key)) {
+        throw new Error(`the engine read pod annotation "${key}", outside ENGINE_ANNOTATION_DOMAINS (lib/engine/reuse.ts)`);
+      }
+      return Reflect.get(target, key, receiver) as unknown;
+    },
+  });
+}
+
 export function pod(app: Limits[], options: PodOptions = {}): PodLike {
   return {
-    metadata: { name: 'p', namespace: options.namespace ?? 'default', uid: 'uid-1', annotations: options.annotations ?? {} },
+    metadata: { name: 'p', namespace: options.namespace ?? 'default', uid: 'uid-1', annotations: engineReadable(options.annotations ?? {}) },
     spec: {
       initContainers: (options.init ?? []).map((limits, i) => ({ name: `init${i}`, resources: { limits } })),
       containers: app.map((limits, i) => ({ name: `c${i}`, resources: { limits } })),

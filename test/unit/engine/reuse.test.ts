@@ -26,13 +26,19 @@ const containerArb: fc.Arbitrary<Limits> = fc.record(
   { requiredKeys: ['nvidia.com/gpu'] },
 );
 const shapeArb = fc.record({ app: fc.array(containerArb, { minLength: 1, maxLength: 2 }), init: fc.array(containerArb, { maxLength: 1 }) });
-const annotationsArb = fc.constantFrom<Record<string, string>>(
-  {},
-  { 'hami.io/gpu-scheduler-policy': 'spread' },
-  { 'hami.io/gpu-scheduler-policy': 'numa' },
-  { 'nvidia.com/use-gputype': 'A100' },
-  { 'hami.io/node-scheduler-policy': 'spread' },
-);
+const annotationsArb = fc
+  .tuple(
+    fc.constantFrom<Record<string, string>>(
+      {},
+      { 'hami.io/gpu-scheduler-policy': 'spread' },
+      { 'hami.io/gpu-scheduler-policy': 'numa' },
+      { 'nvidia.com/use-gputype': 'A100' },
+      { 'hami.io/node-scheduler-policy': 'spread' },
+    ),
+    // Annotations the engine does not read: pods that differ only in these share a plan.
+    fc.option(fc.constantFrom('0', '1', '2'), { nil: undefined }),
+  )
+  .map(([engine, index]) => ({ ...(index !== undefined ? { 'batch.kubernetes.io/job-completion-index': index } : {}), ...engine }));
 const quotaArb: fc.Arbitrary<QuotaView | undefined> = fc.constantFrom(undefined, { usedMem: 3000, usedCores: 0 }, { memLimit: 6000, usedMem: 0, usedCores: 0 }, { memLimit: 30000, usedMem: 14000, usedCores: 0 });
 /**
  * One pod: which containers, its annotations, the namespace's quota view then, which nodes it is asked about (all, or
