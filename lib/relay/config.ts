@@ -52,6 +52,8 @@ const envSchema = z
      */
     RELAY_USER_TLS: z.enum(['self-managed', 'files', 'off'], { message: 'must be self-managed, files or off (off: plain HTTP, for local runs and tests)' }),
     RELAY_USER_CERT_DIR: z.string().trim().min(1).default('/tls'),
+    /** How long the user port reuses a TokenReview or SubjectAccessReview answer (lib/relay/reviewCache.ts); 0: never. */
+    RELAY_REVIEW_CACHE_SECONDS: intFromEnv(10, 0, 300),
     HAMI_CONTROL_PLANE_URL: z.url({ protocol: /^https?$/, error: 'must be an http(s) URL, e.g. https://abc.execute-api.eu-west-1.amazonaws.com' }),
     HAMI_CONTROL_PLANE_AUTH: z.enum(['iam', 'token', 'none']).optional(),
     HAMI_API_TOKEN: optionalText,
@@ -172,7 +174,7 @@ export interface RelayConfig {
     readonly clientName: string;
     readonly clientSecretName: string;
   };
-  readonly user: { readonly tls: 'self-managed' | 'files' | 'off'; readonly certDir: string };
+  readonly user: { readonly tls: 'self-managed' | 'files' | 'off'; readonly certDir: string; readonly reviewCacheMs: number };
   readonly webhook: {
     readonly tls: 'self-managed' | 'files' | 'off';
     readonly port: number;
@@ -244,7 +246,7 @@ export function loadRelayConfig(env: NodeJS.ProcessEnv = process.env): RelayConf
     backoff: { initialMs: e.RELAY_BACKOFF_INITIAL_MS, maxMs: e.RELAY_BACKOFF_MAX_MS },
     nudge: { perSecond: e.RELAY_NUDGE_PER_SECOND, windowMs: e.RELAY_NUDGE_WINDOW_SECONDS * 1000 },
     extender: { tls: e.RELAY_EXTENDER_TLS, certDir: e.RELAY_EXTENDER_CERT_DIR, clientName: e.RELAY_EXTENDER_CLIENT_NAME, clientSecretName: e.RELAY_EXTENDER_CLIENT_SECRET },
-    user: { tls: e.RELAY_USER_TLS, certDir: e.RELAY_USER_CERT_DIR },
+    user: { tls: e.RELAY_USER_TLS, certDir: e.RELAY_USER_CERT_DIR, reviewCacheMs: e.RELAY_REVIEW_CACHE_SECONDS * 1000 },
     webhook: {
       tls: e.RELAY_WEBHOOK_TLS,
       port: e.RELAY_WEBHOOK_PORT,

@@ -19,6 +19,7 @@ import { applyEffects } from './effects';
 import { createKubeWriter, createNudgePatcher, statusMessage } from './kubeWriter';
 import { Nudger } from './nudger';
 import { ControlPlaneReachability } from './reachability';
+import { cachingReviews } from './reviewCache';
 import { closeServer, createRelayServer, listen, relayHandler } from './server';
 import { coalesced, startTlsListener, type RunningTlsListener } from './tls/listener';
 import { SelfManagedWebhookTls, defaultValidity } from './tls/webhookCertificates';
@@ -155,7 +156,10 @@ export async function startRelay(opts: StartRelayOptions): Promise<RunningRelay>
       ...(opts.extenderDelay ? { delay: opts.extenderDelay } : {}),
     },
     controlPlane,
-    reviews: { authn: kubeConfig.makeApiClient(AuthenticationV1Api), authz: kubeConfig.makeApiClient(AuthorizationV1Api) },
+    reviews: cachingReviews(
+      { authn: kubeConfig.makeApiClient(AuthenticationV1Api), authz: kubeConfig.makeApiClient(AuthorizationV1Api) },
+      { ttlMs: config.user.reviewCacheMs, now: () => now().getTime() },
+    ),
     logger,
     watcherSynced: () => watcher.status().synced,
     probeTimeoutMs: 2_000,

@@ -112,6 +112,16 @@ describe('scheduler-log listings on the user port', () => {
     expect(namespaces).toEqual(['*', 'team-a', 'team-b']);
   });
 
+  it('reuses the reviews of a user who asks again within seconds (the console polls): one TokenReview, one review per question', async () => {
+    const reviews = () => kube.requests.filter((r) => r.path.endsWith('/tokenreviews') || r.path.endsWith('/subjectaccessreviews')).length;
+    await get('/api/v1/schedulerlogs?limit=3', bearer(ALICE));
+    // A TokenReview, the cluster scope, then team-a and team-b.
+    expect(reviews()).toBe(4);
+    const again = await get('/api/v1/schedulerlogs?limit=3', bearer(ALICE));
+    expect(again.body).toMatchObject({ items: [summary('team-a', 'a1'), summary('team-a', 'a2')] });
+    expect(reviews()).toBe(4);
+  });
+
   it('gives a user without any rights an empty page, and no one without a token anything', async () => {
     expect((await get('/api/v1/schedulerlogs', bearer(NOBODY))).body.items).toEqual([]);
     expect((await get('/api/v1/schedulerlogs')).status).toBe(401);

@@ -31,7 +31,8 @@ describe('loadRelayConfig', () => {
         controlPlane: { url: 'http://127.0.0.1:8080', auth: 'token', token: 'secret-token' },
         nudge: { perSecond: 10, windowMs: 30_000 },
         extender: { tls: 'off', certDir: '/tls', clientName: 'hami-scheduler', clientSecretName: 'hami-scheduler-extender-tls' },
-        user: { tls: 'off', certDir: '/tls' },
+        // kube-apiserver's delegating authentication and authorization keep answers 10 s too.
+        user: { tls: 'off', certDir: '/tls', reviewCacheMs: 10_000 },
       }),
     );
   });
@@ -45,7 +46,9 @@ describe('loadRelayConfig', () => {
   it("makes the user port's transport an explicit choice too: HTTPS from the webhook's machinery, plain HTTP only when asked for", () => {
     expect(() => loadConfigFrom({ HAMI_CONTROL_PLANE_URL: 'http://127.0.0.1:8080/', RELAY_EXTENDER_TLS: 'off' })).toThrow(/RELAY_USER_TLS: must be self-managed, files or off/);
     expect(() => loadConfigFrom({ HAMI_CONTROL_PLANE_URL: 'http://127.0.0.1:8080/', RELAY_EXTENDER_TLS: 'off', RELAY_USER_TLS: 'self-managed' })).toThrow(/POD_NAMESPACE/);
-    expect(loadConfigFrom({ HAMI_CONTROL_PLANE_URL: 'http://127.0.0.1:8080/', RELAY_EXTENDER_TLS: 'off', RELAY_USER_TLS: 'files', RELAY_USER_CERT_DIR: '/certs' }).user).toEqual({ tls: 'files', certDir: '/certs' });
+    expect(loadConfigFrom({ HAMI_CONTROL_PLANE_URL: 'http://127.0.0.1:8080/', RELAY_EXTENDER_TLS: 'off', RELAY_USER_TLS: 'files', RELAY_USER_CERT_DIR: '/certs' }).user).toEqual({ tls: 'files', certDir: '/certs', reviewCacheMs: 10_000 });
+    expect(loadConfigFrom({ HAMI_CONTROL_PLANE_URL: 'http://127.0.0.1:8080/', RELAY_EXTENDER_TLS: 'off', RELAY_USER_TLS: 'off', RELAY_REVIEW_CACHE_SECONDS: '0' }).user.reviewCacheMs).toBe(0);
+    expect(() => loadConfigFrom({ HAMI_CONTROL_PLANE_URL: 'http://127.0.0.1:8080/', RELAY_EXTENDER_TLS: 'off', RELAY_USER_TLS: 'off', RELAY_REVIEW_CACHE_SECONDS: '301' })).toThrow(/RELAY_REVIEW_CACHE_SECONDS/);
   });
 
   it('reports every problem at once, naming each variable', () => {
