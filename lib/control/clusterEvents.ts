@@ -108,7 +108,21 @@ const completeList = z.object({
 });
 export type CompleteList = z.infer<typeof completeList>;
 
-export const clusterEventsBody = z.object({ events: z.array(z.unknown()).max(5000), complete: z.array(completeList).max(3).optional() });
+export const clusterEventsBody = z.object({
+  events: z.array(z.unknown()).max(5000),
+  complete: z.array(completeList).max(3).optional(),
+  /** The relay sends this batch again after an answer it could not use (a 503, a timeout): see `IngestOptions`. */
+  resend: z.boolean().optional(),
+});
+
+export interface IngestOptions {
+  /**
+   * The batch was sent before and its answer was lost. Its writes may have landed then, so a resend finds nothing
+   * to change and would notice nothing: a changed scheduler-owned annotation it finds recorded for this very event
+   * is reported again (a Warning twice beats none; Kubernetes counts repeats of one event).
+   */
+  readonly resend?: boolean;
+}
 
 export interface ClusterEventsAnswer {
   readonly accepted: number;
@@ -142,7 +156,7 @@ const MAX_WRITE_ROUNDS = 24;
 /** Writes of one batch in flight at once (nodes, namespaces' quotas, locks): each is its own item. */
 const PARALLEL_WRITES = 16;
 
-export async function ingestClusterEvents(deps: ControlDeps, events: readonly unknown[], complete: readonly CompleteList[] = []): Promise<ClusterEventsAnswer> {
+export async function ingestClusterEvents(deps: ControlDeps, events: readonly unknown[], complete: readonly CompleteList[] = [], options: IngestOptions = {}): Promise<ClusterEventsAnswer> {
   const rejected: { index: number; error: string }[] = [];
   const valid: { index: number; event: WatchEvent }[] = [];
   events.forEach((raw, index) => {
@@ -183,7 +197,7 @@ export async function ingestClusterEvents(deps: ControlDeps, events: readonly un
         continue;
       }
       for (const uid of uids) {
-        const planned = planPod(deps, event.type, object, uid);
+        const planned = planPod(deps, event.type, object, uid, options.resend === true);
         if ('error' in planned) {
           rejected.push({ index, error: planned.error });
           break;
@@ -206,12 +220,12 @@ export async function ingestClusterEvents(deps: ControlDeps, events: readonly un
   await forEachAtMost([...changes], PARALLEL_WRITES, async ([node, planned]) => {
     try {
       const outcome = await writeNode(deps, node, current.get(node), planned);
-      if (!outcome) {
+      notices.push(...outcome.notices);
+      if (!outcome.node) {
         if (present.has(node) && current.get(node)?.deleted === false) created.push(node);
         return;
       }
       written[node] = outcome.node.version;
-      notices.push(...outcome.notices);
       deps.view.accept(outcome.node);
       // New, or back after a deletion (its item stayed, marked deleted): listed again.
       if (!outcome.node.deleted && (current.get(node)?.deleted ?? true)) created.push(node);
@@ -362,14 +376,15 @@ async function writeNode(
   name: string,
   known: NodeLedger | undefined,
   planned: readonly PlannedChange[],
-): Promise<{ node: NodeLedger; notices: Notice[] } | undefined> {
+): Promise<{ node?: NodeLedger; notices: Notice[] }> {
   let current = known;
   for (let round = 0; round < MAX_WRITE_ROUNDS; round++) {
     const nowMs = deps.runtime.clock.now();
     const notices: Notice[] = [];
     let next: NodeLedger | undefined;
     for (const { change } of planned) next = change(next ?? current, nowMs, notices) ?? next;
-    if (!next) return undefined;
+    // Nothing to write; a resend may still notice what this event changed before.
+    if (!next) return { notices };
     const replacements = current ? bookingOnlyChanges(current, next, nowMs) : undefined;
     if (current && replacements) {
       let latest: NodeLedger | undefined;
@@ -473,7 +488,7 @@ interface PodPlan {
 }
 
 /** Which nodes a pod event changes, and how. */
-function planPod(deps: ControlDeps, type: WatchEvent['type'], pod: PodObject, uid: string): PodPlan | { error: string } {
+function planPod(deps: ControlDeps, type: WatchEvent['type'], pod: PodObject, uid: string, resend: boolean): PodPlan | { error: string } {
   const annotations = pod.metadata.annotations ?? {};
   const named = annotations[PodAnnotation.VgpuNode];
   // The annotation becomes a node key: a value no node can have names none (and must not reach the store).
@@ -553,10 +568,11 @@ function planPod(deps: ControlDeps, type: WatchEvent['type'], pod: PodObject, ui
       const { resourceVersion: _rv, bindPhase: _bp, terminating: _t, ...kept } = held;
       booking = { ...kept, ...facts };
       const seen = fingerprint(allocated);
+      const notice: Notice = { kind: 'annotationsChanged', pod: ref, node: base.name, annotation: allocation.annotation, decided: held.devices ?? '', seen: allocated };
       if (held.disputed !== seen) {
-        notices.push({ kind: 'annotationsChanged', pod: ref, node: base.name, annotation: allocation.annotation, decided: held.devices ?? '', seen: allocated });
+        notices.push(notice);
         booking = { ...booking, disputed: seen };
-      }
+      } else if (resend && rv !== undefined && held.resourceVersion === rv) notices.push(notice);
     }
     if (held && sameJson(held, booking)) return undefined;
     return { ...base, bookings: { ...base.bookings, [uid]: booking }, unreadable: withoutBookingPart(base, uid) };

@@ -188,7 +188,7 @@ export const clusterEventsRoute: Route = {
   path: '/cluster/events',
   async handle(deps, req) {
     const body = check(clusterEventsBody, parseExtenderBody(req.body), 'cluster events');
-    const { effects, ...answer } = await ingestClusterEvents(deps, body.events, body.complete ?? []);
+    const { effects, ...answer } = await ingestClusterEvents(deps, body.events, body.complete ?? [], { resend: body.resend === true });
     return json(200, { ...answer, Effects: effects });
   },
 };

@@ -188,7 +188,7 @@ export class ClusterEventForwarder {
     }
     if (batch.length === 0 && complete === undefined) return;
     for (let attempt = 0; !signal.aborted; attempt++) {
-      const failure = await this.send(batch, complete);
+      const failure = await this.send(batch, complete, attempt > 0);
       if (failure === undefined) return;
       this.failedAttempts++;
       const wait = backoffMs(attempt, this.opts.backoff.initialMs, this.opts.backoff.maxMs);
@@ -197,11 +197,14 @@ export class ClusterEventForwarder {
     }
   }
 
-  /** Returns undefined when the batch is done with (delivered, or refused for good), else the retryable error. */
-  private async send(batch: ClusterWatchEvent[], complete: CompleteList | undefined): Promise<string | undefined> {
+  /**
+   * Returns undefined when the batch is done with (delivered, or refused for good), else the retryable error. A
+   * batch sent again says so (`resend`): its first answer was lost, and with it what that answer reported.
+   */
+  private async send(batch: ClusterWatchEvent[], complete: CompleteList | undefined, resend: boolean): Promise<string | undefined> {
     let res;
     try {
-      const body = { events: batch, ...(complete !== undefined ? { complete: [complete] } : {}) };
+      const body = { events: batch, ...(complete !== undefined ? { complete: [complete] } : {}), ...(resend ? { resend: true } : {}) };
       res = await this.opts.controlPlane.post('/cluster/events', body, { timeoutMs: this.opts.requestTimeoutMs });
     } catch (err) {
       const error = err instanceof Error ? err.message : String(err);

@@ -187,7 +187,7 @@ describe('cluster events: containment, journal and directory', () => {
     expect(await w.store.readDirectory()).toEqual(['n1', 'n2']);
   });
 
-  it('logs an annotation change its batch wrote even when the batch must be sent again (the resend notices nothing)', async () => {
+  it('answers the Warning of an annotation change again when the relay resends the batch whose answer was lost, and only then', async () => {
     const { w, env } = await withNode();
     const pod = gpuPod('p', [{ name: 'c', gpu: 1, mem: 12000 }]);
     const annotations = await place(env, pod, ['n1']);
@@ -200,7 +200,20 @@ describe('cluster events: containment, journal and directory', () => {
     const failing = w.environment();
     const edited = modified(forwardedPod(pod, { ...annotations, 'hami.io/vgpu-devices-allocated': 'GPU-n1-0,NVIDIA,1,0:;' }, { rv: '3' }));
     await expect(ingestClusterEvents(failing.deps, [edited, added(node('n2'))])).rejects.toThrow(StoreUnavailableError);
+    // The change was written and logged; its Warning went down with the 503.
     expect(failing.lines.find((l) => l.message === 'SchedulerAnnotationsChanged')?.fields).toMatchObject({ pod: 'default/p', node: 'n1', seen: 'GPU-n1-0,NVIDIA,1,0:;' });
+    w.store.putNode = putNode;
+    const warning = expect.objectContaining({ kind: 'RecordEvent', type: 'Warning', reason: 'SchedulerAnnotationsChanged', name: 'p' });
+    // The relay's resend (to a store that works again) finds the change recorded for this very event: the Warning
+    // is answered now.
+    const relay = w.environment();
+    const resent = await ingestClusterEvents(relay.deps, [edited, added(node('n2'))], [], { resend: true });
+    expect(resent.rejected).toEqual([]);
+    expect(resent.effects).toEqual([warning]);
+    // The same event replayed by a re-list (not a resend) repeats nothing, and a later event of the pod neither.
+    expect((await ingestClusterEvents(relay.deps, [edited])).effects).toEqual([]);
+    const later = modified(forwardedPod(pod, { ...annotations, 'hami.io/vgpu-devices-allocated': 'GPU-n1-0,NVIDIA,1,0:;' }, { rv: '4', phase: 'Running' }));
+    expect((await ingestClusterEvents(relay.deps, [later], [], { resend: true })).effects).toEqual([]);
   });
 
   it('rejects only the pod event whose hami.io/vgpu-node is no node name, and stores nothing under it', async () => {

@@ -1,6 +1,7 @@
 /**
  * The forwarder's pump does not wait for Kubernetes writes: an answer's Effects are applied while the next batches
- * go out, in answer order, and only a few answers' worth may be under way before the pump waits.
+ * go out, in answer order, and only a few answers' worth may be under way before the pump waits. A batch sent again
+ * says so.
  */
 import type { ControlPlaneClient, ControlPlaneResponse } from '../../../lib/relay/controlPlane';
 import type { Effect, PatchPodAnnotationsEffect } from '../../../lib/relay/effects';
@@ -103,5 +104,30 @@ describe('relay forwarder: Effects do not hold the pump', () => {
     }
     await h.forwarder.idle();
     expect(h.started).toEqual([0, 1, 2, 3, 4, 5]);
+  });
+});
+
+describe('relay forwarder: a batch sent again', () => {
+  it('marks the resend of a batch whose answer was lost, and only the resend', async () => {
+    const bodies: Record<string, unknown>[] = [];
+    const controlPlane: ControlPlaneClient = {
+      post: async (_path, body) => {
+        bodies.push(body as Record<string, unknown>);
+        if (bodies.length === 1) return { status: 503, body: undefined, text: 'throttled' };
+        const answer = { accepted: 1, rejected: [], viewSeq: bodies.length };
+        return { status: 200, body: answer, text: JSON.stringify(answer) };
+      },
+      get: async () => ({ status: 404, body: undefined, text: '' }),
+    };
+    const forwarder = new ClusterEventForwarder({ controlPlane, logger: silent, maxEvents: 1, maxDelayMs: 0, backoff: { initialMs: 1, maxMs: 1 }, requestTimeoutMs: 1000, delay: async () => undefined });
+    forwarder.enqueue(podEvent('a'));
+    await forwarder.idle();
+    forwarder.enqueue(podEvent('b'));
+    await forwarder.idle();
+    expect(bodies.map((b) => [((b.events as ClusterWatchEvent[])[0]?.object.metadata as { name: string }).name, b.resend])).toEqual([
+      ['a', undefined],
+      ['a', true],
+      ['b', undefined],
+    ]);
   });
 });
