@@ -4,8 +4,8 @@
  * touch (read once per batch, written once per node, in parallel), and the batch's changes are announced in
  * the change journal so warm views catch up. One object never fails the batch: a node that cannot be written
  * rejects only the events that touched it; one that cannot be written for now (contention, throttling) lets the
- * rest land and be journaled, and the batch is answered 503 so the relay sends it again. Idempotent and order-tolerant: an older resourceVersion never
- * overwrites a newer one, deleted pods stay deleted.
+ * rest land and be journaled, and the batch is answered 503 so the relay sends it again. Idempotent and
+ * order-tolerant: an older resourceVersion never overwrites a newer one, deleted pods stay deleted.
  *
  * Bookings belong to the scheduler (docs/state.md): what a pod holds is what the filter decided; a later
  * change of its scheduler-owned annotations never changes what the ledger counts. It is logged and reported
@@ -272,7 +272,7 @@ export async function ingestClusterEvents(deps: ControlDeps, events: readonly un
     Object.keys(written).length + namespaces.length + lockChanged.length > 0
       ? await deps.ledger.appendJournal({ atMs: deps.runtime.clock.now(), nodes: written, namespaces: [...new Set(namespaces)], ...(lockChanged.length > 0 ? { locks: lockChanged } : {}) })
       : undefined;
-  // Logged now: a resend finds these changes applied and notices nothing, so a 503 keeps only the log line.
+  // Logged now, even when the batch is answered 503: its resend (marked `resend`) answers the Warnings again.
   const noticeEffects = notices.flatMap((n) => reportNotice(deps, n));
   // What was written is listed and journaled; the relay sends the batch again for the rest (applying it twice changes nothing).
   if (retryLater !== undefined) throw retryLater;

@@ -64,8 +64,8 @@ const PARALLEL_INDEPENDENT_EFFECTS = 8;
 /**
  * Applies effects in order. Stops at the first failed patch or binding and returns its text; a failed
  * event is logged and skipped. `independent`: the effects are unrelated (the answers to /cluster/events carry
- * warnings, nudges, a lock mirror), so they are applied side by side, each tried whatever failed, and the first
- * failure is returned.
+ * Warning events and nudges), so they are applied side by side, each tried whatever failed, and the first failure
+ * is returned.
  */
 export async function applyEffects(effects: readonly Effect[], writer: ClusterWriter, logger: AppLogger, opts: { readonly independent?: boolean } = {}): Promise<ApplyOutcome> {
   if (opts.independent) {

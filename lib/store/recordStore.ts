@@ -287,8 +287,8 @@ function summaryPk(shard: number): string {
 /** How an attempt's `rec` is compressed; an attempt without `enc` was written gzip'd, before this. */
 export const RECORD_ENCODING = 'br';
 // Quality 4: a record is written on every decision (on the filter's critical path) and read rarely. At 1,000 nodes
-// it compresses the 137 KB of JSON to 3.7 KB in the time gzip's fastest level took for 11.6 KB (0.3 ms), so the
-// store parses and bills a third of the bytes (docs/state.md).
+// it comes to about 3.5 KB, a third of what gzip's fastest level gave, for the same CPU, so the store parses and
+// bills a third of the bytes (docs/state.md).
 const BROTLI = { params: { [constants.BROTLI_PARAM_QUALITY]: 4, [constants.BROTLI_PARAM_MODE]: constants.BROTLI_MODE_TEXT } };
 
 /** Brotli-compressed JSON; when even that is too large, per-card evidence is dropped (containers and reasons stay). */
