@@ -244,7 +244,12 @@ export async function ingestClusterEvents(deps: ControlDeps, events: readonly un
   const namespaces: string[] = [];
   // One namespace's quotas are one item under one version: its events go in order, namespaces side by side.
   const quotasByNamespace = new Map<string, (typeof quotaEvents)[number][]>();
-  for (const event of quotaEvents) quotasByNamespace.set(event.quota.metadata.namespace, [...(quotasByNamespace.get(event.quota.metadata.namespace) ?? []), event]);
+  for (const event of quotaEvents) {
+    const namespace = event.quota.metadata.namespace;
+    const inNamespace = quotasByNamespace.get(namespace);
+    if (inNamespace) inNamespace.push(event);
+    else quotasByNamespace.set(namespace, [event]);
+  }
   await forEachAtMost([...quotasByNamespace.values()], PARALLEL_WRITES, async (inNamespace) => {
     for (const { index, type, quota } of inNamespace) {
       try {
