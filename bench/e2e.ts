@@ -1,12 +1,13 @@
 /**
  * `npm run bench`: the control plane end to end, driven the way kube-scheduler and the relay drive it.
  *
- * Processes, as deployed: the store (dynalite), a control plane for `/filter` and one for everything else (two
- * Lambda functions, each with its own warm view), and this process, which plays kube-scheduler, the relay and
+ * Processes, as deployed: a control plane for `/filter` and one for everything else (two Lambda functions, each
+ * with its own warm view), the network and the store, and this process, which plays kube-scheduler, the relay and
  * HAMi's device plugin. Delaying proxies sit in front of the store and in front of the control planes
  * (`--store-rtt-ms`, `--gateway-rtt-ms`), so a run can cost what AWS would, and observe every call. They run in
- * one process of their own (bench/proxyProcess.ts): in this one each store call would wait for the event loop
- * that plays kube-scheduler and the relay, which a network does not.
+ * one process of their own with the store (dynalite) behind them, called in memory (bench/proxyProcess.ts): in
+ * this one each store call would wait for the event loop that plays kube-scheduler and the relay, which a
+ * network does not.
  *
  *   kube-scheduler  one filter in flight (its scheduling cycle is serial); binds run asynchronously, at most 16
  *                   at once (a bind's slot ends when the relay has reported its outcome, before the device
@@ -23,8 +24,8 @@
  * `--running-per-card` running pods per card (sorted by node, as the relay replays them); the rate is reported.
  * In the same run the engine alone decides the same pods on the same cluster (what an in-process scheduler
  * like HAMi pays). `cpuMsPerPod` splits the run's CPU time between the filter's control plane, the other one, the
- * store, this harness and the proxies' process (`proxies`, measurement machinery like the harness): here they
- * share the machine's cores, on AWS each Lambda environment has its own.
+ * store with the proxies (`storeAndProxies`, one process) and this harness: here they share the machine's cores,
+ * on AWS each Lambda environment has its own.
  * Last line: one JSON object.
  *
  * `--burst` (docs/locks.md): every pod arrives at once, binpack, and the run is made twice: `lockAware` (our
@@ -45,12 +46,11 @@ import { existsSync, readFileSync } from 'node:fs';
 import { decide } from '../lib/engine/decide';
 import { parseNodeRegistration } from '../lib/engine/registration';
 import { defaultEngineConfig, type DeviceUsage, type NodeState } from '../lib/engine/types';
-import { startEmbeddedStore } from '../lib/local/embeddedStore';
 import { MIN_VIEW_SEQ_HEADER } from '../lib/wire';
 import { REQUEUE_ANNOTATION } from '../lib/control/effects';
 import { NODE_LOCK_ANNOTATION } from '../lib/control/ledger';
 import { clockMs, isRead, serialRoundTrips, type ObservedCall } from './proxy';
-import { PROXY_ROLE, ROLE_ENV, serveProxies, startProxyProcess, type RemoteProxy } from './proxyProcess';
+import { PROXY_ROLE, ROLE_ENV, serveProxies, startProxyProcess, type ProxyTarget, type RemoteProxy } from './proxyProcess';
 import { CARD_MEM, CARDS, candidateRotation, nodeObject, runningPod, workloadPod, type BenchPod } from './workload';
 
 interface Options {
@@ -167,7 +167,7 @@ function percentile(values: readonly number[], p: number): number {
 
 const round = (v: number, digits = 2) => Math.round(v * 10 ** digits) / 10 ** digits;
 
-type CpuShare = 'filterControlPlane' | 'otherControlPlane' | 'store' | 'harness' | 'proxies';
+type CpuShare = 'filterControlPlane' | 'otherControlPlane' | 'storeAndProxies' | 'harness';
 
 /**
  * CPU milliseconds (user + system, all threads) each group of processes has used, from /proc; null where /proc
@@ -408,23 +408,22 @@ const MODE_ENV: Record<Mode, Record<string, string>> = {
 
 async function runOnce(options: Options, mode: Mode): Promise<Record<string, unknown>> {
   const env = { HAMI_NODE_SCHEDULER_POLICY: options.policy, ...MODE_ENV[mode] };
-  const store = await startEmbeddedStore('child-process');
   const proxies = startProxyProcess(__filename);
   const children: ChildProcess[] = [];
-  const proxy = (target: string, rtt: number) => proxies.open(target, rtt);
+  const proxy = (target: ProxyTarget, rtt: number) => proxies.open(target, rtt);
   try {
     // One environment for everything but /filter (bind, outcome, cluster events), one per kube-scheduler for /filter.
-    const otherStore = await proxy(store.endpoint, options.storeRttMs);
+    const otherStore = await proxy('store', options.storeRttMs);
     const other = await startControlPlane(otherStore.url, env);
     children.push(other.child);
     // No gateway latency asked: callers reach the control planes directly (a proxy that only relays costs this
     // machine's CPU, which the control planes and the store share). Store calls always pass a proxy: it observes them.
-    const gateway = async (url: string) => (options.gatewayRttMs > 0 ? (await proxy(url, options.gatewayRttMs)).url : url);
+    const gateway = async (url: string) => (options.gatewayRttMs > 0 ? (await proxy({ url }, options.gatewayRttMs)).url : url);
     const otherGateway = { url: await gateway(other.url) };
     const filterStores: RemoteProxy[] = [];
     const filterGateways: { url: string }[] = [];
     for (let s = 0; s < options.schedulers; s++) {
-      const filterStore = await proxy(store.endpoint, options.storeRttMs);
+      const filterStore = await proxy('store', options.storeRttMs);
       const filter = await startControlPlane(filterStore.url, env);
       children.push(filter.child);
       filterStores.push(filterStore);
@@ -435,9 +434,8 @@ async function runOnce(options: Options, mode: Mode): Promise<Record<string, unk
     const processes: Record<CpuShare, readonly (number | undefined)[]> = {
       filterControlPlane: children.slice(1).map((c) => c.pid),
       otherControlPlane: [other.child.pid],
-      store: [store.pid],
+      storeAndProxies: [proxies.pid],
       harness: [process.pid],
-      proxies: [proxies.pid],
     };
 
     // Take the cluster over as the relay's first list does: nodes, then running pods sorted by node.
@@ -522,7 +520,6 @@ async function runOnce(options: Options, mode: Mode): Promise<Record<string, unk
   } finally {
     await Promise.all(children.map((child) => new Promise<void>((done) => (child.exitCode !== null ? done() : (child.once('exit', () => done()), child.kill('SIGTERM'))))));
     await proxies.close();
-    await store.stop();
   }
 }
 

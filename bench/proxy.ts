@@ -2,9 +2,79 @@
  * A delaying HTTP proxy that the benchmark puts in front of the store and in front of the control plane, so
  * a round trip costs what it would on AWS while the product cannot tell. It also observes each request:
  * when it ran, how many bytes went each way, which DynamoDB operation it was and the capacity it consumed.
+ *
+ * What is behind it is an `Upstream`: another HTTP server (a control plane), or a request listener in this
+ * process (the store: a network hands a request to DynamoDB without a second socket hop, and on this small
+ * machine each hop between processes costs both of them CPU that the deployment does not spend).
  */
-import { createServer, request as httpRequest, Agent, type IncomingMessage, type Server } from 'node:http';
+import { EventEmitter } from 'node:events';
+import { createServer, request as httpRequest, Agent, type IncomingHttpHeaders, type IncomingMessage, type RequestListener, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
+
+/** A forwarded request's answer, as the proxy sends it back. */
+export interface UpstreamAnswer {
+  readonly status: number;
+  readonly headers: IncomingHttpHeaders;
+  readonly body: Buffer;
+}
+
+/** Where the proxy sends what it receives. */
+export interface Upstream {
+  forward(request: IncomingMessage, body: Buffer): Promise<UpstreamAnswer>;
+  close(): void;
+}
+
+/** An HTTP server elsewhere, over keep-alive connections. */
+export function httpUpstream(target: string): Upstream {
+  const upstream = new URL(target);
+  const agent = new Agent({ keepAlive: true, maxSockets: 256 });
+  return {
+    forward: (req, body) =>
+      new Promise((resolve, reject) => {
+        const out = httpRequest({ host: upstream.hostname, port: upstream.port, method: req.method, path: req.url, headers: req.headers, agent }, (response) => {
+          readAll(response).then((data) => resolve({ status: response.statusCode ?? 502, headers: response.headers, body: data }), reject);
+        });
+        out.on('error', reject);
+        out.end(body);
+      }),
+    close: () => agent.destroy(),
+  };
+}
+
+/**
+ * A request listener of this process, called with a request and a response that live in memory. Enough of
+ * node's objects for a listener that reads the method, URL, headers and body (`data`, `end`) and answers
+ * with `statusCode`, `setHeader` and `end`, as dynalite's does; anything else it touches is a bench bug
+ * that shows up as a failed call.
+ */
+export function inMemoryUpstream(listener: RequestListener): Upstream {
+  return {
+    forward: (req, body) =>
+      new Promise((resolve, reject) => {
+        const request = Object.assign(new EventEmitter(), { method: req.method, url: req.url, headers: req.headers });
+        const headers: IncomingHttpHeaders = {};
+        const response = {
+          statusCode: 200,
+          setHeader(name: string, value: number | string | readonly string[]) {
+            headers[name.toLowerCase()] = Array.isArray(value) ? value.map(String) : String(value);
+            return response;
+          },
+          end(chunk?: string | Buffer) {
+            resolve({ status: response.statusCode, headers, body: chunk === undefined ? Buffer.alloc(0) : Buffer.from(chunk) });
+            return response;
+          },
+        };
+        try {
+          listener(request as unknown as IncomingMessage, response as never);
+          if (body.length > 0) request.emit('data', body);
+          request.emit('end');
+        } catch (err) {
+          reject(err instanceof Error ? err : new Error(String(err)));
+        }
+      }),
+    close: () => undefined,
+  };
+}
 
 export interface ObservedCall {
   readonly startMs: number;
@@ -36,9 +106,7 @@ export function clockMs(): number {
 }
 
 /** `rttMs` is added to every round trip: half on the way in, half on the way out. */
-export async function startDelayingProxy(target: string, rttMs: number, now: () => number): Promise<DelayingProxy> {
-  const upstream = new URL(target);
-  const agent = new Agent({ keepAlive: true, maxSockets: 256 });
+export async function startDelayingProxy(upstream: Upstream, rttMs: number, now: () => number): Promise<DelayingProxy> {
   const calls: ObservedCall[] = [];
   /** Item sizes seen in answers, by key: a refused conditional write is billed by the stored item's size. */
   const itemBytes = new Map<string, number>();
@@ -48,16 +116,7 @@ export async function startDelayingProxy(target: string, rttMs: number, now: () 
       const startMs = now();
       const body = await readAll(req);
       await wait(Math.ceil(rttMs / 2));
-      const answer = await new Promise<{ status: number; headers: IncomingMessage['headers']; body: Buffer }>((resolve, reject) => {
-        const out = httpRequest(
-          { host: upstream.hostname, port: upstream.port, method: req.method, path: req.url, headers: req.headers, agent },
-          (response) => {
-            readAll(response).then((data) => resolve({ status: response.statusCode ?? 502, headers: response.headers, body: data }), reject);
-          },
-        );
-        out.on('error', reject);
-        out.end(body);
-      });
+      const answer = await upstream.forward(req, body);
       await wait(Math.floor(rttMs / 2));
       res.writeHead(answer.status, answer.headers);
       res.end(answer.body);
@@ -91,7 +150,7 @@ export async function startDelayingProxy(target: string, rttMs: number, now: () 
     close: async () => {
       server.closeAllConnections();
       await new Promise<void>((resolve) => server.close(() => resolve()));
-      agent.destroy();
+      upstream.close();
     },
   };
 }

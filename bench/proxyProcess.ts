@@ -1,6 +1,10 @@
 /**
- * The benchmark's delaying proxies, all in one process of their own. In the harness's process every store call
- * would wait for its event loop, which is busy playing kube-scheduler and the relay; a network does not.
+ * The benchmark's network and store: the delaying proxies, and the store (dynalite) behind the store's proxies,
+ * all in one process of their own. In the harness's process every store call would wait for its event loop,
+ * which is busy playing kube-scheduler and the relay; a network does not. The store lives here, called in memory,
+ * so a store call crosses one socket between processes (the control plane's), as it crosses one network hop on
+ * AWS; with the store in a process of its own each call crossed two, and on this small machine every crossing
+ * costs both processes CPU (about 2.5 ms per pod in all, measured with `npm run bench`).
  *
  * No build target of its own: dist/bench.js runs this role when started with HAMI_BENCH_ROLE=proxy. The harness
  * asks over the IPC channel: open a proxy (its URL comes back), count the calls each proxy has observed, fetch
@@ -8,13 +12,18 @@
  * stdin ends, the IPC channel closes).
  */
 import { spawn, type ChildProcess } from 'node:child_process';
-import { clockMs, startDelayingProxy, type DelayingProxy, type ObservedCall } from './proxy';
+import type { RequestListener } from 'node:http';
+import dynalite from 'dynalite';
+import { clockMs, httpUpstream, inMemoryUpstream, startDelayingProxy, type DelayingProxy, type ObservedCall, type Upstream } from './proxy';
 
 export const ROLE_ENV = 'HAMI_BENCH_ROLE';
 export const PROXY_ROLE = 'proxy';
 
+/** What a proxy stands in front of: a server at a URL, or this process's store. */
+export type ProxyTarget = { readonly url: string } | 'store';
+
 type Ask =
-  | { readonly kind: 'open'; readonly target: string; readonly rttMs: number }
+  | { readonly kind: 'open'; readonly target: ProxyTarget; readonly rttMs: number }
   | { readonly kind: 'counts' }
   | { readonly kind: 'calls'; readonly since: readonly number[] }
   | { readonly kind: 'close' };
@@ -37,7 +46,7 @@ export interface RemoteProxy {
 
 export interface ProxyProcess {
   readonly pid: number | undefined;
-  open(target: string, rttMs: number): Promise<RemoteProxy>;
+  open(target: ProxyTarget, rttMs: number): Promise<RemoteProxy>;
   /** How many calls each proxy has observed so far, by index. */
   counts(): Promise<number[]>;
   /** The calls each proxy observed from `since[index]` on (all of them where `since` has no entry). */
@@ -100,12 +109,19 @@ export function startProxyProcess(script: string): ProxyProcess {
 /** The child's side: serves the harness's requests until it closes them or dies. */
 export function serveProxies(): void {
   const proxies: DelayingProxy[] = [];
+  let store: RequestListener | undefined;
+  const upstream = (target: ProxyTarget): Upstream => {
+    if (target !== 'store') return httpUpstream(target.url);
+    // One store for every proxy in front of it; it never listens on a port: only the proxies reach it.
+    store ??= dynalite({ createTableMs: 0, deleteTableMs: 0, updateTableMs: 0 }).listeners('request')[0] as RequestListener;
+    return inMemoryUpstream(store);
+  };
   const send = (reply: Reply) => process.send?.(reply);
   const handle = async (request: Request): Promise<Reply> => {
     switch (request.kind) {
       case 'open': {
         // The same clock as the harness's filter windows (see clockMs).
-        const proxy = await startDelayingProxy(request.target, request.rttMs, clockMs);
+        const proxy = await startDelayingProxy(upstream(request.target), request.rttMs, clockMs);
         proxies.push(proxy);
         return { id: request.id, url: proxy.url, index: proxies.length - 1 };
       }

@@ -1,0 +1,64 @@
+/**
+ * The bench's store sits behind its delaying proxy in the same process, called in memory (bench/proxy.ts). The
+ * product's own DynamoDB client must not be able to tell: the same answers, errors and capacity as over HTTP, and
+ * the proxy still observes each call.
+ */
+import type { RequestListener } from 'node:http';
+import { DynamoDBClient } from '@aws-sdk/client-dynamodb';
+import dynalite from 'dynalite';
+import { clockMs, inMemoryUpstream, startDelayingProxy, type DelayingProxy } from '../../../bench/proxy';
+import { createDocumentClient, isConditionFailed } from '../../../lib/store/dynamo';
+import { ensureTables } from '../../../lib/store/tables';
+
+describe('bench: a store called in memory behind the delaying proxy', () => {
+  let proxy: DelayingProxy;
+
+  beforeAll(async () => {
+    const store = dynalite({ createTableMs: 0, deleteTableMs: 0, updateTableMs: 0 }).listeners('request')[0] as RequestListener;
+    proxy = await startDelayingProxy(inMemoryUpstream(store), 0, clockMs);
+    const admin = new DynamoDBClient({ region: 'us-east-1', endpoint: proxy.url, credentials: { accessKeyId: 'local', secretAccessKey: 'local' } });
+    await ensureTables(admin, ['bench-table'], () => Promise.resolve());
+    admin.destroy();
+  });
+
+  afterAll(() => proxy.close());
+
+  it('answers the product client as dynalite over HTTP does: items, refused conditions, capacity', async () => {
+    const doc = createDocumentClient({ region: 'us-east-1', endpoint: proxy.url, localCredentials: true });
+    const before = proxy.calls.length;
+    await doc.send('PutItem', { TableName: 'bench-table', Item: { pk: 'NODE#a', sk: 'x', v: 1, cards: { 'GPU-0': 3 } }, ReturnConsumedCapacity: 'TOTAL' });
+    const updated = await doc.send('UpdateItem', {
+      TableName: 'bench-table',
+      Key: { pk: 'NODE#a', sk: 'x' },
+      UpdateExpression: 'SET v = v + :one',
+      ConditionExpression: 'v = :v',
+      ExpressionAttributeValues: { ':one': 1, ':v': 1 },
+      ReturnValues: 'ALL_NEW',
+    });
+    expect(updated.Attributes).toEqual({ pk: 'NODE#a', sk: 'x', v: 2, cards: { 'GPU-0': 3 } });
+
+    const refused = doc.send('UpdateItem', { TableName: 'bench-table', Key: { pk: 'NODE#a', sk: 'x' }, UpdateExpression: 'SET v = :w', ConditionExpression: 'v = :v', ExpressionAttributeValues: { ':w': 9, ':v': 1 } });
+    expect(isConditionFailed(await refused.catch((err: unknown) => err))).toBe(true);
+
+    const read = await doc.send('Query', { TableName: 'bench-table', KeyConditionExpression: 'pk = :pk', ExpressionAttributeValues: { ':pk': 'NODE#a' } });
+    expect(read.Items).toEqual([{ pk: 'NODE#a', sk: 'x', v: 2, cards: { 'GPU-0': 3 } }]);
+
+    const observed = proxy.calls.slice(before);
+    expect(observed.map((c) => [c.operation, c.status])).toEqual([
+      ['PutItem', 200],
+      ['UpdateItem', 200],
+      ['UpdateItem', 400],
+      ['Query', 200],
+    ]);
+    expect(observed[0]!.writeUnits).toBe(1);
+    // A refused write is billed by the stored item's size, which the proxy learnt from the answer before it.
+    expect(observed[2]!.writeUnits).toBe(1);
+    expect(observed[3]!.responseBytes).toBeGreaterThan(0);
+  });
+
+  it('turns a request the store cannot parse into the store\'s own error, not a broken connection', async () => {
+    const answer = await fetch(`${proxy.url}/`, { method: 'POST', headers: { 'content-type': 'application/x-amz-json-1.0', 'x-amz-target': 'DynamoDB_20120810.GetItem' }, body: '{not json' });
+    expect(answer.status).toBe(400);
+    expect(await answer.json()).toEqual({ __type: 'com.amazon.coral.service#SerializationException' });
+  });
+});
