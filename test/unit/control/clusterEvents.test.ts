@@ -2,7 +2,7 @@
  * Ingestion's rules, on the in-memory store: bookings belong to the scheduler, adoption, order tolerance,
  * per-node containment, the journal and the directory.
  */
-import { ingestClusterEvents } from '../../../lib/control/clusterEvents';
+import { ingestClusterEvents, sameJson } from '../../../lib/control/clusterEvents';
 import { filterPod } from '../../../lib/control/filter';
 import { readNodeDevices } from '../../../lib/control/views';
 import { StoreRejectedError, StoreUnavailableError } from '../../../lib/errors';
@@ -399,3 +399,34 @@ describe('cluster events: complete re-lists converge', () => {
     expect(await usedMem(env, 'n1')).toBe(1000);
   });
 });
+
+describe('cluster events: stored and fresh facts compare as JSON', () => {
+  it.each([
+    ['key order', { a: 1, b: { c: [1, 2], d: 'x' } }, { b: { d: 'x', c: [1, 2] }, a: 1 }, true],
+    ['an undefined property is absent', { a: 1, b: undefined }, { a: 1 }, true],
+    ['an undefined element is null', [1, undefined], [1, null], true],
+    ['a missing property', { a: 1, b: 2 }, { a: 1 }, false],
+    ['a property only on the right', { a: 1 }, { a: 1, b: 0 }, false],
+    ['a nested difference', { r: { cards: [{ id: 'g0', mem: 1 }] } }, { r: { cards: [{ id: 'g0', mem: 2 }] } }, false],
+    ['array length', [1, 2], [1, 2, 3], false],
+    ['an array against an object', { 0: 1 }, [1], false],
+    ['null against an object', null, {}, false],
+    ['a number against its text', { v: 1 }, { v: '1' }, false],
+  ])('%s', (_what, a, b, same) => {
+    expect(sameJson(a, b)).toBe(same);
+    expect(sameJson(b, a)).toBe(same);
+    expect(sameJson(a, b)).toBe(JSON.stringify(sortKeys(a)) === JSON.stringify(sortKeys(b)));
+  });
+});
+
+/** The comparison the walk replaces, as a reference: JSON text with keys in order. */
+function sortKeys(value: unknown): unknown {
+  if (Array.isArray(value)) return value.map((v) => sortKeys(v ?? null));
+  if (value === null || typeof value !== 'object') return value;
+  return Object.fromEntries(
+    Object.entries(value)
+      .filter(([, v]) => v !== undefined)
+      .sort(([x], [y]) => (x < y ? -1 : 1))
+      .map(([k, v]) => [k, sortKeys(v)]),
+  );
+}
