@@ -125,6 +125,7 @@ async function decideAndReserve(deps: ControlDeps, req: FilterRequest, candidate
           summary: decision.message,
           node: decision.node,
           score: decision.score,
+          nodePolicy: decision.nodePolicy,
           evaluated: candidates.length,
           nodes: [],
           packed: decision.packEvidence(),

@@ -4,6 +4,7 @@
  * stored as produced, never recomputed.
  */
 import type { StoredEvidence } from '../engine/evidence';
+import type { NodePolicy } from '../engine/podAnnotations';
 import type { NodeEvidence, PodDevices } from '../engine/types';
 
 export interface PodRef {
@@ -18,6 +19,11 @@ export interface FilterRecord {
   readonly summary: string;
   /** The chosen node when passed. */
   readonly node?: string;
+  /**
+   * The node policy that listed the fitting nodes in `summary`, set by the filter when passed. With it the stored
+   * record leaves the listing out and rebuilds it from the evidence on read (lib/store/recordStore.ts).
+   */
+  readonly nodePolicy?: NodePolicy;
   readonly score?: number;
   /** Per-reason `FilteringFailed` texts when no node fit. */
   readonly reasonEvents?: readonly string[];

@@ -15,7 +15,7 @@ import { DecisionArena } from './arena';
 import { deviceKind, deviceKindOf } from './devices';
 import { DecisionTrace } from './evidence';
 import { FitRun, realtimeView } from './fit';
-import { fitNodeMessage, noAvailableNodeMessage, reasonEvents } from './messages';
+import { fitNodeMessage, listingOrder, noAvailableNodeMessage, reasonEvents } from './messages';
 import { planPod, type PodContainer } from './plan';
 import type { DeviceScoringWeights } from './podAnnotations';
 import { DeviceScoringWeightsError, deviceScoringWeightsOf } from './podAnnotations';
@@ -100,9 +100,7 @@ export function decide(input: DecideInput): Decision {
       realtime: notes,
     });
   }
-  // HAMi's listing order; equal scores by node name so the choice is deterministic (docs/api.md §9).
-  const spread = plan.nodePolicy === 'spread';
-  fitNodes.sort((a, b) => (a.score !== b.score ? (spread ? b.score - a.score : a.score - b.score) : a.name < b.name ? -1 : a.name > b.name ? 1 : 0));
+  fitNodes.sort(listingOrder(plan.nodePolicy));
   // HAMi takes the last node listed; asked to, pass over nodes that are busy with another allocation while any other fits.
   const passedOver: { name: string; holder: string }[] = [];
   let pick = fitNodes.length - 1;
@@ -128,6 +126,7 @@ export function decide(input: DecideInput): Decision {
     bookWholeNode: takesByPosition(devices, chosenState),
     ...annotationsFor(devices, chosenState, input, plan.initCount, plan.containers.map((container) => container.request)),
     fitNodes: listed,
+    nodePolicy: plan.nodePolicy,
     passedOver,
     failedNodes,
     message: fitNodeMessage(chosen.name, input.candidates.length, listed),

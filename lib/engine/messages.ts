@@ -2,6 +2,7 @@
  * Texts exactly as HAMi writes them (docs/hami-parity.md §4.3, 5.5): reason strings, filter messages and
  * Go's `%.2f` / `%q` formatting.
  */
+import type { NodePolicy } from './podAnnotations';
 
 /**
  * Go's `fmt` `%.2f`: the exact binary value rounded to two decimals, exact halves to even.
@@ -105,6 +106,16 @@ export function parseReason(text: string): ParsedReason[] {
 export interface ScoredNode {
   readonly name: string;
   readonly score: number;
+}
+
+/**
+ * HAMi's listing order of fitting nodes: binpack ascending by score, spread descending; equal scores by node name so
+ * the choice is deterministic (docs/api.md §9). HAMi takes the last node listed. The stored decision record rebuilds
+ * its fit message with this order (lib/store/recordStore.ts), so it must stay the one the decision used.
+ */
+export function listingOrder(policy: NodePolicy): (a: ScoredNode, b: ScoredNode) => number {
+  const spread = policy === 'spread';
+  return (a, b) => (a.score !== b.score ? (spread ? b.score - a.score : a.score - b.score) : a.name < b.name ? -1 : a.name > b.name ? 1 : 0);
 }
 
 /** `find fit node(<node>), <not fit> nodes not fit, <fit> nodes fit(<a>:<s>,…)` (docs/hami-parity.md §5.5). */

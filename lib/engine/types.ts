@@ -1,6 +1,7 @@
 import type { DecisionArena } from './arena';
 import type { PackedEvidence } from './evidence';
 import type { EvaluationMemo } from './reuse';
+import type { NodePolicy } from './podAnnotations';
 
 /**
  * The decision engine's vocabulary: plain data in, plain data out, no I/O.
@@ -373,8 +374,10 @@ export type Decision =
       readonly parts?: string;
       /** The pod annotations the device plugin reads, for the chosen devices (HAMi's `PatchAnnotations`, per kind). */
       readonly podAnnotations: Readonly<Record<string, string>>;
-      /** Fitting nodes in HAMi's listing order (binpack ascending, spread descending; ties by name). */
+      /** Fitting nodes in HAMi's listing order (binpack ascending, spread descending; ties by name: `listingOrder`). */
       readonly fitNodes: readonly { readonly name: string; readonly score: number }[];
+      /** The node policy the pod was placed by (its annotation, else the configured one): it ordered `fitNodes`. */
+      readonly nodePolicy: NodePolicy;
       /** Nodes HAMi would have chosen first but another allocation was under way on, and by whom (lock-aware placement). */
       readonly passedOver: readonly { readonly name: string; readonly holder: string }[];
       /** Unfit nodes and why (not returned to kube-scheduler on success, kept for diagnostics). */

@@ -2,7 +2,8 @@
  * Scheduling records for the scheduler log (records table, keys pk/sk, TTL on `expiresAt`).
  *   pk `POD#<ns>/<name>`, sk `A#<epoch ms>#<attemptId>`: one filter attempt, Brotli-compressed JSON (`enc`
  *     `br`; attempts written before Brotli have no `enc` and are gzip'd): the evidence of a thousand nodes is
- *     about 4 KB, far under DynamoDB's 400 KB item limit;
+ *     about 2.3 KB, far under DynamoDB's 400 KB item limit (a passed filter's HAMi message is left out and rebuilt
+ *     from the evidence on read: `encodeRecord`);
  *   pk `POD#<ns>/<name>`, sk `BIND`: the latest bind outcome (written without a read, so a bind costs
  *     one call); it belongs to the newest attempt made before it.
  *   pk `LOGS#<00..15>` (the namespace's shard), sk `<namespace hash>#<name hash>`: the pod's summary, of its
@@ -17,7 +18,9 @@ import { z } from 'zod';
 import type { Sleep } from '../clock';
 import { DecisionTrace } from '../engine/evidence';
 import { BadRequestError, CorruptItemError, StoreUnavailableError } from '../errors';
-import type { AttemptRecord, BindRecord, PodRef } from '../diagnostics/record';
+import type { AttemptRecord, BindRecord, FilterRecord, PodRef } from '../diagnostics/record';
+import { fitNodeMessage, listingOrder } from '../engine/messages';
+import type { NodeEvidence } from '../engine/types';
 import { shortBind, summarizeAttempt, type AttemptSummary } from '../diagnostics/summary';
 import type { PodRecords, RecordStorePort, SummaryPage, SummaryQuery } from '../control/ports';
 import { emptyStats, isConditionFailed, send, type StoreStats } from './dynamo';
@@ -287,20 +290,40 @@ function summaryPk(shard: number): string {
 /** How an attempt's `rec` is compressed; an attempt without `enc` was written gzip'd, before this. */
 export const RECORD_ENCODING = 'br';
 // Quality 4: a record is written on every decision (on the filter's critical path) and read rarely. At 1,000 nodes
-// it comes to about 3.5 KB, a third of what gzip's fastest level gave, for the same CPU, so the store parses and
-// bills a third of the bytes (docs/state.md).
+// it came to about 3.5 KB with the HAMi message (2.3 KB without), a third of what gzip's fastest level gave, for the
+// same CPU, so the store parses and bills a third of the bytes (docs/state.md).
 const BROTLI = { params: { [constants.BROTLI_PARAM_QUALITY]: 4, [constants.BROTLI_PARAM_MODE]: constants.BROTLI_MODE_TEXT } };
 
-/** Brotli-compressed JSON; when even that is too large, per-card evidence is dropped (containers and reasons stay). */
+/**
+ * Brotli-compressed JSON; when even that is too large, per-card evidence is dropped (containers and reasons stay).
+ * A passed filter's HAMi message is left out when the evidence can give it back: it lists every fitting node with its
+ * score (16 KB of a 1,000-node record's 56 KB of JSON), which the evidence holds anyway; `decodeRecord` rebuilds it.
+ */
 export function encodeRecord(record: AttemptRecord): Uint8Array {
-  const full = brotliCompressSync(JSON.stringify(record), BROTLI);
-  return full.byteLength <= MAX_RECORD_BYTES ? full : encodeTrimmed(record);
+  const stored: StoredRecord = canRebuildSummary(record.filter) ? { ...record, filter: { ...record.filter, summary: undefined } } : record;
+  const full = brotliCompressSync(JSON.stringify(stored), BROTLI);
+  return full.byteLength <= MAX_RECORD_BYTES ? full : encodeTrimmed(stored);
 }
 
-function encodeTrimmed(record: AttemptRecord): Uint8Array {
+/** An attempt as stored: its filter's summary may be left for `decodeRecord` to rebuild. */
+type StoredRecord = Omit<AttemptRecord, 'filter'> & { readonly filter: Omit<FilterRecord, 'summary'> & { readonly summary?: string | undefined } };
+
+/** A passed decision's record, with the policy that listed its fitting nodes and its evidence. */
+function canRebuildSummary(filter: FilterRecord): boolean {
+  return filter.status === 'passed' && filter.node !== undefined && filter.nodePolicy !== undefined && (filter.packed !== undefined || filter.nodes.length > 0);
+}
+
+/** `find fit node(...)…` as the decision wrote it: its fitting nodes, from the evidence, in the order it listed them. */
+function fitMessageFromEvidence(filter: Omit<FilterRecord, 'summary'>, nodes: readonly NodeEvidence[]): string {
+  if (filter.node === undefined || filter.nodePolicy === undefined) throw new CorruptItemError('stored attempt has no summary');
+  const fitting = nodes.filter((n) => n.status === 'passed').map((n) => ({ name: n.name, score: n.score }));
+  return fitNodeMessage(filter.node, nodes.length, fitting.sort(listingOrder(filter.nodePolicy)));
+}
+
+function encodeTrimmed(record: StoredRecord): Uint8Array {
   const { packed, ...filter } = record.filter;
   const nodes = packed ? DecisionTrace.unpack(packed).evidence() : record.filter.nodes;
-  const trimmed: AttemptRecord = {
+  const trimmed: StoredRecord = {
     ...record,
     evidenceTrimmed: true,
     filter: { ...filter, nodes: nodes.map((n) => ({ ...n, containers: n.containers.map((c) => ({ ...c, cards: [] })) })) },
@@ -312,18 +335,21 @@ function encodeTrimmed(record: AttemptRecord): Uint8Array {
 export function decodeRecord(raw: unknown, encoding: unknown): AttemptRecord {
   if (!(raw instanceof Uint8Array)) throw new CorruptItemError('stored attempt has no record body');
   if (encoding !== RECORD_ENCODING && encoding !== undefined) throw new CorruptItemError(`stored attempt has an unknown encoding ${JSON.stringify(encoding)}`);
-  let record: AttemptRecord;
+  let record: StoredRecord;
   try {
     const json = encoding === RECORD_ENCODING ? brotliDecompressSync(raw) : gunzipSync(raw);
-    record = JSON.parse(json.toString('utf8')) as AttemptRecord;
+    record = JSON.parse(json.toString('utf8')) as StoredRecord;
   } catch (err) {
     throw new CorruptItemError('stored attempt record cannot be decoded', { cause: err });
   }
-  const { packed, ...filter } = record.filter;
-  if (!packed) return record;
-  try {
-    return { ...record, filter: { ...filter, nodes: DecisionTrace.unpack(packed).evidence() } };
-  } catch (err) {
-    throw new CorruptItemError('stored attempt evidence cannot be unpacked', { cause: err });
+  const { packed, summary, ...filter } = record.filter;
+  let nodes = filter.nodes;
+  if (packed) {
+    try {
+      nodes = DecisionTrace.unpack(packed).evidence();
+    } catch (err) {
+      throw new CorruptItemError('stored attempt evidence cannot be unpacked', { cause: err });
+    }
   }
+  return { ...record, filter: { ...filter, summary: summary ?? fitMessageFromEvidence(filter, nodes), nodes } };
 }

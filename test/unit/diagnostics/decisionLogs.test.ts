@@ -247,6 +247,7 @@ describe('decision metrics (EMF)', () => {
       podAnnotations: {},
       packEvidence: notPacked,
       fitNodes: [{ name: 'node3', score: 2.35 }],
+      nodePolicy: 'binpack',
       passedOver: [],
       failedNodes: failedNodesOf(success.filter.nodes),
       message: success.filter.summary,

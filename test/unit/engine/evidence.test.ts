@@ -162,12 +162,12 @@ describe('evidence as plain data', () => {
     expect(keys(d.evidence[0]!.containers[2])).toEqual(['name', 'index', 'init', 'status', 'cards']);
     expect(keys(d.evidence[1]!.containers[0])).toEqual(['name', 'index', 'init', 'status', 'reason', 'request', 'cards']);
     expect(keys(d.evidence[1]!.containers[1])).toEqual(['name', 'index', 'init', 'status', 'request', 'cards']);
-    expect(Object.keys(d)).toEqual(['kind', 'node', 'score', 'devices', 'claims', 'bookWholeNode', 'podAnnotations', 'fitNodes', 'passedOver', 'failedNodes', 'message', 'evidence', 'realtime']);
+    expect(Object.keys(d)).toEqual(['kind', 'node', 'score', 'devices', 'claims', 'bookWholeNode', 'podAnnotations', 'fitNodes', 'nodePolicy', 'passedOver', 'failedNodes', 'message', 'evidence', 'realtime']);
   });
 
   it('a decision not read yet serialises and spreads with its evidence, in the same place', () => {
     const fresh = decided(decide(mixedInput()));
-    expect(Object.keys(fresh)).toEqual(['kind', 'node', 'score', 'devices', 'claims', 'bookWholeNode', 'podAnnotations', 'fitNodes', 'passedOver', 'failedNodes', 'message', 'evidence', 'realtime']);
+    expect(Object.keys(fresh)).toEqual(['kind', 'node', 'score', 'devices', 'claims', 'bookWholeNode', 'podAnnotations', 'fitNodes', 'nodePolicy', 'passedOver', 'failedNodes', 'message', 'evidence', 'realtime']);
     expect(JSON.parse(JSON.stringify(fresh)).evidence).toEqual(JSON.parse(JSON.stringify(mixedEvidence)));
     const spreadFirst = decided(decide(mixedInput()));
     expect({ ...spreadFirst }.evidence).toEqual(mixedEvidence);

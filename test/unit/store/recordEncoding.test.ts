@@ -1,11 +1,16 @@
 /**
  * How an attempt's record body is stored: Brotli-compressed JSON marked `enc: br`; attempts written before that
- * (gzip'd, no `enc`) stay readable for their retention; a body that is neither is corrupt, not guessed at.
+ * (gzip'd, no `enc`) stay readable for their retention; a body that is neither is corrupt, not guessed at. A passed
+ * filter's HAMi message is stored as its evidence and rebuilt on read, word for word.
  */
-import { gzipSync } from 'node:zlib';
+import { brotliCompressSync, brotliDecompressSync, gzipSync } from 'node:zlib';
+import fc from 'fast-check';
 import type { AttemptRecord } from '../../../lib/diagnostics/record';
+import { decide } from '../../../lib/engine/decide';
+import type { Decision, NodeState } from '../../../lib/engine/types';
 import { CorruptItemError } from '../../../lib/errors';
 import { decodeRecord, encodeRecord, RECORD_ENCODING } from '../../../lib/store/recordStore';
+import { card, cardFiguresArb, config, gpu, input, node, pod } from '../engine/fixtures';
 
 const record: AttemptRecord = {
   pod: { namespace: 'team-a', name: 'train-0', uid: 'uid-train-0' },
@@ -31,4 +36,91 @@ describe('attempt record bodies', () => {
     expect(() => decodeRecord(encodeRecord(record), undefined)).toThrow(CorruptItemError);
     expect(() => decodeRecord(gzipSync(JSON.stringify(record)), RECORD_ENCODING)).toThrow(CorruptItemError);
   });
+
+  describe('a passed filter\'s message', () => {
+    const passed = (decision: Extract<Decision, { kind: 'fit' }>, candidates: number): AttemptRecord => ({
+      ...record,
+      filter: {
+        status: 'passed',
+        summary: decision.message,
+        node: decision.node,
+        score: decision.score,
+        nodePolicy: decision.nodePolicy,
+        evaluated: candidates,
+        nodes: [],
+        packed: decision.packEvidence(),
+        devices: decision.devices,
+      },
+      bind: { status: 'pending', summary: '' },
+    });
+    const storedJson = (body: Uint8Array) => JSON.parse(brotliDecompressSync(body).toString('utf8')) as { filter: Record<string, unknown> };
+    const twoNodes = (policy: string) => {
+      const cluster = [node('n-b', [card('b0')], { usage: { b0: { used: 1, usedmem: 1000, usedcores: 0 } } }), node('n-a', [card('a0')])];
+      const decision = decide(input(pod([gpu(1, { 'nvidia.com/gpumem': 1000 })], { annotations: { 'hami.io/node-scheduler-policy': policy } }), cluster));
+      if (decision.kind !== 'fit') throw new Error('expected a fit');
+      return decision;
+    };
+
+    it('is left out of the stored body and comes back as written, in either policy\'s order', () => {
+      for (const policy of ['binpack', 'spread']) {
+        const decision = twoNodes(policy);
+        const body = encodeRecord(passed(decision, 2));
+        expect(storedJson(body).filter).not.toHaveProperty('summary');
+        const read = decodeRecord(body, RECORD_ENCODING);
+        expect(read.filter.summary).toBe(decision.message);
+        expect(read.filter.nodes).toEqual(decision.evidence);
+      }
+      // Binpack lists the fuller node last (HAMi takes it); spread the emptier one.
+      expect(twoNodes('binpack').message).toMatch(/^find fit node\(n-b\), 0 nodes not fit, 2 nodes fit\(n-a:[0-9.]+,n-b:[0-9.]+\)$/);
+      expect(twoNodes('spread').message).toMatch(/^find fit node\(n-a\), 0 nodes not fit, 2 nodes fit\(n-b:[0-9.]+,n-a:[0-9.]+\)$/);
+    });
+
+    it('is read as stored from records written before (a summary and no policy)', () => {
+      const decision = twoNodes('binpack');
+      const { nodePolicy: _policy, ...older } = passed(decision, 2).filter;
+      const body = Buffer.from(brotliCompressBody({ ...record, filter: { ...older, summary: 'find fit node(n-b) as written then' } }));
+      expect(decodeRecord(body, RECORD_ENCODING).filter.summary).toBe('find fit node(n-b) as written then');
+    });
+
+    it('calls a passed record with neither a summary nor a policy corrupt', () => {
+      const decision = twoNodes('binpack');
+      const { nodePolicy: _policy, summary: _summary, ...neither } = passed(decision, 2).filter;
+      expect(() => decodeRecord(brotliCompressBody({ ...record, filter: neither }), RECORD_ENCODING)).toThrow(CorruptItemError);
+    });
+
+    it('comes back word for word for random decisions: ties, unfit and unregistered nodes, both policies', () => {
+      const cardArb = cardFiguresArb({ count: 3, devmem: 16000 });
+      // Few usage values, so that equal scores (listed by name) are common.
+      const usageArb = fc.constantFrom({ used: 0, usedmem: 0, usedcores: 0 }, { used: 1, usedmem: 4000, usedcores: 25 }, { used: 2, usedmem: 8000, usedcores: 50 });
+      const nodeArb = fc.record({ cards: fc.array(fc.tuple(cardArb, usageArb), { maxLength: 3 }), registered: fc.boolean() });
+      fc.assert(
+        fc.property(
+          fc.array(nodeArb, { minLength: 1, maxLength: 10 }),
+          fc.constantFrom('binpack', 'spread'),
+          fc.constantFrom(undefined, 'binpack', 'spread'),
+          fc.integer({ min: 0, max: 8000 }),
+          (specs, configured, annotated, mem) => {
+            const cluster: NodeState[] = specs.map((spec, n) => {
+              const devices = spec.cards.map(([figures], i) => card(`g${n}-${i}`, { ...figures, index: i }));
+              const usage = Object.fromEntries(spec.cards.map(([, used], i) => [`g${n}-${i}`, used]));
+              // Names out of order, so that listing by name is not candidate order.
+              const name = `node-${(n * 7) % 11}-${n}`;
+              return spec.registered ? node(name, devices, { usage }) : { name, registration: { registered: false, reason: 'node unregistered' }, usage: {} };
+            });
+            const p = pod([gpu(1, { 'nvidia.com/gpumem': mem })], annotated === undefined ? {} : { annotations: { 'hami.io/node-scheduler-policy': annotated } });
+            const decision = decide(input(p, cluster, { config: config({ nodeSchedulerPolicy: configured }) }));
+            if (decision.kind !== 'fit') return;
+            const read = decodeRecord(encodeRecord(passed(decision, cluster.length)), RECORD_ENCODING);
+            expect(read.filter.summary).toBe(decision.message);
+          },
+        ),
+        { numRuns: 300 },
+      );
+    });
+  });
 });
+
+/** A record body as the store keeps it, from any JSON (older or broken shapes included). */
+function brotliCompressBody(value: unknown): Uint8Array {
+  return brotliCompressSync(JSON.stringify(value));
+}
