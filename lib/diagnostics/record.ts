@@ -1,7 +1,8 @@
 /**
  * A scheduling attempt as the control plane stores it (one item per attempt, DynamoDB TTL), and from
  * which the scheduler log (docs/api.md §5) is rendered. The filter part is the engine's evidence,
- * stored as produced, never recomputed.
+ * stored as produced, never recomputed; only a passed filter's HAMi message is written out again from it on
+ * read, word for word (lib/store/recordStore.ts).
  */
 import type { StoredEvidence } from '../engine/evidence';
 import type { NodePolicy } from '../engine/podAnnotations';
