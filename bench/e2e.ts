@@ -26,7 +26,7 @@
  * like HAMi pays). `cpuMsPerPod` splits the run's CPU time between the filter's control plane, the other one, the
  * store with the proxies (`storeAndProxies`, one process) and this harness: here they share the machine's cores,
  * on AWS each Lambda environment has its own.
- * Last line: one JSON object.
+ * Last line: one JSON object; `{"error": …}` when the run failed (exit code 1, the stack on stderr).
  *
  * `--burst` (docs/locks.md): every pod arrives at once, binpack, and the run is made twice: `lockAware` (our
  * defaults: lock-aware placement, binds that wait, nudges) and `hamiExact` (HAMi's behaviour: its exact choice,
@@ -542,6 +542,8 @@ if (process.env[ROLE_ENV] === PROXY_ROLE) {
 } else {
   main().catch((err: unknown) => {
     process.stderr.write(`bench failed: ${err instanceof Error ? (err.stack ?? err.message) : String(err)}\n`);
+    // The last line stays JSON, so a script that keeps only it (a matrix of runs) still learns why the run failed.
+    process.stdout.write(`${JSON.stringify({ error: err instanceof Error ? err.message : String(err) })}\n`);
     process.exit(1);
   });
 }
