@@ -64,7 +64,9 @@ export async function startLocalServer(options: LocalServerOptions = {}): Promis
     ...(config.localCredentials ? { credentials: { accessKeyId: 'local', secretAccessKey: 'local' } } : {}),
   });
   try {
-    await ensureTables(raw, [config.stateTable, config.recordsTable], runtime.sleep);
+    // Waiting for the store to make its tables is the store's progress, in real time: an injected clock (the demo's
+    // fixed one) must not move for it, or the demo prints other times on a busy machine.
+    await ensureTables(raw, [config.stateTable, config.recordsTable], systemRuntime.sleep);
   } finally {
     raw.destroy();
   }
