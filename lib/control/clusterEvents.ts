@@ -654,8 +654,8 @@ async function writeQuota(deps: ControlDeps, type: WatchEvent['type'], quota: z.
 }
 
 /**
- * Equality of stored and fresh facts (JSON data) as their JSON would compare, key order aside (it may differ after a round
- * trip through the store): a property whose value is undefined is absent, and so is one in an array (null).
+ * Equality of stored and fresh facts (JSON data) as their JSON would compare, key order aside (it may differ after a
+ * round trip through the store): a property whose value is undefined is absent, and one in an array is null.
  * Walked, not serialised: it runs for every node an event batch touches, on nodes of a few kilobytes.
  */
 export function sameJson(a: unknown, b: unknown): boolean {

@@ -253,7 +253,8 @@ export class ClusterView {
     const startedAt = this.clock.now();
     const entries = await this.store.readJournal(this.seqSeen, { consistent });
     const first = entries[0];
-    // A gap (entries expired), too much to read node by node, or an entry that cannot be read: start again from the whole cluster.
+    // A gap (entries expired), too much to read node by node, or an entry that cannot be read: start again from the
+    // whole cluster.
     if ((first && first.seq !== this.seqSeen + 1) || entries.length > RELOAD_AFTER_ENTRIES || entries.some((e) => e.unreadable === true)) {
       await this.load();
       return;

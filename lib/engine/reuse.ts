@@ -4,10 +4,10 @@
  * What Fit records for a node depends only on the node's state and on the pod's plan (./plan.ts) without the
  * real-time check: its requests, container names, the annotations the engine reads, and the namespace quota, under
  * one engine configuration. A caller that keeps node states as unchanged objects while their nodes do not change
- * (the control plane's warm view does) passes one memo to every decision. Per plan, the memo keeps each node's rows from the last
- * decision that saw the node (not only the last decision: kube-scheduler asks about a moving window of nodes in
- * large clusters); a pod of that plan gets them copied for every node whose state is still the same object, and
- * Fit runs only on the nodes that changed or were never seen. A node state must not be mutated after a decision saw
+ * (the control plane's warm view does) passes one memo to every decision. Per plan, the memo keeps each node's rows
+ * from the last decision that saw the node (not only the last decision: kube-scheduler asks about a moving window of
+ * nodes in large clusters); a pod of that plan gets them copied for every node whose state is still the same object,
+ * and Fit runs only on the nodes that changed or were never seen. A node state must not be mutated after a decision saw
  * it. The decision and its evidence are exactly those of a decision without the memo (test/unit/engine/reuse.test.ts
  * checks it on random clusters).
  */

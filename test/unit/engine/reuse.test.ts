@@ -16,7 +16,8 @@ const usageArb = cardUsageArb({ used: 4, usedmem: 24000 });
 type CardSpec = Generated<typeof cardArb>;
 type UsageSpec = Generated<typeof usageArb>;
 const nodeArb = fc.record({ cards: fc.array(cardArb, { maxLength: 4 }), kind: fc.constantFrom('registered', 'registered', 'registered', 'unregistered', 'unschedulable') });
-// Small domains, so that pods often share some of their plan and differ in the rest (what the memo's key must tell apart).
+// Small domains, so that pods often share some of their plan and differ in the rest (what the memo's key must tell
+// apart).
 const containerArb: fc.Arbitrary<Limits> = fc.record(
   {
     'nvidia.com/gpu': fc.integer({ min: 1, max: 2 }),
