@@ -115,9 +115,10 @@ async function decideAndReserve(deps: ControlDeps, req: FilterRequest, candidate
     const node = view.get(decision.node);
     if (!node) throw new Error(`engine chose node ${decision.node}, which the view does not hold`);
     // The booking, its record and the view's refresh travel together: one round trip on the critical path.
-    // The booking leaves first; the record is packed and encoded while it is on its way.
+    // The booking leaves first; the record is packed and encoded while it is on its way. The refresh only
+    // brings the view forward for later decisions, so the answer does not wait for it (see refreshInBackground).
     const booking = book(deps, req, decision, node, attemptId, nowMs);
-    const refresh = view.refresh();
+    refreshInBackground(deps);
     const record = afterPendingIo().then(() =>
       deps.records.putAttempt(
         attemptRecord(pod, attemptId, started, freshness, {
@@ -135,8 +136,7 @@ async function decideAndReserve(deps: ControlDeps, req: FilterRequest, candidate
         started,
       ),
     );
-    const [booked, recorded, refreshed] = await Promise.allSettled([booking, record, refresh]);
-    if (refreshed.status === 'rejected') deps.logger.warn('ViewRefreshFailed', { error: errorText(refreshed.reason) });
+    const [booked, recorded] = await Promise.allSettled([booking, record]);
     if (booked.status === 'rejected') throw booked.reason;
     const write = booked.value;
     if (!write.ok) {
@@ -275,9 +275,8 @@ async function finishWithoutFit(
           nodes: [],
           packed: decision.packEvidence(),
         };
-  const [recorded, refreshed] = await Promise.allSettled([deps.records.putAttempt(attemptRecord(pod, attemptId, started, freshness, filter), started), deps.view.refresh()]);
-  if (refreshed.status === 'rejected') deps.logger.warn('ViewRefreshFailed', { error: errorText(refreshed.reason) });
-  if (recorded.status === 'rejected') throw recorded.reason;
+  refreshInBackground(deps);
+  await deps.records.putAttempt(attemptRecord(pod, attemptId, started, freshness, filter), started);
   observe(deps, `${pod.namespace}/${pod.name}`, attemptId, decision, started);
   if (decision.kind === 'error') {
     return { attemptId, result: result({ Error: decision.message }), effects: [podEvent(pod, 'Warning', 'FilteringFailed', decision.message)] };
@@ -287,6 +286,15 @@ async function finishWithoutFit(
     result: result({ FailedNodes: decision.failedNodes }),
     effects: [...decision.reasonEvents.map((text) => podEvent(pod, 'Warning', 'FilteringFailed', text)), podEvent(pod, 'Warning', 'FilteringFailed', decision.message)],
   };
+}
+
+/**
+ * Starts the view's sync (or joins the one running) and leaves it running: a later decision waits for it only when
+ * its view would not be fit without it (ClusterView.prepare), and a sync that fails costs only freshness. In Lambda a
+ * sync still running when the answer goes out resumes when the environment is next invoked.
+ */
+function refreshInBackground(deps: ControlDeps): void {
+  deps.view.refresh().catch((err: unknown) => deps.logger.warn('ViewRefreshFailed', { error: errorText(err) }));
 }
 
 function observe(deps: ControlDeps, pod: string, attemptId: string, decision: Decision, started: number): void {

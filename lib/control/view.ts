@@ -10,9 +10,10 @@
  * freshness, since every booking is admitted by the store's guards against the stored counters.
  *
  * Staleness bound: a decision is made on a view that has seen every journal entry written before its last
- * sync; the filter syncs in parallel with each booking, so the next decision's view is at most one filter
- * (or `maxAgeMs`, whichever is shorter) old, and never older than the journal entry the relay names
- * (`X-Hami-Min-View-Seq`: the last entry its forwarded events produced).
+ * sync, which started at most `maxAgeMs` ago, and never on a view older than the journal entry the relay names
+ * (`X-Hami-Min-View-Seq`: the last entry its forwarded events produced). The filter starts a sync with each
+ * booking and answers without waiting for it; the next decision waits for it only when the view is not fit
+ * without it, so in steady state a decision's view misses at most what the last two filters' syncs brought.
  */
 import type { Clock } from '../clock';
 import { EvaluationMemo } from '../engine/reuse';
@@ -81,13 +82,14 @@ export class ClusterView {
    */
   async prepare(minSeq?: number): Promise<void> {
     for (;;) {
+      const behind = minSeq !== undefined && minSeq > this.seqSeen;
+      // Fit as it is: a sync still running (the last filter's refresh) is not waited for.
+      if (this.loaded && !behind && this.clock.now() - this.syncedAt <= this.options.maxAgeMs) return;
       // A sync already running may be enough; look again once it is done.
       if (this.inFlight) {
         await this.inFlight.catch(() => undefined);
         continue;
       }
-      const behind = minSeq !== undefined && minSeq > this.seqSeen;
-      if (this.loaded && !behind && this.clock.now() - this.syncedAt <= this.options.maxAgeMs) return;
       await this.run(() => (this.loaded ? this.catchUp(true) : this.load()));
       return;
     }

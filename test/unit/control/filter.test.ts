@@ -171,6 +171,53 @@ describe('filter: booking', () => {
   });
 });
 
+/** The promise's value if it settles within `turns` turns of the event loop (no time passes), else 'pending'. */
+async function settledWithin<T>(promise: Promise<T>, turns = 50): Promise<T | 'pending'> {
+  let outcome: { value: T } | undefined;
+  void promise.then((value) => (outcome = { value }));
+  for (let turn = 0; turn < turns && outcome === undefined; turn++) await new Promise((resolve) => setImmediate(resolve));
+  return outcome === undefined ? 'pending' : outcome.value;
+}
+
+/** Holds the environment's journal reads until released (the view's refresh, as if the store were slow to answer). */
+function holdJournalReads(env: Environment): (() => void)[] {
+  const held: (() => void)[] = [];
+  const read = env.store.readJournal.bind(env.store);
+  env.store.readJournal = (...args) => new Promise((resolve, reject) => held.push(() => void read(...args).then(resolve, reject)));
+  return held;
+}
+
+describe('filter: the view’s refresh', () => {
+  it('answers without waiting for the refresh; a later decision waits for it only when its view is behind the relay’s word', async () => {
+    const { ingest, decider } = await ingestingAndDeciding();
+    const held = holdJournalReads(decider);
+    const seq = await registered(ingest, 'n2');
+    const first = await settledWithin(filterPod(decider.deps, filterOf(pod('p1'), ['n1'])));
+    expect(first === 'pending' ? first : first.result.NodeNames).toEqual(['n1']);
+    expect(held).toHaveLength(1);
+    // A view fit without it (no word from the relay, young enough) decides at once, and joins the refresh running.
+    const second = await settledWithin(filterPod(decider.deps, filterOf(pod('p2'), ['n1'])));
+    expect(second === 'pending' ? second : second.result.NodeNames).toEqual(['n1']);
+    expect(held).toHaveLength(1);
+    // Told of the entry registering n2, a decision waits for the refresh, which brings n2, rather than read on its own.
+    const told = filterPod(decider.deps, filterOf(pod('p3', [{ name: 'c', gpu: 1, mem: 16000 }]), ['n1', 'n2'], seq));
+    expect(await settledWithin(told)).toBe('pending');
+    held.shift()!();
+    expect((await told).result.NodeNames).toEqual(['n2']);
+    expect(decider.deps.view.seq).toBeGreaterThanOrEqual(seq);
+    for (const release of held) release();
+  });
+
+  it('a refresh that fails costs only freshness: the answer stands and the failure is logged', async () => {
+    const { decider } = await ingestingAndDeciding();
+    decider.store.readJournal = () => Promise.reject(new Error('store unavailable'));
+    const answer = await filterPod(decider.deps, filterOf(pod('p1'), ['n1']));
+    expect(answer.result.NodeNames).toEqual(['n1']);
+    await settledWithin(new Promise(() => undefined), 5);
+    expect(decider.lines).toContainEqual({ level: 'warn', message: 'ViewRefreshFailed', fields: { error: 'store unavailable' } });
+  });
+});
+
 describe('filter: lock-aware placement', () => {
   it('passes over a node another pod is allocating on while another fits, and says so in the scheduler log', async () => {
     const w = world();
