@@ -11,7 +11,7 @@ import { listNodeDevices, listSchedulerLogs, readNodeDevices, readSchedulerLog }
 import { DEFAULT_LIST_LIMIT, MAX_LIST_LIMIT } from '../control/listing';
 import type { NodeLike, PodLike } from '../engine/types';
 import { BadRequestError, PayloadTooLargeError } from '../errors';
-import { kubeName, kubeNamespace, kubeUid } from '../control/names';
+import { kubeName, kubeNames, kubeNamespace, kubeUid } from '../control/names';
 import { MIN_VIEW_SEQ_HEADER } from '../wire';
 import { decodePathSegment } from './paths';
 import { json, type HttpResponse, type RouteKind } from './respond';
@@ -69,7 +69,7 @@ const nodeSchema = z
 const filterArgs = z.object({
   pod: podSchema,
   nodes: z.object({ items: z.array(nodeSchema).nullish() }).loose().nullish(),
-  nodenames: z.array(kubeName).nullish(),
+  nodenames: kubeNames.nullish(),
 });
 
 const bindArgs = z.object({
