@@ -120,7 +120,14 @@ export function listingOrder(policy: NodePolicy): (a: ScoredNode, b: ScoredNode)
 
 /** `find fit node(<node>), <not fit> nodes not fit, <fit> nodes fit(<a>:<s>,…)` (docs/hami-parity.md §5.5). */
 export function fitNodeMessage(node: string, candidateCount: number, fitNodes: readonly ScoredNode[]): string {
-  const listed = fitNodes.map((n) => `${n.name}:${formatGoFixed2(n.score)}`).join(',');
+  // Nodes in the same state share a score: each distinct score is formatted once (thousands of nodes, a few scores).
+  const formatted = new Map<number, string>();
+  const scoreText = (score: number): string => {
+    let text = formatted.get(score);
+    if (text === undefined) formatted.set(score, (text = formatGoFixed2(score)));
+    return text;
+  };
+  const listed = fitNodes.map((n) => `${n.name}:${scoreText(n.score)}`).join(',');
   return `find fit node(${node}), ${candidateCount - fitNodes.length} nodes not fit, ${fitNodes.length} nodes fit(${listed})`;
 }
 
