@@ -51,7 +51,7 @@ import { REQUEUE_ANNOTATION } from '../lib/control/effects';
 import { NODE_LOCK_ANNOTATION } from '../lib/control/ledger';
 import { clockMs, isRead, serialRoundTrips, type ObservedCall } from './proxy';
 import { PROXY_ROLE, ROLE_ENV, serveProxies, startProxyProcess, type ProxyTarget, type RemoteProxy } from './proxyProcess';
-import { CARD_MEM, CARDS, candidateRotation, nodeObject, runningPod, workloadPod, type BenchPod } from './workload';
+import { CARD_MEM, CARDS, candidateRotation, cardId, nodeObject, runningPod, workloadPod, type BenchPod } from './workload';
 
 interface Options {
   nodes: number;
@@ -379,7 +379,7 @@ function timeEngine(names: readonly string[], options: Options, pods: readonly B
     const usage: Record<string, DeviceUsage> = {};
     for (let card = 0; card < CARDS; card++) {
       for (let k = 0; k < options.runningPerCard; k++) {
-        const u = (usage[`GPU-${name}-${card}`] ??= { used: 0, usedmem: 0, usedcores: 0 });
+        const u = (usage[cardId(name, card)] ??= { used: 0, usedmem: 0, usedcores: 0 });
         u.used += 1;
         u.usedmem += 8000;
         u.usedcores += 10;
