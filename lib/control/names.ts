@@ -30,6 +30,7 @@ export const kubeNames = z.array(z.string()).superRefine((names, ctx) => {
   if (names.every(isKubeName)) return;
   for (const issue of z.array(kubeName).safeParse(names).error?.issues ?? []) ctx.addIssue({ code: 'custom', message: issue.message, path: issue.path });
 });
+
 export const kubeNamespace = z
   .string()
   .min(1, 'must not be empty')
