@@ -14,6 +14,7 @@ import { consoleAssetBytes } from '../lib/console/serve';
 import type { startLocalServer as StartLocalServer } from '../lib/local/server';
 import { launchBrowser } from '../test/support/browser';
 import { card, controlClient, gpuNode, gpuPod } from '../test/support/cluster';
+import { cardId } from './workload';
 import { assets } from 'virtual:console-assets';
 
 // Set before the server's observability clients are built (they read the environment at import): quiet logs.
@@ -31,7 +32,7 @@ function runningPod(node: string, c: number) {
     kind: 'Pod',
     apiVersion: 'v1',
     ...pod,
-    metadata: { ...pod.metadata, annotations: { 'hami.io/vgpu-node': node, 'hami.io/vgpu-devices-allocated': `GPU-${node}-${c},NVIDIA,8000,10:;`, 'hami.io/bind-phase': 'success' } },
+    metadata: { ...pod.metadata, annotations: { 'hami.io/vgpu-node': node, 'hami.io/vgpu-devices-allocated': `${cardId(node, c)},NVIDIA,8000,10:;`, 'hami.io/bind-phase': 'success' } },
     spec: { ...pod.spec, nodeName: node },
     status: { phase: 'Running' },
   };
@@ -43,7 +44,7 @@ async function measure(nodes: number, runs: number, log: (line: string) => void)
   try {
     const api = controlClient(server.url);
     const names = Array.from({ length: nodes }, (_, i) => `gpu-${String(i).padStart(4, '0')}`);
-    const events: { type: string; object: unknown }[] = names.map((name) => ({ type: 'ADDED', object: gpuNode(name, Array.from({ length: CARDS }, (_, c) => card(`GPU-${name}-${c}`, { devmem: 81920, type: 'NVIDIA-A100-SXM4-80GB' }))) }));
+    const events: { type: string; object: unknown }[] = names.map((name) => ({ type: 'ADDED', object: gpuNode(name, Array.from({ length: CARDS }, (_, c) => card(cardId(name, c), { devmem: 81920, type: 'NVIDIA-A100-SXM4-80GB' }))) }));
     for (const name of names) for (let c = 0; c < CARDS; c++) events.push({ type: 'ADDED', object: runningPod(name, c) });
     for (let i = 0; i < events.length; i += BATCH) {
       const res = await api.events(events.slice(i, i + BATCH));

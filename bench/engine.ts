@@ -13,6 +13,7 @@ import { decide } from '../lib/engine/decide';
 import { parseNodeRegistration } from '../lib/engine/registration';
 import { defaultEngineConfig } from '../lib/engine/types';
 import type { DecideInput, DeviceUsage, NodeState, PodLike } from '../lib/engine/types';
+import { cardId } from './workload';
 
 const CARDS_PER_NODE = 8;
 const SIZES = [100, 1000, 5000];
@@ -34,7 +35,7 @@ function cluster(nodeCount: number): DecideInput {
   for (let n = 0; n < nodeCount; n++) {
     const name = `node-${String(n).padStart(5, '0')}`;
     const devices = Array.from({ length: CARDS_PER_NODE }, (_, i) => ({
-      id: `GPU-${n}-${i}`,
+      id: cardId(name, i),
       index: i,
       count: 10,
       devmem: 81920,
