@@ -5,6 +5,7 @@
  * are the only thing that keeps concurrent deciders from over-allocating (docs/state.md).
  */
 import type { StoredClaim } from '../engine/claims';
+import type { RegisteredCards } from '../engine/evidence';
 import type { AttemptRecord, BindRecord, PodRef } from '../diagnostics/record';
 import type { AttemptSummary } from '../diagnostics/summary';
 import type { Booking, NodeLedger, NodeLock, QuotaLedger } from './ledger';
@@ -111,8 +112,11 @@ export interface RecordStorePort {
   putAttempt(record: AttemptRecord, timeMs: number): Promise<void>;
   /** The bind outcome, and the summary's bind part when the summary's attempt is not newer. */
   putBind(pod: PodRef, bind: BindRecord, timeMs: number): Promise<void>;
-  /** The bind item and up to `attempts` newest unexpired attempts of a pod. */
-  readPod(namespace: string, name: string, attempts: number, nowMs: number): Promise<PodRecords>;
+  /**
+   * The bind item and up to `attempts` newest unexpired attempts of a pod; the cards' ids, which records do not store,
+   * from the nodes' registrations now (`RegisteredCards`, lib/engine/evidence.ts).
+   */
+  readPod(namespace: string, name: string, attempts: number, nowMs: number, registered?: RegisteredCards): Promise<PodRecords>;
   /** Unexpired summaries in the store's order, at most `limit`; a position `after` that is not this list's is a BadRequestError. */
   listSummaries(query: SummaryQuery): Promise<SummaryPage>;
 }

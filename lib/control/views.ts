@@ -8,7 +8,7 @@ import { renderSchedulerLog, type SchedulerLog } from '../diagnostics/schedulerL
 import type { NodeDevices } from '../diagnostics/nodeDevices';
 import { coresAreMasks } from '../engine/devices';
 import { splitCores } from '../engine/devices/neuron/masks';
-import { NodeFailure, type MigProfile } from '../engine/types';
+import { NodeFailure, type DeviceInfo, type MigProfile } from '../engine/types';
 import { freePlacements } from '../engine/devices/nvidia/mig';
 import { NotFoundError } from '../errors';
 import { bookingCounts, effectiveRegistration, lockIsLive, partsHeld, usageOf, type HeldPart, type NodeLedger } from './ledger';
@@ -28,7 +28,9 @@ export interface SchedulerLogQuery {
 
 export async function readSchedulerLog(deps: ControlDeps, q: SchedulerLogQuery): Promise<SchedulerLog> {
   const nowMs = deps.runtime.clock.now();
-  const stored = await deps.records.readPod(q.namespace, q.name, HISTORY_LIMIT + 1, nowMs);
+  // Records do not store card ids (lib/engine/evidence.ts): they come from the registrations the warm view holds.
+  await deps.view.prepare();
+  const stored = await deps.records.readPod(q.namespace, q.name, HISTORY_LIMIT + 1, nowMs, (node) => registeredCards(deps.view.get(node)));
   const attempts = numberedAttempts(stored);
   const latest = attempts[0];
   if (!latest) throw new NotFoundError(`no scheduling record for pod ${q.namespace}/${q.name}`, 'pods', q.name);
@@ -36,6 +38,11 @@ export async function readSchedulerLog(deps: ControlDeps, q: SchedulerLogQuery):
     ...(q.detail ? { detail: q.detail } : {}),
     ...(q.history ? { history: attempts.slice(1) } : {}),
   });
+}
+
+/** A node's cards by position as it registers them now (a deleted node's last registration included). */
+function registeredCards(node: NodeLedger | undefined): readonly DeviceInfo[] | undefined {
+  return node?.registration?.registered === true ? node.registration.devices : undefined;
 }
 
 /**

@@ -114,9 +114,15 @@ export type Runs = readonly (number | null)[];
  * A decision's evidence in its packed form, for storage: column by column, each column as runs, counts instead
  * of row offsets, and of each node's cards only those the rows refer to. Built from the rows without making any
  * evidence object.
+ *
+ * Card ids are not stored. They are GPU UUIDs, random, about 16 bytes each after compression, and a record refers to
+ * at least one card per node evaluated: at 1,000 nodes they were 22 of a record's 23 KB. A record read later takes
+ * them from the node's registration at that time (`RegisteredCards`), by position, when a check of the ids the node
+ * had then (`idsCheck`, 32 bits per node) agrees; otherwise the card's id reads as empty: the node registered
+ * other cards since, or left.
  */
 export interface PackedEvidence {
-  readonly v: 3;
+  readonly v: 4;
   readonly containers: readonly TracedContainer[];
   readonly texts: readonly string[];
   readonly nodes: { readonly name: readonly string[]; readonly failed: Runs; readonly score: Runs; readonly reason: Runs; readonly containers: Runs };
@@ -128,12 +134,52 @@ export interface PackedEvidence {
   readonly devices: {
     readonly perNode: Runs;
     readonly position: Runs;
-    readonly id: readonly string[];
+    /** Per node, `cardIdsCheck` of the ids of the cards it refers to, in order. */
+    readonly idsCheck: readonly number[];
     readonly index: Runs;
     readonly devmem: Runs;
     readonly devcore: Runs;
     readonly count: Runs;
   };
+}
+
+/** The packed form records written before card ids were left out still have: the ids, card by card (read, never written). */
+type PackedEvidenceV3 = Omit<PackedEvidence, 'v' | 'devices'> & {
+  readonly v: 3;
+  readonly devices: Omit<PackedEvidence['devices'], 'idsCheck'> & { readonly id: readonly string[] };
+};
+
+/** A node's cards as registered when a record is read, by position (undefined: the node is not registered now). */
+export type RegisteredCards = (node: string) => readonly { readonly id: string }[] | undefined;
+
+/** FNV-1a (32 bits) of the ids, in order: whether a node's cards at those positions are still the ones recorded. */
+export function cardIdsCheck(ids: readonly string[]): number {
+  let hash = 0x811c9dc5;
+  for (const id of ids) {
+    for (let i = 0; i < id.length; i++) hash = Math.imul(hash ^ id.charCodeAt(i), 0x01000193);
+    // A separator no id ends with, so that ["ab", "c"] and ["a", "bc"] differ.
+    hash = Math.imul(hash ^ 0x1f, 0x01000193);
+  }
+  return hash >>> 0;
+}
+
+/** Version 4 with the ids found again where the nodes' registrations still agree (see `PackedEvidence`). */
+function withCardIds(packed: PackedEvidence, registered: RegisteredCards | undefined): PackedEvidenceV3 {
+  const nodeCount = packed.nodes.name.length;
+  const perNode = expandRuns(packed.devices.perNode, nodeCount, 'devices.perNode').map((v) => v ?? 0);
+  const positions = expandRuns(packed.devices.position, sum(perNode), 'devices.position').map((v) => v ?? 0);
+  if (packed.devices.idsCheck.length !== nodeCount) throw new Error(`packed evidence column devices.idsCheck does not hold ${nodeCount} values`);
+  const ids: string[] = [];
+  let next = 0;
+  perNode.forEach((count, node) => {
+    const cards = count > 0 ? registered?.(packed.nodes.name[node]!) : undefined;
+    const found = positions.slice(next, next + count).map((position) => cards?.[position]?.id);
+    next += count;
+    const known = found.every((id): id is string => id !== undefined) && cardIdsCheck(found) === packed.devices.idsCheck[node];
+    for (const id of found) ids.push(known ? id! : '');
+  });
+  const { idsCheck: _check, ...devices } = packed.devices;
+  return { ...packed, v: 3, devices: { ...devices, id: ids } };
 }
 
 /** The packed form records written before runs were used still have (read, never written). */
@@ -149,7 +195,7 @@ interface PackedEvidenceV2 {
 }
 
 /** Any packed evidence a stored record may hold. */
-export type StoredEvidence = PackedEvidence | PackedEvidenceV2;
+export type StoredEvidence = PackedEvidence | PackedEvidenceV3 | PackedEvidenceV2;
 
 /** Appends `value` unless the list holds it already (a node's few card positions; a helper, not a closure per node). */
 function addOnce(list: number[], value: number): void {
@@ -185,7 +231,7 @@ function expandRuns(runs: Runs, length: number, column: string): (number | null)
 const sum = (values: readonly (number | null)[]) => values.reduce<number>((total, v) => total + (v ?? 0), 0);
 
 /** Version 3 in the shape version 2 had, for the one unpacking routine. */
-function asV2(packed: PackedEvidence): PackedEvidenceV2 {
+function asV2(packed: PackedEvidenceV3): PackedEvidenceV2 {
   const numbers = (runs: Runs, length: number, column: string) => expandRuns(runs, length, column).map((v) => v ?? 0);
   const nodeCount = packed.nodes.name.length;
   const containersPerNode = numbers(packed.nodes.containers, nodeCount, 'nodes.containers');
@@ -500,7 +546,7 @@ export class DecisionTrace {
     });
     const deviceColumn = (value: (d: DeviceInfo) => number): Runs => runsOf(devices.length, (i) => value(devices[i]!));
     return {
-      v: 3,
+      v: 4,
       containers: this.containers,
       texts: this.texts,
       nodes: {
@@ -522,7 +568,7 @@ export class DecisionTrace {
       devices: {
         perNode: runsOf(referenced.length, (node) => referenced[node]!.length),
         position: runsOf(positions.length, (i) => positions[i]!),
-        id: devices.map((d) => d.id),
+        idsCheck: referenced.map((list, node) => cardIdsCheck(list.map((position) => this.nodeDevices[node]![position]!.id))),
         index: deviceColumn((d) => d.index),
         devmem: deviceColumn((d) => d.devmem),
         devcore: deviceColumn((d) => d.devcore),
@@ -531,10 +577,13 @@ export class DecisionTrace {
     };
   }
 
-  /** The trace a packed evidence was made from, able to build the same evidence objects. */
-  static unpack(stored: StoredEvidence): DecisionTrace {
-    if (stored.v !== 2 && stored.v !== 3) throw new Error(`packed evidence of unknown version ${String((stored as { v?: unknown }).v)}`);
-    const packed = stored.v === 3 ? asV2(stored) : stored;
+  /**
+   * The trace a packed evidence was made from, able to build the same evidence objects; card ids of version 4 come from
+   * `registered` where the nodes still have the cards recorded (empty otherwise, and without it).
+   */
+  static unpack(stored: StoredEvidence, registered?: RegisteredCards): DecisionTrace {
+    if (stored.v !== 2 && stored.v !== 3 && stored.v !== 4) throw new Error(`packed evidence of unknown version ${String((stored as { v?: unknown }).v)}`);
+    const packed = stored.v === 4 ? asV2(withCardIds(stored, registered)) : stored.v === 3 ? asV2(stored) : stored;
     const trace = new DecisionTrace(packed.containers, packed.nodes.name.length);
     trace.texts.push(...packed.texts);
     let container = 0;

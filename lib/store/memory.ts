@@ -4,6 +4,7 @@
  * tables of filter, bind and cluster events run on it, fast and without a server.
  */
 import { claimAdmits } from '../engine/claims';
+import type { RegisteredCards } from '../engine/evidence';
 import type { AttemptRecord, BindRecord, PodRef } from '../diagnostics/record';
 import { lockHeldByOther, type Booking, type CardCounter, type NodeLedger, type NodeLock, type QuotaLedger } from '../control/ledger';
 import type { JournalEntry, LedgerStore, LockRelease, NodeWrite, PodRecords, ReadOptions, RecordStorePort, Reservation, SummaryPage, SummaryQuery } from '../control/ports';
@@ -208,7 +209,7 @@ export class MemoryLedgerStore implements LedgerStore {
 
 export class MemoryRecordStore implements RecordStorePort {
   readonly stats: StoreStats = emptyStats();
-  private readonly pods = new Map<string, { attempts: { record: AttemptRecord; timeMs: number; expiresAtMs: number }[]; bind?: BindRecord & { timeMs: number; expiresAtMs: number } }>();
+  private readonly pods = new Map<string, { attempts: { attemptId: string; stored: Uint8Array; timeMs: number; expiresAtMs: number }[]; bind?: BindRecord & { timeMs: number; expiresAtMs: number } }>();
 
   /** Per shard, sort key to summary, as the DynamoDB adapter keys them (the same listing order). */
   private readonly summaries = new Map<number, Map<string, { summary: AttemptSummary; expiresAtMs: number }>>();
@@ -229,10 +230,11 @@ export class MemoryRecordStore implements RecordStorePort {
     this.stats.calls += 1;
     const pod = this.podOf(record.pod.namespace, record.pod.name);
     // The same attempt written again (a lost reservation decided anew) replaces itself, as the stored key is the same.
-    pod.attempts = pod.attempts.filter((a) => !(a.timeMs === timeMs && a.record.attemptId === record.attemptId));
-    // Through the stored form, as the DynamoDB adapter does (packed evidence comes back unpacked).
-    pod.attempts.push({ record: decodeRecord(encodeRecord(record), RECORD_ENCODING), timeMs, expiresAtMs: timeMs + this.retentionMs });
-    pod.attempts.sort((a, b) => b.timeMs - a.timeMs || (a.record.attemptId < b.record.attemptId ? 1 : -1));
+    pod.attempts = pod.attempts.filter((a) => !(a.timeMs === timeMs && a.attemptId === record.attemptId));
+    // Kept in the stored form and decoded when read, as the DynamoDB adapter does (card ids come from the
+    // registrations at that time).
+    pod.attempts.push({ attemptId: record.attemptId, stored: encodeRecord(record), timeMs, expiresAtMs: timeMs + this.retentionMs });
+    pod.attempts.sort((a, b) => b.timeMs - a.timeMs || (a.attemptId < b.attemptId ? 1 : -1));
     const key = summaryKey(record.pod.namespace, record.pod.name);
     this.shard(key.shard).set(key.sk, { summary: summarizeAttempt(record, timeMs), expiresAtMs: timeMs + this.retentionMs });
   }
@@ -275,13 +277,13 @@ export class MemoryRecordStore implements RecordStorePort {
     return found;
   }
 
-  async readPod(namespace: string, name: string, attempts: number, nowMs: number): Promise<PodRecords> {
+  async readPod(namespace: string, name: string, attempts: number, nowMs: number, registered?: RegisteredCards): Promise<PodRecords> {
     this.stats.calls += 1;
     const pod = this.pods.get(`${namespace}/${name}`);
     if (!pod) return { attempts: [] };
     const live = pod.attempts.filter((a) => a.expiresAtMs >= nowMs).slice(0, attempts);
     const bind = pod.bind && pod.bind.expiresAtMs >= nowMs ? pod.bind : undefined;
-    const found = live.map(({ record, timeMs }) => ({ record: structuredClone(record), timeMs }));
+    const found = live.map(({ stored, timeMs }) => ({ record: decodeRecord(stored, RECORD_ENCODING, registered), timeMs }));
     if (!bind) return { attempts: found };
     const { expiresAtMs: _e, ...rest } = bind;
     return { attempts: found, bind: rest };

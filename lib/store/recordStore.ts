@@ -16,7 +16,7 @@ import { brotliCompressSync, brotliDecompressSync, constants, gunzipSync } from 
 import type { BatchWriteCommandInput, PutCommandInput, QueryCommandInput, UpdateCommandInput } from '@aws-sdk/lib-dynamodb';
 import { z } from 'zod';
 import type { Sleep } from '../clock';
-import { DecisionTrace } from '../engine/evidence';
+import { DecisionTrace, type RegisteredCards } from '../engine/evidence';
 import { BadRequestError, CorruptItemError, StoreUnavailableError } from '../errors';
 import type { AttemptRecord, BindRecord, FilterRecord, PodRef } from '../diagnostics/record';
 import { fitNodeMessage, listingOrder } from '../engine/messages';
@@ -258,7 +258,7 @@ export class RecordStore implements RecordStorePort {
   }
 
   /** The bind item and up to `attempts` newest unexpired attempts of a pod. */
-  async readPod(namespace: string, name: string, attempts: number, nowMs: number): Promise<PodRecords> {
+  async readPod(namespace: string, name: string, attempts: number, nowMs: number, registered?: RegisteredCards): Promise<PodRecords> {
     const params = this.queryPodParams(namespace, name, attempts);
     const out = await send(this.doc, this.stats, 'Query', params);
     const nowS = Math.floor(nowMs / 1000);
@@ -272,7 +272,7 @@ export class RecordStore implements RecordStorePort {
         const { expiresAt: _expiresAt, ...rest } = parsed.data;
         bind = rest;
       } else if (typeof item.sk === 'string' && item.sk.startsWith('A#') && found.length < attempts) {
-        found.push({ record: decodeRecord(item.rec, item.enc), timeMs: Number(item.sk.split('#')[1]) });
+        found.push({ record: decodeRecord(item.rec, item.enc, registered), timeMs: Number(item.sk.split('#')[1]) });
       }
     }
     return bind ? { attempts: found, bind } : { attempts: found };
@@ -332,7 +332,7 @@ function encodeTrimmed(record: StoredRecord): Uint8Array {
 }
 
 /** A stored attempt (`rec`, compressed as `enc` says), its evidence unpacked into the objects the scheduler log renders. */
-export function decodeRecord(raw: unknown, encoding: unknown): AttemptRecord {
+export function decodeRecord(raw: unknown, encoding: unknown, registered?: RegisteredCards): AttemptRecord {
   if (!(raw instanceof Uint8Array)) throw new CorruptItemError('stored attempt has no record body');
   if (encoding !== RECORD_ENCODING && encoding !== undefined) throw new CorruptItemError(`stored attempt has an unknown encoding ${JSON.stringify(encoding)}`);
   let record: StoredRecord;
@@ -346,7 +346,7 @@ export function decodeRecord(raw: unknown, encoding: unknown): AttemptRecord {
   let nodes = filter.nodes;
   if (packed) {
     try {
-      nodes = DecisionTrace.unpack(packed).evidence();
+      nodes = DecisionTrace.unpack(packed, registered).evidence();
     } catch (err) {
       throw new CorruptItemError('stored attempt evidence cannot be unpacked', { cause: err });
     }

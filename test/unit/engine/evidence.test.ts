@@ -6,9 +6,17 @@
  */
 import fc from 'fast-check';
 import { decide } from '../../../lib/engine/decide';
-import { DecisionTrace, type StoredEvidence } from '../../../lib/engine/evidence';
+import { cardIdsCheck, DecisionTrace, type RegisteredCards, type StoredEvidence } from '../../../lib/engine/evidence';
 import previousRelease from './packed-evidence-v2.json';
-import type { CardEvidence, ContainerEvidence, Decision, DeviceInfo, DeviceUsage, NodeEvidence, NodeState, ReasonCode } from '../../../lib/engine/types';
+import type { CardEvidence, ContainerEvidence, DecideInput, Decision, DeviceInfo, DeviceUsage, NodeEvidence, NodeState, ReasonCode } from '../../../lib/engine/types';
+
+/** The cards each node of a decision's input registers, by position: where a stored record finds its card ids. */
+const registeredIn =
+  (given: Pick<DecideInput, 'nodes'>): RegisteredCards =>
+  (name) => {
+    const registration = given.nodes.get(name)?.registration;
+    return registration?.registered ? registration.devices : undefined;
+  };
 import { card, cardFiguresArb, cardUsageArb, cards, config, gpu, input, node, pod } from './fixtures';
 
 function decided(decision: Decision): Exclude<Decision, { kind: 'error' }> {
@@ -130,10 +138,43 @@ describe('evidence as plain data', () => {
   });
 
   it('packed for storage and unpacked, gives back the same evidence (unregistered and failed nodes included)', () => {
-    const d = decide(mixedInput());
+    const given = mixedInput();
+    const d = decide(given);
     if (d.kind === 'error') throw new Error(d.message);
     const stored = JSON.parse(JSON.stringify(d.packEvidence()));
-    expect(JSON.stringify(DecisionTrace.unpack(stored).evidence())).toBe(JSON.stringify(d.evidence));
+    expect(JSON.stringify(DecisionTrace.unpack(stored, registeredIn(given)).evidence())).toBe(JSON.stringify(d.evidence));
+  });
+
+  it('stores no card ids: read back, they come from the registrations where the node still has the cards recorded', () => {
+    const given = mixedInput();
+    const d = decided(decide(given));
+    const stored = JSON.parse(JSON.stringify(d.packEvidence())) as StoredEvidence & { v: 4 };
+    const text = JSON.stringify(stored);
+    for (const id of [a.id, b.id, x.id]) expect(text).not.toContain(JSON.stringify(id));
+    const uuids = (evidence: readonly NodeEvidence[]) => evidence.map((n) => n.containers.map((c) => (c.cards ?? []).map((card) => card.uuid)));
+    const withoutIds = (evidence: readonly NodeEvidence[]) =>
+      JSON.parse(JSON.stringify(evidence, (key, value: unknown) => (key === 'uuid' ? '' : value))) as unknown;
+    // Without registrations, every id reads as empty and nothing else changes.
+    const blind = DecisionTrace.unpack(stored).evidence();
+    expect(uuids(blind).flat(2).every((id) => id === '')).toBe(true);
+    expect(withoutIds(blind)).toEqual(withoutIds(d.evidence));
+    // n2 registered another card at the same position since: only n2's ids are unknown.
+    const replaced = { ...x, id: 'GPU-replaced' };
+    const later: RegisteredCards = (name) => (name === 'n2' ? [replaced] : registeredIn(given)(name));
+    const read = DecisionTrace.unpack(stored, later).evidence();
+    expect(uuids(read)[0]).toEqual(uuids(d.evidence)[0]);
+    expect(uuids(read)[1]!.flat().every((id) => id === '')).toBe(true);
+    expect(withoutIds(read)).toEqual(withoutIds(d.evidence));
+    // A node whose cards moved (same ids, other positions) does not pass the check either.
+    const moved: RegisteredCards = (name) => (name === 'n1' ? [b, a] : registeredIn(given)(name));
+    expect(uuids(DecisionTrace.unpack(stored, moved).evidence())[0]!.flat().every((id) => id === '')).toBe(true);
+  });
+
+  it('checks ids in order, and tells apart lists that join to the same text', () => {
+    expect(cardIdsCheck(['ab', 'c'])).not.toBe(cardIdsCheck(['a', 'bc']));
+    expect(cardIdsCheck(['a', 'b'])).not.toBe(cardIdsCheck(['b', 'a']));
+    expect(cardIdsCheck([])).not.toBe(cardIdsCheck(['']));
+    expect(cardIdsCheck(['GPU-1'])).toBe(cardIdsCheck(['GPU-1']));
   });
 
   it('records written in the previous packed form (version 2, no runs) still read as the same evidence', () => {
@@ -146,8 +187,8 @@ describe('evidence as plain data', () => {
 
   it('packs equal figures as runs, and refuses columns whose runs do not add up', () => {
     const d = decided(decide(mixedInput()));
-    const packed = JSON.parse(JSON.stringify(d.packEvidence())) as StoredEvidence & { v: 3 };
-    expect(packed.v).toBe(3);
+    const packed = JSON.parse(JSON.stringify(d.packEvidence())) as StoredEvidence & { v: 4 };
+    expect(packed.v).toBe(4);
     // Three nodes: n1 and n2 failed-flags differ from ghost's.
     expect(packed.nodes.failed).toEqual([0, 1, 1, 2]);
     const corrupt = { ...packed, nodes: { ...packed.nodes, failed: [0, 1, 1, 1] } };
@@ -332,12 +373,13 @@ describe('evidence property: random clusters', () => {
           });
           return node(`n${n}`, devices, { usage });
         });
-        const decision = decide(input(pod(app, { annotations: { 'hami.io/gpu-scheduler-policy': policy } }), nodes));
+        const given = input(pod(app, { annotations: { 'hami.io/gpu-scheduler-policy': policy } }), nodes);
+        const decision = decide(given);
         const packed = decision.kind === 'error' ? undefined : JSON.parse(JSON.stringify(decision.packEvidence()));
         const d = decided(decision);
         expect(JSON.parse(JSON.stringify(d.evidence))).toEqual(d.evidence);
         // Stored packed and read back, the evidence is the same, key order included.
-        expect(JSON.stringify(DecisionTrace.unpack(packed).evidence())).toBe(JSON.stringify(d.evidence));
+        expect(JSON.stringify(DecisionTrace.unpack(packed, registeredIn(given)).evidence())).toBe(JSON.stringify(d.evidence));
         d.evidence.forEach((evidence, n) => {
           const state = nodes[n]!;
           if (!state.registration.registered) throw new Error('fixture nodes are registered');
