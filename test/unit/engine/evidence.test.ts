@@ -8,6 +8,7 @@ import fc from 'fast-check';
 import { decide } from '../../../lib/engine/decide';
 import { cardIdsCheck, DecisionTrace, type RegisteredCards, type StoredEvidence } from '../../../lib/engine/evidence';
 import previousRelease from './packed-evidence-v2.json';
+import withIds from './packed-evidence-v3.json';
 import type { CardEvidence, ContainerEvidence, DecideInput, Decision, DeviceInfo, DeviceUsage, NodeEvidence, NodeState, ReasonCode } from '../../../lib/engine/types';
 
 /** The cards each node of a decision's input registers, by position: where a stored record finds its card ids. */
@@ -183,6 +184,14 @@ describe('evidence as plain data', () => {
     expect(packed.v).toBe(2);
     expect(JSON.stringify(DecisionTrace.unpack(packed).evidence())).toBe(JSON.stringify(evidence));
     expect(DecisionTrace.unpack(packed).evidence()).toEqual(mixedEvidence);
+  });
+
+  it('records written with the card ids (version 3) read as they were, whatever the nodes register now', () => {
+    // Written by the release before card ids were left out, for this very input.
+    const { packed, evidence } = withIds as unknown as { packed: StoredEvidence; evidence: NodeEvidence[] };
+    expect(packed.v).toBe(3);
+    expect(JSON.stringify(DecisionTrace.unpack(packed).evidence())).toBe(JSON.stringify(evidence));
+    expect(DecisionTrace.unpack(packed, () => undefined).evidence()).toEqual(mixedEvidence);
   });
 
   it('packs equal figures as runs, and refuses columns whose runs do not add up', () => {
