@@ -218,6 +218,31 @@ describe('filter: the view’s refresh', () => {
   });
 });
 
+describe('filter: the scheduler log’s card ids', () => {
+  const triedIds = async (env: Environment, name: string) => {
+    const log = await readSchedulerLog(env.deps, { namespace: 'default', name, history: false, detail: 'devices' });
+    return log.filter.nodes.map((n) => ({ node: n.name, ids: n.containers.flatMap((c) => ((c as { devices?: { uuid: string }[] }).devices ?? []).map((d) => d.uuid)) }));
+  };
+
+  it('come from the registrations when read; a node that registered other cards since shows none, the others keep theirs', async () => {
+    const w = world();
+    const env = w.environment();
+    await registered(env, 'n1', 'n2');
+    await filterPod(env.deps, filterOf(pod('p1'), ['n1', 'n2']));
+    const before = await triedIds(env, 'p1');
+    expect(before.map((n) => n.node)).toEqual(['n1', 'n2']);
+    for (const n of before) expect(n.ids.length).toBeGreaterThan(0);
+    for (const n of before) for (const id of n.ids) expect(id).toMatch(new RegExp(`^GPU-${n.node}-[01]$`));
+    // The card of n2 that the record refers to is replaced (same position, another GPU): n2's ids are unknown now.
+    const tried = before[1]!.ids[0]!;
+    const swapped = cardsOf('n2').map((c) => (c.id === tried ? { ...c, id: 'GPU-n2-replacement' } : c));
+    await ingestClusterEvents(env.deps, [{ type: 'MODIFIED', object: gpuNode('n2', swapped, { rv: '2' }) }]);
+    const after = await triedIds(env, 'p1');
+    expect(after[0]).toEqual(before[0]);
+    expect(after[1]!.ids).toEqual(before[1]!.ids.map(() => ''));
+  });
+});
+
 describe('filter: lock-aware placement', () => {
   it('passes over a node another pod is allocating on while another fits, and says so in the scheduler log', async () => {
     const w = world();
