@@ -33,7 +33,7 @@ type FunctionName = (typeof contractRoutes)[number]['fn'];
 /** The team's least-privilege table: DynamoDB actions per function and table, nothing else. */
 const leastPrivilege: Record<FunctionName, Partial<Record<'StateTable' | 'RecordsTable', string[]>>> = {
   filter: {
-    StateTable: ['GetItem', 'BatchGetItem', 'UpdateItem', 'PutItem'],
+    StateTable: ['GetItem', 'BatchGetItem', 'UpdateItem', 'PutItem', 'Query'],
     RecordsTable: ['PutItem', 'BatchWriteItem', 'Query', 'UpdateItem'],
   },
   bind: { StateTable: ['GetItem', 'UpdateItem', 'BatchGetItem'], RecordsTable: ['Query', 'UpdateItem', 'PutItem'] },
@@ -41,8 +41,8 @@ const leastPrivilege: Record<FunctionName, Partial<Record<'StateTable' | 'Record
     StateTable: ['GetItem', 'UpdateItem', 'BatchGetItem'],
     RecordsTable: ['Query', 'UpdateItem', 'PutItem'],
   },
-  clusterEvents: { StateTable: ['GetItem', 'BatchGetItem', 'UpdateItem', 'PutItem', 'DeleteItem'] },
-  schedulerLog: { RecordsTable: ['Query', 'GetItem'] },
+  clusterEvents: { StateTable: ['GetItem', 'BatchGetItem', 'UpdateItem', 'PutItem', 'DeleteItem', 'Query'] },
+  schedulerLog: { StateTable: ['BatchGetItem', 'Query'], RecordsTable: ['Query', 'GetItem'] },
   nodeDevices: { StateTable: ['GetItem', 'BatchGetItem'] },
   listNodes: { StateTable: ['BatchGetItem'] },
   namespaceSchedulerLogs: { RecordsTable: ['Query'] },
