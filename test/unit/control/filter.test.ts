@@ -241,6 +241,20 @@ describe('filter: the scheduler log’s card ids', () => {
     expect(after[0]).toEqual(before[0]);
     expect(after[1]!.ids).toEqual(before[1]!.ids.map(() => ''));
   });
+
+  it('a store that cannot bring the view up costs the ids only: the log is still read, and the failure logged', async () => {
+    const w = world();
+    const setup = w.environment();
+    await registered(setup, 'n1');
+    await filterPod(setup.deps, filterOf(pod('p1'), ['n1']));
+    const reader = w.environment();
+    reader.store.journalHead = () => Promise.reject(new Error('store unavailable'));
+    const ids = await triedIds(reader, 'p1');
+    expect(ids.map((n) => n.node)).toEqual(['n1']);
+    expect(ids[0]!.ids.length).toBeGreaterThan(0);
+    expect(ids[0]!.ids.every((id) => id === '')).toBe(true);
+    expect(reader.lines).toContainEqual({ level: 'warn', message: 'ViewRefreshFailed', fields: { error: 'store unavailable' } });
+  });
 });
 
 describe('filter: lock-aware placement', () => {
