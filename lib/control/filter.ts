@@ -116,9 +116,9 @@ async function decideAndReserve(deps: ControlDeps, req: FilterRequest, candidate
     if (!node) throw new Error(`engine chose node ${decision.node}, which the view does not hold`);
     // The booking, its record and the view's refresh travel together: one round trip on the critical path.
     // The booking leaves first; the record is packed and encoded while it is on its way. The refresh only
-    // brings the view forward for later decisions, so the answer does not wait for it (see refreshInBackground).
+    // brings the view forward for later decisions, so the answer does not wait for it (ClusterView.refreshInBackground).
     const booking = book(deps, req, decision, node, attemptId, nowMs);
-    refreshInBackground(deps);
+    view.refreshInBackground();
     const record = afterPendingIo().then(() =>
       deps.records.putAttempt(
         attemptRecord(pod, attemptId, started, freshness, {
@@ -275,7 +275,7 @@ async function finishWithoutFit(
           nodes: [],
           packed: decision.packEvidence(),
         };
-  refreshInBackground(deps);
+  deps.view.refreshInBackground();
   await deps.records.putAttempt(attemptRecord(pod, attemptId, started, freshness, filter), started);
   observe(deps, `${pod.namespace}/${pod.name}`, attemptId, decision, started);
   if (decision.kind === 'error') {
@@ -286,15 +286,6 @@ async function finishWithoutFit(
     result: result({ FailedNodes: decision.failedNodes }),
     effects: [...decision.reasonEvents.map((text) => podEvent(pod, 'Warning', 'FilteringFailed', text)), podEvent(pod, 'Warning', 'FilteringFailed', decision.message)],
   };
-}
-
-/**
- * Starts the view's sync (or joins the one running) and leaves it running: a later decision waits for it only when
- * its view would not be fit without it (ClusterView.prepare), and a sync that fails costs only freshness. In Lambda a
- * sync still running when the answer goes out resumes when the environment is next invoked.
- */
-function refreshInBackground(deps: ControlDeps): void {
-  deps.view.refresh().catch((err: unknown) => deps.logger.warn('ViewRefreshFailed', { error: errorText(err) }));
 }
 
 function observe(deps: ControlDeps, pod: string, attemptId: string, decision: Decision, started: number): void {
@@ -320,8 +311,4 @@ function attemptRecord(pod: PodRef, attemptId: string, timeMs: number, view: Vie
 
 function result(fields: Partial<FilterResult>): FilterResult {
   return { Nodes: null, NodeNames: null, FailedNodes: null, FailedAndUnresolvableNodes: null, Error: '', ...fields };
-}
-
-function errorText(err: unknown): string {
-  return err instanceof Error ? err.message : String(err);
 }

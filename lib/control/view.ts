@@ -115,6 +115,24 @@ export class ClusterView {
     return this.inFlight ?? this.run(() => (this.loaded ? this.catchUp(false) : this.load()));
   }
 
+  /**
+   * Starts a sync (or joins the one running) and leaves it running: it only serves later decisions, which wait for it
+   * when their view would not be fit without it (`prepare`). A sync that fails costs only freshness and is logged. In
+   * Lambda a sync still running when the answer goes out resumes when the environment is next invoked.
+   */
+  refreshInBackground(): void {
+    this.refresh().catch((err: unknown) => this.warnSyncFailed(err));
+  }
+
+  /** `prepare` for readers that can do without a fresh view (the scheduler log's card ids): a failed sync is logged. */
+  async prepareIfPossible(): Promise<void> {
+    await this.prepare().catch((err: unknown) => this.warnSyncFailed(err));
+  }
+
+  private warnSyncFailed(err: unknown): void {
+    this.logger.warn('ViewRefreshFailed', { error: err instanceof Error ? err.message : String(err) });
+  }
+
   /** A node as a write of ours left it (or as a refused guard found it): taken unless the view has a newer one. */
   accept(node: NodeLedger): void {
     const known = this.nodes.get(node.name);

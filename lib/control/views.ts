@@ -30,7 +30,7 @@ export async function readSchedulerLog(deps: ControlDeps, q: SchedulerLogQuery):
   const nowMs = deps.runtime.clock.now();
   // Records do not store card ids (lib/engine/evidence.ts): they come from the registrations the warm view holds.
   // A view that cannot be brought up to date costs only ids (shown empty where it holds no node), never the log.
-  await deps.view.prepare().catch((err: unknown) => deps.logger.warn('ViewRefreshFailed', { error: err instanceof Error ? err.message : String(err) }));
+  await deps.view.prepareIfPossible();
   const stored = await deps.records.readPod(q.namespace, q.name, HISTORY_LIMIT + 1, nowMs, (node) => registeredCards(deps.view.get(node)));
   const attempts = numberedAttempts(stored);
   const latest = attempts[0];

@@ -2,8 +2,8 @@
  * Scheduling records for the scheduler log (records table, keys pk/sk, TTL on `expiresAt`).
  *   pk `POD#<ns>/<name>`, sk `A#<epoch ms>#<attemptId>`: one filter attempt, Brotli-compressed JSON (`enc`
  *     `br`; attempts written before Brotli have no `enc` and are gzip'd): the evidence of a thousand nodes is
- *     about 2.3 KB, far under DynamoDB's 400 KB item limit (a passed filter's HAMi message is left out and rebuilt
- *     from the evidence on read: `encodeRecord`);
+ *     about 6.5 KB, far under DynamoDB's 400 KB item limit (a passed filter's HAMi message is left out and rebuilt
+ *     from the evidence on read: `encodeRecord`; the tried cards' ids are left out too: lib/engine/evidence.ts);
  *   pk `POD#<ns>/<name>`, sk `BIND`: the latest bind outcome (written without a read, so a bind costs
  *     one call); it belongs to the newest attempt made before it.
  *   pk `LOGS#<00..15>` (the namespace's shard), sk `<namespace hash>#<name hash>`: the pod's summary, of its
@@ -289,9 +289,10 @@ function summaryPk(shard: number): string {
 
 /** How an attempt's `rec` is compressed; an attempt without `enc` was written gzip'd, before this. */
 export const RECORD_ENCODING = 'br';
-// Quality 4: a record is written on every decision (on the filter's critical path) and read rarely. At 1,000 nodes
-// it came to about 3.5 KB with the HAMi message (2.3 KB without), a third of what gzip's fastest level gave, for the
-// same CPU, so the store parses and bills a third of the bytes (docs/state.md).
+// Quality 4: a record is written on every decision (on the filter's critical path) and read rarely. Its columns of
+// runs compress to a third of what gzip's fastest level gave, for the same CPU (measured when card ids were spelled
+// from node names). On random GPU UUIDs quality 2 was as small and faster, one reason the ids are no longer stored
+// (docs/state.md).
 const BROTLI = { params: { [constants.BROTLI_PARAM_QUALITY]: 4, [constants.BROTLI_PARAM_MODE]: constants.BROTLI_MODE_TEXT } };
 
 /**

@@ -171,6 +171,13 @@ describe('evidence as plain data', () => {
     expect(uuids(DecisionTrace.unpack(stored, moved).evidence())[0]!.flat().every((id) => id === '')).toBe(true);
   });
 
+  it('refuses a record whose id checks do not cover its nodes (a corrupt record, not ids shown wrong)', () => {
+    const given = mixedInput();
+    const stored = JSON.parse(JSON.stringify(decided(decide(given)).packEvidence())) as StoredEvidence & { v: 4 };
+    const short = { ...stored, devices: { ...stored.devices, idsCheck: stored.devices.idsCheck.slice(1) } };
+    expect(() => DecisionTrace.unpack(short, registeredIn(given))).toThrow('packed evidence column devices.idsCheck does not hold 3 values');
+  });
+
   it('checks ids in order, and tells apart lists that join to the same text', () => {
     expect(cardIdsCheck(['ab', 'c'])).not.toBe(cardIdsCheck(['a', 'bc']));
     expect(cardIdsCheck(['a', 'b'])).not.toBe(cardIdsCheck(['b', 'a']));
