@@ -292,6 +292,7 @@ export function toNodeState(ledger: NodeLedger, nowMs: number, excludeUid?: stri
   return {
     name: ledger.name,
     registration,
+    registrationVersion: ledger.registrationVersion,
     usage,
     ...(registration.registered ? { usageByPosition: aligned(registration.devices, usage) } : {}),
     ...(held && held.parts.length > 0 ? { placementsInUse: placementsByCard(held.parts) } : {}),

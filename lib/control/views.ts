@@ -8,7 +8,8 @@ import { renderSchedulerLog, type SchedulerLog } from '../diagnostics/schedulerL
 import type { NodeDevices } from '../diagnostics/nodeDevices';
 import { coresAreMasks } from '../engine/devices';
 import { splitCores } from '../engine/devices/neuron/masks';
-import { NodeFailure, type DeviceInfo, type MigProfile } from '../engine/types';
+import type { RegisteredNode } from '../engine/evidence';
+import { NodeFailure, type MigProfile } from '../engine/types';
 import { freePlacements } from '../engine/devices/nvidia/mig';
 import { NotFoundError } from '../errors';
 import { bookingCounts, effectiveRegistration, lockIsLive, partsHeld, usageOf, type HeldPart, type NodeLedger } from './ledger';
@@ -41,9 +42,9 @@ export async function readSchedulerLog(deps: ControlDeps, q: SchedulerLogQuery):
   });
 }
 
-/** A node's cards by position as it registers them now (a deleted node's last registration included). */
-function registeredCards(node: NodeLedger | undefined): readonly DeviceInfo[] | undefined {
-  return node?.registration?.registered === true ? node.registration.devices : undefined;
+/** A node's registration now, by version and cards by position (a deleted node's last registration included). */
+function registeredCards(node: NodeLedger | undefined): RegisteredNode | undefined {
+  return node?.registration?.registered === true ? { registrationVersion: node.registrationVersion, cards: node.registration.devices } : undefined;
 }
 
 /**

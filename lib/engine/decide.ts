@@ -187,7 +187,7 @@ function evaluateNode(run: FitRun, state: NodeState, node: PreparedNode, outcome
   run.input.node = node;
   run.input.realtime = plan.realtime === undefined ? undefined : realtimeView(plan.realtime, state);
   if (run.input.realtime !== undefined) arena.noteAt.fill(-1, 0, cards);
-  const nodeRow = trace.beginNode(state.name, node.devices);
+  const nodeRow = trace.beginNode(state.name, node.devices, state.registrationVersion);
   run.input.nodeRow = nodeRow;
 
   let failure: string | undefined;

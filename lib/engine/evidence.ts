@@ -116,16 +116,26 @@ export type Runs = readonly (number | null)[];
  * evidence object.
  *
  * Card ids are not stored. They are GPU UUIDs, random, about 16 bytes each after compression, and a record refers to
- * at least one card per node evaluated: with them a 1,000-node record was about 26 KB, without them it is about
- * 6.5 KB (most of it the checks). A record read later takes them from the node's registration at that time
- * (`RegisteredCards`), by position, when a check of the ids the node had then (`idsCheck`, 32 bits per node) agrees;
- * otherwise the card's id reads as empty: the node registered other cards since, or left.
+ * at least one card per node evaluated: with them a 1,000-node record was about 26 KB. A record read later takes them
+ * from the node's registration at that time (`RegisteredCards`), by position, when the node's registration version
+ * is still the one the decision saw (`nodes.registrationVersion`); otherwise the card's id reads as empty: the node
+ * registered again since (other cards, or the same ones changed), or left. The versions are small numbers, equal on
+ * most nodes, so they cost a few runs; version 4 kept a 32-bit check of the ids per node instead, which was most of
+ * a 6.5 KB record at 1,000 nodes and had to read every referenced id while the booking was on its way.
  */
 export interface PackedEvidence {
-  readonly v: 4;
+  readonly v: 5;
   readonly containers: readonly TracedContainer[];
   readonly texts: readonly string[];
-  readonly nodes: { readonly name: readonly string[]; readonly failed: Runs; readonly score: Runs; readonly reason: Runs; readonly containers: Runs };
+  readonly nodes: {
+    readonly name: readonly string[];
+    readonly failed: Runs;
+    readonly score: Runs;
+    readonly reason: Runs;
+    readonly containers: Runs;
+    /** The node's registration version at the decision (`NodeState.registrationVersion`); -1 where it was not known. */
+    readonly registrationVersion: Runs;
+  };
   readonly containerRows: { readonly container: Runs; readonly status: Runs; readonly reason: Runs; readonly cards: Runs; readonly picks: Runs };
   /** Tried cards: the columns of `CardColumn`, in its order. */
   readonly cards: readonly Runs[];
@@ -134,8 +144,6 @@ export interface PackedEvidence {
   readonly devices: {
     readonly perNode: Runs;
     readonly position: Runs;
-    /** Per node, `cardIdsCheck` of the ids of the cards it refers to, in order. */
-    readonly idsCheck: readonly number[];
     readonly index: Runs;
     readonly devmem: Runs;
     readonly devcore: Runs;
@@ -143,16 +151,32 @@ export interface PackedEvidence {
   };
 }
 
+type PackedNodesV4 = Omit<PackedEvidence['nodes'], 'registrationVersion'>;
+
 /** The packed form of records written before card ids were left out: the ids, card by card (read, never written). */
-type PackedEvidenceV3 = Omit<PackedEvidence, 'v' | 'devices'> & {
+type PackedEvidenceV3 = Omit<PackedEvidence, 'v' | 'nodes'> & {
   readonly v: 3;
-  readonly devices: Omit<PackedEvidence['devices'], 'idsCheck'> & { readonly id: readonly string[] };
+  readonly nodes: PackedNodesV4;
+  readonly devices: PackedEvidence['devices'] & { readonly id: readonly string[] };
 };
 
-/** A node's cards as registered when a record is read, by position (undefined: the node is not registered now). */
-export type RegisteredCards = (node: string) => readonly { readonly id: string }[] | undefined;
+/** Records written while ids were checked by hash: per node, `cardIdsCheck` of the ids it refers to (read, never written). */
+type PackedEvidenceV4 = Omit<PackedEvidence, 'v' | 'nodes'> & {
+  readonly v: 4;
+  readonly nodes: PackedNodesV4;
+  readonly devices: PackedEvidence['devices'] & { readonly idsCheck: readonly number[] };
+};
 
-/** FNV-1a (32 bits) of the ids, in order: whether a node's cards at those positions are still the ones recorded. */
+/** A node's registration when a record is read: its version and its cards by position. */
+export interface RegisteredNode {
+  readonly registrationVersion: number;
+  readonly cards: readonly { readonly id: string }[];
+}
+
+/** The registration of a node now (undefined: the node is not registered now). */
+export type RegisteredCards = (node: string) => RegisteredNode | undefined;
+
+/** FNV-1a (32 bits) of the ids, in order: how version 4 told whether a node's cards at those positions were still the ones recorded. */
 export function cardIdsCheck(ids: readonly string[]): number {
   let hash = 0x811c9dc5;
   for (const id of ids) {
@@ -163,23 +187,47 @@ export function cardIdsCheck(ids: readonly string[]): number {
   return hash >>> 0;
 }
 
-/** Version 4 with the ids found again where the nodes' registrations still agree (see `PackedEvidence`). */
-function withCardIds(packed: PackedEvidence, registered: RegisteredCards | undefined): PackedEvidenceV3 {
+/**
+ * Versions 4 and 5 with the ids found again where the node's registration is still the one recorded (see
+ * `PackedEvidence`): version 5 compares registration versions, version 4 a check of the ids.
+ */
+function withCardIds(packed: PackedEvidence | PackedEvidenceV4, registered: RegisteredCards | undefined): PackedEvidenceV3 {
   const nodeCount = packed.nodes.name.length;
   const perNode = expandRuns(packed.devices.perNode, nodeCount, 'devices.perNode').map((v) => v ?? 0);
   const positions = expandRuns(packed.devices.position, sum(perNode), 'devices.position').map((v) => v ?? 0);
-  if (packed.devices.idsCheck.length !== nodeCount) throw new Error(`packed evidence column devices.idsCheck does not hold ${nodeCount} values`);
+  const stillRecorded = packed.v === 5 ? sameRegistration(packed.nodes.registrationVersion, nodeCount) : sameIds(packed.devices.idsCheck, nodeCount);
   const ids: string[] = [];
   let next = 0;
   perNode.forEach((count, node) => {
-    const cards = count > 0 ? registered?.(packed.nodes.name[node]!) : undefined;
-    const found = positions.slice(next, next + count).map((position) => cards?.[position]?.id);
+    const now = count > 0 ? registered?.(packed.nodes.name[node]!) : undefined;
+    const found = positions.slice(next, next + count).map((position) => now?.cards[position]?.id);
     next += count;
-    const known = found.every((id): id is string => id !== undefined) && cardIdsCheck(found) === packed.devices.idsCheck[node];
+    const known = now !== undefined && found.every((id): id is string => id !== undefined) && stillRecorded(node, now.registrationVersion, found);
     for (const id of found) ids.push(known ? id! : '');
   });
-  const { idsCheck: _check, ...devices } = packed.devices;
-  return { ...packed, v: 3, devices: { ...devices, id: ids } };
+  const { nodes, devices } = packed;
+  return {
+    v: 3,
+    containers: packed.containers,
+    texts: packed.texts,
+    nodes: { name: nodes.name, failed: nodes.failed, score: nodes.score, reason: nodes.reason, containers: nodes.containers },
+    containerRows: packed.containerRows,
+    cards: packed.cards,
+    picks: packed.picks,
+    devices: { perNode: devices.perNode, position: devices.position, index: devices.index, devmem: devices.devmem, devcore: devices.devcore, count: devices.count, id: ids },
+  };
+}
+
+type StillRecorded = (node: number, registrationVersion: number, ids: readonly string[]) => boolean;
+
+function sameRegistration(recorded: Runs, nodeCount: number): StillRecorded {
+  const versions = expandRuns(recorded, nodeCount, 'nodes.registrationVersion');
+  return (node, registrationVersion) => versions[node] === registrationVersion;
+}
+
+function sameIds(checks: readonly number[], nodeCount: number): StillRecorded {
+  if (checks.length !== nodeCount) throw new Error(`packed evidence column devices.idsCheck does not hold ${nodeCount} values`);
+  return (node, _version, ids) => cardIdsCheck(ids) === checks[node];
 }
 
 /** The packed form records written before runs were used still have (read, never written). */
@@ -195,7 +243,7 @@ interface PackedEvidenceV2 {
 }
 
 /** Any packed evidence a stored record may hold. */
-export type StoredEvidence = PackedEvidence | PackedEvidenceV3 | PackedEvidenceV2;
+export type StoredEvidence = PackedEvidence | PackedEvidenceV4 | PackedEvidenceV3 | PackedEvidenceV2;
 
 /** Appends `value` unless the list holds it already (a node's few card positions; a helper, not a closure per node). */
 function addOnce(list: number[], value: number): void {
@@ -285,7 +333,7 @@ function asV2(packed: PackedEvidenceV3): PackedEvidenceV2 {
 }
 
 // Columns of each kind of row.
-const NodeColumn = { failed: 0, score: 1, reason: 2, firstContainer: 3, containerCount: 4 } as const;
+const NodeColumn = { failed: 0, score: 1, reason: 2, firstContainer: 3, containerCount: 4, registrationVersion: 5 } as const;
 const ContainerColumn = { container: 0, status: 1, reason: 2, firstCard: 3, cardCount: 4, firstPick: 5, pickCount: 6 } as const;
 const CardColumn = {
   /** Position of the card in the node's device list. */
@@ -315,6 +363,8 @@ const outcomeCode = new Map<CardOutcome, number>(OUTCOMES.map((outcome, code) =>
 const STATUSES: readonly ContainerStatus[] = ['passed', 'failed', 'skipped', 'noRequest'];
 const statusCode = new Map<ContainerStatus, number>(STATUSES.map((status, code) => [status, code]));
 const NO_TEXT = -1;
+/** A node's registration version where the caller did not give it: no registration version equals it. */
+const UNKNOWN_VERSION = -1;
 
 /**
  * Everything one decision saw. Nodes are recorded in candidate order; a node's containers, tried
@@ -339,7 +389,7 @@ export class DecisionTrace {
   ) {
     const nodes = Math.max(expectedNodes, 16);
     const containerCount = Math.max(containers.length, 1);
-    this.nodeRows = new Rows(5, nodes);
+    this.nodeRows = new Rows(6, nodes);
     this.containerRows = new Rows(7, nodes * containerCount);
     // Fit usually stops after a few cards; a guess, not a bound.
     this.cardRows = new Rows(9, nodes * containerCount * 2);
@@ -354,10 +404,11 @@ export class DecisionTrace {
     this.nodeFailed(reason);
   }
 
-  /** Starts the evidence of a node; returns its row. */
-  beginNode(name: string, devices: readonly DeviceInfo[]): number {
+  /** Starts the evidence of a node; returns its row. `registrationVersion`: see `PackedEvidence`. */
+  beginNode(name: string, devices: readonly DeviceInfo[], registrationVersion = UNKNOWN_VERSION): number {
     const row = this.nodeRows.append();
     this.nodeRows.set(row, NodeColumn.reason, NO_TEXT);
+    this.nodeRows.set(row, NodeColumn.registrationVersion, registrationVersion);
     this.nodeRows.set(row, NodeColumn.firstContainer, this.containerRows.length);
     this.nodeNames.push(name);
     this.nodeDevices.push(devices);
@@ -546,7 +597,7 @@ export class DecisionTrace {
     });
     const deviceColumn = (value: (d: DeviceInfo) => number): Runs => runsOf(devices.length, (i) => value(devices[i]!));
     return {
-      v: 4,
+      v: 5,
       containers: this.containers,
       texts: this.texts,
       nodes: {
@@ -555,6 +606,7 @@ export class DecisionTrace {
         score: column(this.nodeRows, NodeColumn.score),
         reason: column(this.nodeRows, NodeColumn.reason),
         containers: column(this.nodeRows, NodeColumn.containerCount),
+        registrationVersion: column(this.nodeRows, NodeColumn.registrationVersion),
       },
       containerRows: {
         container: column(this.containerRows, ContainerColumn.container),
@@ -568,7 +620,6 @@ export class DecisionTrace {
       devices: {
         perNode: runsOf(referenced.length, (node) => referenced[node]!.length),
         position: runsOf(positions.length, (i) => positions[i]!),
-        idsCheck: referenced.map((list, node) => cardIdsCheck(list.map((position) => this.nodeDevices[node]![position]!.id))),
         index: deviceColumn((d) => d.index),
         devmem: deviceColumn((d) => d.devmem),
         devcore: deviceColumn((d) => d.devcore),
@@ -578,12 +629,12 @@ export class DecisionTrace {
   }
 
   /**
-   * The trace a packed evidence was made from, able to build the same evidence objects; card ids of version 4 come from
+   * The trace a packed evidence was made from, able to build the same evidence objects; card ids of versions 4 and 5 come from
    * `registered` where the nodes still have the cards recorded (empty otherwise, and without it).
    */
   static unpack(stored: StoredEvidence, registered?: RegisteredCards): DecisionTrace {
-    if (stored.v !== 2 && stored.v !== 3 && stored.v !== 4) throw new Error(`packed evidence of unknown version ${String((stored as { v?: unknown }).v)}`);
-    const packed = stored.v === 4 ? asV2(withCardIds(stored, registered)) : stored.v === 3 ? asV2(stored) : stored;
+    if (stored.v !== 2 && stored.v !== 3 && stored.v !== 4 && stored.v !== 5) throw new Error(`packed evidence of unknown version ${String((stored as { v?: unknown }).v)}`);
+    const packed = stored.v === 5 || stored.v === 4 ? asV2(withCardIds(stored, registered)) : stored.v === 3 ? asV2(stored) : stored;
     const trace = new DecisionTrace(packed.containers, packed.nodes.name.length);
     trace.texts.push(...packed.texts);
     let container = 0;

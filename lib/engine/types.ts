@@ -124,6 +124,11 @@ export interface RealtimeReport {
 export interface NodeState {
   readonly name: string;
   readonly registration: NodeRegistration;
+  /**
+   * Which registration this is (the ledger's version, bumped by every change of it). Not used to decide: records
+   * keep it so that a reader can tell whether the node's cards are still those (lib/engine/evidence.ts).
+   */
+  readonly registrationVersion?: number;
   /** Usage per card UUID; cards absent here are idle. Unknown UUIDs are ignored. */
   readonly usage: Readonly<Record<string, DeviceUsage>>;
   readonly realtime?: RealtimeReport;

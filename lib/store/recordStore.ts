@@ -2,7 +2,7 @@
  * Scheduling records for the scheduler log (records table, keys pk/sk, TTL on `expiresAt`).
  *   pk `POD#<ns>/<name>`, sk `A#<epoch ms>#<attemptId>`: one filter attempt, Brotli-compressed JSON (`enc`
  *     `br`; attempts written before Brotli have no `enc` and are gzip'd): the evidence of a thousand nodes is
- *     about 6.5 KB, far under DynamoDB's 400 KB item limit (a passed filter's HAMi message is left out and rebuilt
+ *     about 1.5 KB, far under DynamoDB's 400 KB item limit (a passed filter's HAMi message is left out and rebuilt
  *     from the evidence on read: `encodeRecord`; the tried cards' ids are left out too: lib/engine/evidence.ts);
  *   pk `POD#<ns>/<name>`, sk `BIND`: the latest bind outcome (written without a read, so a bind costs
  *     one call); it belongs to the newest attempt made before it.

@@ -9,14 +9,15 @@ import { decide } from '../../../lib/engine/decide';
 import { cardIdsCheck, DecisionTrace, type RegisteredCards, type StoredEvidence } from '../../../lib/engine/evidence';
 import previousRelease from './packed-evidence-v2.json';
 import withIds from './packed-evidence-v3.json';
+import idsChecked from './packed-evidence-v4.json';
 import type { CardEvidence, ContainerEvidence, DecideInput, Decision, DeviceInfo, DeviceUsage, NodeEvidence, NodeState, ReasonCode } from '../../../lib/engine/types';
 
-/** The cards each node of a decision's input registers, by position: where a stored record finds its card ids. */
+/** Each node of a decision's input as registered, version and cards by position: where a stored record finds its card ids. */
 const registeredIn =
   (given: Pick<DecideInput, 'nodes'>): RegisteredCards =>
   (name) => {
-    const registration = given.nodes.get(name)?.registration;
-    return registration?.registered ? registration.devices : undefined;
+    const state = given.nodes.get(name);
+    return state?.registration.registered ? { registrationVersion: state.registrationVersion ?? -1, cards: state.registration.devices } : undefined;
   };
 import { card, cardFiguresArb, cardUsageArb, cards, config, gpu, input, node, pod } from './fixtures';
 
@@ -146,10 +147,10 @@ describe('evidence as plain data', () => {
     expect(JSON.stringify(DecisionTrace.unpack(stored, registeredIn(given)).evidence())).toBe(JSON.stringify(d.evidence));
   });
 
-  it('stores no card ids: read back, they come from the registrations where the node still has the cards recorded', () => {
+  it('stores no card ids: read back, they come from the registrations where the node registers as it did then', () => {
     const given = mixedInput();
     const d = decided(decide(given));
-    const stored = JSON.parse(JSON.stringify(d.packEvidence())) as StoredEvidence & { v: 4 };
+    const stored = JSON.parse(JSON.stringify(d.packEvidence())) as StoredEvidence & { v: 5 };
     const text = JSON.stringify(stored);
     for (const id of [a.id, b.id, x.id]) expect(text).not.toContain(JSON.stringify(id));
     const uuids = (evidence: readonly NodeEvidence[]) => evidence.map((n) => n.containers.map((c) => (c.cards ?? []).map((card) => card.uuid)));
@@ -159,23 +160,39 @@ describe('evidence as plain data', () => {
     const blind = DecisionTrace.unpack(stored).evidence();
     expect(uuids(blind).flat(2).every((id) => id === '')).toBe(true);
     expect(withoutIds(blind)).toEqual(withoutIds(d.evidence));
-    // n2 registered another card at the same position since: only n2's ids are unknown.
+    // n2 registered another card at the same position since (its version moved on): only n2's ids are unknown.
     const replaced = { ...x, id: 'GPU-replaced' };
-    const later: RegisteredCards = (name) => (name === 'n2' ? [replaced] : registeredIn(given)(name));
+    const later: RegisteredCards = (name) => (name === 'n2' ? { registrationVersion: 2, cards: [replaced] } : registeredIn(given)(name));
     const read = DecisionTrace.unpack(stored, later).evidence();
     expect(uuids(read)[0]).toEqual(uuids(d.evidence)[0]);
+    expect(uuids(read)[0]!.flat()).toContain(b.id);
     expect(uuids(read)[1]!.flat().every((id) => id === '')).toBe(true);
     expect(withoutIds(read)).toEqual(withoutIds(d.evidence));
-    // A node whose cards moved (same ids, other positions) does not pass the check either.
-    const moved: RegisteredCards = (name) => (name === 'n1' ? [b, a] : registeredIn(given)(name));
-    expect(uuids(DecisionTrace.unpack(stored, moved).evidence())[0]!.flat().every((id) => id === '')).toBe(true);
+    // Any registration since counts, even one listing the same cards (a health or capacity change, a node that left
+    // and came back): the record cannot tell what moved, so it shows no id rather than a wrong one.
+    const again: RegisteredCards = (name) => (name === 'n1' ? { registrationVersion: 2, cards: [a, b] } : registeredIn(given)(name));
+    expect(uuids(DecisionTrace.unpack(stored, again).evidence())[0]!.flat().every((id) => id === '')).toBe(true);
+    // A decision made without versions (a caller that does not keep them) keeps no ids either.
+    const withoutVersion = (state: NodeState | undefined): NodeState | undefined => {
+      if (!state) return undefined;
+      const { registrationVersion: _version, ...rest } = state;
+      return rest;
+    };
+    const unversioned = decided(decide({ ...given, nodes: { get: (name) => withoutVersion(given.nodes.get(name)) } }));
+    expect(uuids(DecisionTrace.unpack(JSON.parse(JSON.stringify(unversioned.packEvidence())) as StoredEvidence, registeredIn(given)).evidence()).flat(2).every((id) => id === '')).toBe(true);
   });
 
-  it('refuses a record whose id checks do not cover its nodes (a corrupt record, not ids shown wrong)', () => {
+  it('stores one registration version per node, as runs (a few bytes however many nodes)', () => {
+    const cluster = Array.from({ length: 50 }, (_, i) => node(`n${i}`, [card(`c${i}`)], { registrationVersion: i < 40 ? 1 : 3 }));
+    const packed = decided(decide(input(pod([gpu(1, { 'nvidia.com/gpumem': 1000 })]), cluster))).packEvidence();
+    expect(packed.nodes.registrationVersion).toEqual([1, 40, 3, 10]);
+  });
+
+  it('refuses a record whose registration versions do not cover its nodes (a corrupt record, not ids shown wrong)', () => {
     const given = mixedInput();
-    const stored = JSON.parse(JSON.stringify(decided(decide(given)).packEvidence())) as StoredEvidence & { v: 4 };
-    const short = { ...stored, devices: { ...stored.devices, idsCheck: stored.devices.idsCheck.slice(1) } };
-    expect(() => DecisionTrace.unpack(short, registeredIn(given))).toThrow('packed evidence column devices.idsCheck does not hold 3 values');
+    const stored = JSON.parse(JSON.stringify(decided(decide(given)).packEvidence())) as StoredEvidence & { v: 5 };
+    const short = { ...stored, nodes: { ...stored.nodes, registrationVersion: [1, 2] } };
+    expect(() => DecisionTrace.unpack(short, registeredIn(given))).toThrow('packed evidence column nodes.registrationVersion does not hold 3 values');
   });
 
   it('checks ids in order, and tells apart lists that join to the same text', () => {
@@ -193,6 +210,25 @@ describe('evidence as plain data', () => {
     expect(DecisionTrace.unpack(packed).evidence()).toEqual(mixedEvidence);
   });
 
+  it('records written with a check of the ids (version 4) read with the ids where the check still agrees', () => {
+    // Written by the release before registration versions replaced the checks, for this very input.
+    const { packed, evidence } = idsChecked as unknown as { packed: StoredEvidence; evidence: NodeEvidence[] };
+    expect(packed.v).toBe(4);
+    const given = mixedInput();
+    expect(JSON.stringify(DecisionTrace.unpack(packed, registeredIn(given)).evidence())).toBe(JSON.stringify(evidence));
+    expect(DecisionTrace.unpack(packed, registeredIn(given)).evidence()).toEqual(mixedEvidence);
+    // The check, not the version, decides for these: n2's replaced card loses its id, n1's cards (any version) keep theirs.
+    const later: RegisteredCards = (name) => (name === 'n2' ? { registrationVersion: 1, cards: [{ ...x, id: 'GPU-replaced' }] } : { registrationVersion: 7, cards: [a, b] });
+    const read = DecisionTrace.unpack(packed, later).evidence();
+    expect(read[0]).toEqual(mixedEvidence[0]);
+    expect(read[1]!.containers.flatMap((c) => (c.cards ?? []).map((card) => card.uuid))).toEqual(['']);
+    // Moved cards (same ids, other positions) do not pass the check.
+    const moved = DecisionTrace.unpack(packed, (name) => (name === 'n1' ? { registrationVersion: 1, cards: [b, a] } : registeredIn(given)(name))).evidence();
+    expect(moved[0]!.containers.flatMap((c) => (c.cards ?? []).map((card) => card.uuid)).every((id) => id === '')).toBe(true);
+    const short = { ...packed, devices: { ...(packed as { devices: object }).devices, idsCheck: [1] } } as unknown as StoredEvidence;
+    expect(() => DecisionTrace.unpack(short, registeredIn(given))).toThrow('packed evidence column devices.idsCheck does not hold 3 values');
+  });
+
   it('records written with the card ids (version 3) read as they were, whatever the nodes register now', () => {
     // Written by the release before card ids were left out, for this very input.
     const { packed, evidence } = withIds as unknown as { packed: StoredEvidence; evidence: NodeEvidence[] };
@@ -203,8 +239,8 @@ describe('evidence as plain data', () => {
 
   it('packs equal figures as runs, and refuses columns whose runs do not add up', () => {
     const d = decided(decide(mixedInput()));
-    const packed = JSON.parse(JSON.stringify(d.packEvidence())) as StoredEvidence & { v: 4 };
-    expect(packed.v).toBe(4);
+    const packed = JSON.parse(JSON.stringify(d.packEvidence())) as StoredEvidence & { v: 5 };
+    expect(packed.v).toBe(5);
     // Three nodes: n1 and n2 failed-flags differ from ghost's.
     expect(packed.nodes.failed).toEqual([0, 1, 1, 2]);
     const corrupt = { ...packed, nodes: { ...packed.nodes, failed: [0, 1, 1, 1] } };

@@ -34,12 +34,15 @@ export interface NodeOptions {
   cordoned?: string[];
   pairScores?: Record<string, Record<string, number>>;
   realtime?: RealtimeReport;
+  /** The ledger's registration version (records keep it); 1, a node registered once, unless given. */
+  registrationVersion?: number;
 }
 
 export function node(name: string, devices: DeviceInfo[], options: NodeOptions = {}): NodeState {
   return {
     name,
     registration: { registered: true, devices, cordoned: options.cordoned ?? [], pairScores: options.pairScores ?? {} },
+    registrationVersion: options.registrationVersion ?? 1,
     usage: options.usage ?? {},
     ...(options.realtime ? { realtime: options.realtime } : {}),
   };

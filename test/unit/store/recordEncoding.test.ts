@@ -67,7 +67,7 @@ describe('attempt record bodies', () => {
         const body = encodeRecord(passed(decision, 2));
         expect(storedJson(body).filter).not.toHaveProperty('summary');
         // Card ids are not stored: they come from the nodes' registrations when read (lib/engine/evidence.ts).
-        const read = decodeRecord(body, RECORD_ENCODING, (name) => ({ 'n-b': [card('b0')], 'n-a': [card('a0')] })[name]);
+        const read = decodeRecord(body, RECORD_ENCODING, (name) => ({ 'n-b': { registrationVersion: 1, cards: [card('b0')] }, 'n-a': { registrationVersion: 1, cards: [card('a0')] } })[name]);
         expect(read.filter.summary).toBe(decision.message);
         expect(read.filter.nodes).toEqual(decision.evidence);
       }
