@@ -1,0 +1,110 @@
+/**
+ * Each function's IAM role (`custom.tableAccess` in serverless.yml) grants every operation its code makes on each
+ * table. The control code behind each function runs on the DynamoDB adapters against dynalite, from a cold execution
+ * environment (its warm view loads first, as after a deployment), and every call the adapters send is noted with the
+ * tables it names. A grant missing here is an AccessDenied on AWS that no local run would show.
+ */
+import { readFileSync } from 'node:fs';
+import path from 'node:path';
+import { DynamoDBClient } from '@aws-sdk/client-dynamodb';
+import { parse } from 'yaml';
+import { createDeps, dynamoStores } from '../../../lib/app';
+import type { Runtime } from '../../../lib/clock';
+import { loadConfig, type AppConfig } from '../../../lib/config';
+import { bindPodToNode, recordBindOutcome } from '../../../lib/control/bind';
+import { ingestClusterEvents } from '../../../lib/control/clusterEvents';
+import type { ControlDeps } from '../../../lib/control/deps';
+import { filterPod } from '../../../lib/control/filter';
+import { listNodeDevices, listSchedulerLogs, readNodeDevices, readSchedulerLog } from '../../../lib/control/views';
+import { createDocumentClient } from '../../../lib/store/dynamo';
+import type { DocumentClient } from '../../../lib/store/dynamoHttp';
+import { ensureTables } from '../../../lib/store/tables';
+import { card, forwardedPod, gpuNode, gpuPod } from '../../support/cluster';
+import { startDynalite, type DynamoBackend } from '../../support/dynamo';
+import { filterOf, placedPatch } from '../../unit/control/fixtures';
+
+type TableId = 'StateTable' | 'RecordsTable';
+type Grants = Partial<Record<TableId, string[]>>;
+
+const tableAccess = (parse(readFileSync(path.resolve(__dirname, '../../../serverless.yml'), 'utf8'), { logLevel: 'error' }) as { custom: { tableAccess: Record<string, Grants> } }).custom.tableAccess;
+
+const pod = gpuPod('p1', [{ name: 'c', gpu: 1, mem: 4000, cores: 20 }]);
+const ref = { namespace: 'default', name: 'p1', uid: pod.metadata.uid };
+const waiting = gpuPod('p3', [{ name: 'c', gpu: 1, mem: 2000 }]);
+const nodeEvent = (name: string) => ({ type: 'ADDED', object: gpuNode(name, [card(`GPU-${name}-0`, { devmem: 16384, devcore: 100, count: 10 })]) });
+
+const scenarios: Record<string, (deps: ControlDeps) => Promise<unknown>> = {
+  filter: (deps) => filterPod(deps, filterOf(gpuPod('p2', [{ name: 'c', gpu: 1, mem: 2000 }]), ['n1', 'n2', 'unknown'])),
+  bind: (deps) => bindPodToNode(deps, { pod: { namespace: 'default', name: 'p3', uid: waiting.metadata.uid }, node: 'n1' }),
+  bindOutcome: (deps) => recordBindOutcome(deps, { pod: ref, node: 'n1', error: 'node n1 not found' }),
+  clusterEvents: (deps) =>
+    ingestClusterEvents(deps, [nodeEvent('n3'), { type: 'DELETED', object: gpuNode('n2', []) }], [{ kind: 'Node', resourceVersion: '99', keys: ['n1', 'n3'] }]),
+  schedulerLog: (deps) => readSchedulerLog(deps, { namespace: 'default', name: 'p1', history: true, detail: 'devices' }),
+  nodeDevices: (deps) => readNodeDevices(deps, 'n1'),
+  listNodes: (deps) => listNodeDevices(deps, { limit: 10 }),
+  namespaceSchedulerLogs: (deps) => listSchedulerLogs(deps, { limit: 10, namespace: 'default' }),
+  allSchedulerLogs: (deps) => listSchedulerLogs(deps, { limit: 10 }),
+};
+
+describe('IAM grants cover what each function does to each table', () => {
+  let backend: DynamoBackend;
+  let doc: DocumentClient;
+  let now = 1_800_000_000_000;
+  let ids = 0;
+  const runtime: Runtime = { clock: { now: () => now }, sleep: async () => undefined, random: () => 0.5, newId: () => `attempt-${++ids}` };
+  /** Per call the adapters sent: its operation and the tables it named. */
+  let calls: { operation: string; tables: string[] }[] = [];
+
+  beforeAll(async () => {
+    backend = await startDynalite();
+    const real = createDocumentClient({ region: 'local', endpoint: backend.endpoint, localCredentials: true });
+    doc = {
+      send: async (operation, input) => {
+        const named = input as { TableName?: string; RequestItems?: Record<string, unknown> };
+        calls.push({ operation, tables: named.TableName !== undefined ? [named.TableName] : Object.keys(named.RequestItems ?? {}) });
+        return real.send(operation, input);
+      },
+    };
+  });
+
+  afterAll(async () => {
+    await backend.stop();
+  });
+
+  /** Tables of their own, holding two nodes and a pod placed and bound, and a second pod placed and not bound yet. */
+  async function cluster(): Promise<{ config: AppConfig; environment: () => ControlDeps }> {
+    const suffix = Math.random().toString(36).slice(2);
+    const config = loadConfig({ DDB_ENDPOINT: backend.endpoint, STATE_TABLE: `state-${suffix}`, RECORDS_TABLE: `records-${suffix}`, HAMI_VIEW_MAX_AGE_MS: '60000' });
+    const raw = new DynamoDBClient({ endpoint: backend.endpoint, region: 'local', credentials: { accessKeyId: 'x', secretAccessKey: 'x' } });
+    await ensureTables(raw, [config.stateTable, config.recordsTable], async () => undefined);
+    raw.destroy();
+    // One Lambda execution environment: a warm view of its own.
+    const environment = () => createDeps(config, runtime, dynamoStores(config, runtime, { doc }));
+    const setup = environment();
+    await ingestClusterEvents(setup, [nodeEvent('n1'), nodeEvent('n2')]);
+    const placed = await filterPod(setup, filterOf(pod, ['n1', 'n2']));
+    const node = placed.result.NodeNames![0]!;
+    await bindPodToNode(setup, { pod: ref, node });
+    await recordBindOutcome(setup, { pod: ref, node, error: '' });
+    await ingestClusterEvents(setup, [{ type: 'MODIFIED', object: forwardedPod(pod, { ...placedPatch(placed), 'hami.io/bind-phase': 'allocating' }) }]);
+    await filterPod(setup, filterOf(waiting, ['n1']));
+    return { config, environment };
+  }
+
+  it('every function with a role has a scenario here', () => {
+    expect(Object.keys(scenarios).sort()).toEqual(Object.keys(tableAccess).filter((fn) => fn !== 'healthz').sort());
+  });
+
+  it.each(Object.keys(scenarios))('%s', async (fn) => {
+    const { config, environment } = await cluster();
+    now += 1000;
+    calls = [];
+    await scenarios[fn]!(environment());
+    const tableIds: Record<string, TableId> = { [config.stateTable]: 'StateTable', [config.recordsTable]: 'RecordsTable' };
+    const used = new Set(calls.flatMap(({ operation, tables }) => tables.map((table) => `${tableIds[table] ?? table} ${operation}`)));
+    const granted = Object.entries(tableAccess[fn] ?? {}).flatMap(([table, operations]) => (operations ?? []).map((operation) => `${table} ${operation}`));
+    expect([...used].filter((call) => !granted.includes(call)).sort()).toEqual([]);
+    // The scenario did reach the store: a test that sees no call proves nothing.
+    expect(used.size).toBeGreaterThan(0);
+  });
+});
