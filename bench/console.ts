@@ -16,6 +16,7 @@ import { launchBrowser } from '../test/support/browser';
 import { card, controlClient, gpuNode, gpuPod } from '../test/support/cluster';
 import { cardId } from './workload';
 import { assets } from 'virtual:console-assets';
+import { errorMessage } from '../lib/errors';
 
 // Set before the server's observability clients are built (they read the environment at import): quiet logs.
 process.env.POWERTOOLS_LOG_LEVEL ??= 'ERROR';
@@ -99,7 +100,7 @@ async function main(): Promise<void> {
 main().then(
   () => process.exit(0),
   (err: unknown) => {
-    process.stderr.write(`bench:console failed: ${err instanceof Error ? err.message : String(err)}\n`);
+    process.stderr.write(`bench:console failed: ${errorMessage(err)}\n`);
     process.exit(1);
   },
 );

@@ -52,6 +52,7 @@ import { NODE_LOCK_ANNOTATION } from '../lib/control/ledger';
 import { clockMs, isRead, serialRoundTrips, type ObservedCall } from './proxy';
 import { PROXY_ROLE, ROLE_ENV, serveProxies, startProxyProcess, type ProxyTarget, type RemoteProxy } from './proxyProcess';
 import { CARD_MEM, CARDS, candidateRotation, cardId, nodeObject, runningPod, workloadPod, type BenchPod } from './workload';
+import { errorMessage } from '../lib/errors';
 
 interface Options {
   nodes: number;
@@ -543,7 +544,7 @@ if (process.env[ROLE_ENV] === PROXY_ROLE) {
   main().catch((err: unknown) => {
     process.stderr.write(`bench failed: ${err instanceof Error ? (err.stack ?? err.message) : String(err)}\n`);
     // The last line stays JSON, so a script that keeps only it (a matrix of runs) still learns why the run failed.
-    process.stdout.write(`${JSON.stringify({ error: err instanceof Error ? err.message : String(err) })}\n`);
+    process.stdout.write(`${JSON.stringify({ error: errorMessage(err) })}\n`);
     process.exit(1);
   });
 }

@@ -16,6 +16,7 @@ import { spawn, type ChildProcess } from 'node:child_process';
 import type { RequestListener } from 'node:http';
 import dynalite from 'dynalite';
 import { clockMs, httpUpstream, inMemoryUpstream, startDelayingProxy, type DelayingProxy, type ObservedCall, type Upstream } from './proxy';
+import { errorMessage } from '../lib/errors';
 
 export const ROLE_ENV = 'HAMI_BENCH_ROLE';
 export const PROXY_ROLE = 'proxy';
@@ -142,7 +143,7 @@ export function serveProxies(): void {
         // Exits once the reply is written, so the harness's close() gets its answer.
         else process.send?.(reply, () => process.exit(0));
       },
-      (err: unknown) => send({ id: request.id, error: err instanceof Error ? err.message : String(err) }),
+      (err: unknown) => send({ id: request.id, error: errorMessage(err) }),
     );
   });
   // The harness is gone (killed, crashed): no one to serve.

@@ -65,3 +65,8 @@ export class ConfigError extends Error {
     this.name = 'ConfigError';
   }
 }
+
+/** The message of anything thrown: an Error's message, anything else as text. */
+export function errorMessage(err: unknown): string {
+  return err instanceof Error ? err.message : String(err);
+}

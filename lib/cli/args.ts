@@ -1,6 +1,7 @@
 /** hami-diag's command line, parsed into a command (pure: argv and environment in). */
 import { parseArgs } from 'node:util';
 import { UsageError } from './errors';
+import { errorMessage } from '../errors';
 
 export const usage = `Usage:
   hami-diag pod <name> [-n <namespace>] [-o json] [--detail] [--history]
@@ -71,7 +72,7 @@ export function parseCommand(argv: readonly string[], env: Readonly<Record<strin
     });
   } catch (err) {
     // parseArgs' messages may carry an `TypeError [ERR_…]:` prefix and a long tip; keep the first sentence.
-    const message = (err instanceof Error ? err.message : String(err)).replace(/^[^:]*\[ERR_[A-Z_]+\]: /, '').split('. ')[0] ?? '';
+    const message = (errorMessage(err)).replace(/^[^:]*\[ERR_[A-Z_]+\]: /, '').split('. ')[0] ?? '';
     throw new UsageError(`${message}; see hami-diag --help`, { cause: err });
   }
   const { values, positionals } = parsed;

@@ -9,6 +9,7 @@ import { delimiter, join } from 'node:path';
 import { CoreV1Api, KubeConfig } from '@kubernetes/client-node';
 import type { ClusterNode, ClusterPod, ClusterReader } from './decisionTree';
 import type { ClusterAccess } from './run';
+import { errorMessage } from '../errors';
 
 export class ClusterReadError extends Error {
   constructor(
@@ -78,7 +79,7 @@ export function loadKubeConfig(env: Readonly<Record<string, string | undefined>>
       }
     }
   } catch (err) {
-    return { ok: false, reason: `the kubeconfig could not be loaded: ${err instanceof Error ? err.message : String(err)}` };
+    return { ok: false, reason: `the kubeconfig could not be loaded: ${errorMessage(err)}` };
   }
   if (!config.getCurrentCluster()) return { ok: false, reason: 'the kubeconfig has no current context with a cluster' };
   return { ok: true, config };
@@ -104,7 +105,7 @@ export class KubeClusterReader implements ClusterReader {
       const status = statusOf(err);
       if (status === 404) return undefined;
       // ApiException's own message embeds headers and the whole body: too noisy for one line.
-      const detail = status === undefined ? (err instanceof Error ? err.message : String(err)) : `the Kubernetes API answered ${status}${bodyMessage(err)}`;
+      const detail = status === undefined ? (errorMessage(err)) : `the Kubernetes API answered ${status}${bodyMessage(err)}`;
       throw new ClusterReadError(`reading ${what}: ${detail}`, status, { cause: err });
     }
   }

@@ -4,6 +4,7 @@ import { CliError } from './errors';
 import { kubeClusterAccess, kubeContextNamespace, loadKubeConfig } from './kubeClusterReader';
 import { run } from './run';
 import { parseUiArgs, startUi, uiUsage } from './ui';
+import { errorMessage } from '../errors';
 
 /** `kubectl hami ui`: runs until interrupted. */
 async function ui(argv: readonly string[]): Promise<number> {
@@ -52,7 +53,7 @@ const argv = process.argv.slice(2);
       process.exitCode = err.exitCode;
       return;
     }
-    process.stderr.write(`hami-diag: unexpected error: ${err instanceof Error ? err.message : String(err)}\n`);
+    process.stderr.write(`hami-diag: unexpected error: ${errorMessage(err)}\n`);
     process.exitCode = 2;
   },
 );

@@ -9,6 +9,7 @@ import { CliError } from './errors';
 import { renderNodeDevicesText, renderNotFoundText, renderSchedulerLogText } from './render';
 import { ansi, plain, shouldUseColour } from './style';
 import { VERSION } from '../version';
+import { errorMessage } from '../errors';
 
 /** A reader, or why none is available (no kubeconfig): the 404 path then says so instead of guessing. */
 export type ClusterAccess = { readonly kind: 'ready'; readonly reader: ClusterReader } | { readonly kind: 'unavailable'; readonly reason: string };
@@ -83,6 +84,6 @@ async function walkTree(command: Extract<Command, { kind: 'pod' }>, deps: CliDep
     const node: ClusterNode | undefined = nodeName ? await access.reader.getNode(nodeName) : undefined;
     return walkDecisionTree(command, pod, node, { ...defaultTreeOptions, schedulerName: command.schedulerName });
   } catch (err) {
-    return { unavailable: `reading the cluster failed: ${err instanceof Error ? err.message : String(err)}` };
+    return { unavailable: `reading the cluster failed: ${errorMessage(err)}` };
   }
 }

@@ -12,6 +12,7 @@ import type { AddressInfo } from 'node:net';
 import { parseArgs } from 'node:util';
 import type { KubeConfig } from '@kubernetes/client-node';
 import { UsageError } from './errors';
+import { errorMessage } from '../errors';
 
 export const uiUsage = `Usage: kubectl hami ui [--port N] [--relay-namespace NS] [--relay-service NAME] [--relay-port N] [--relay-scheme https|http] [--no-browser]
 
@@ -50,7 +51,7 @@ export function parseUiArgs(argv: readonly string[]): UiOptions | 'help' {
       },
     }));
   } catch (err) {
-    throw new UsageError(`${(err instanceof Error ? err.message : String(err)).split('. ')[0] ?? ''}; see kubectl hami ui --help`, { cause: err });
+    throw new UsageError(`${(errorMessage(err)).split('. ')[0] ?? ''}; see kubectl hami ui --help`, { cause: err });
   }
   if (values.help) return 'help';
   const port = Number(values.port);

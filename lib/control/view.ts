@@ -21,6 +21,7 @@ import type { NodeState } from '../engine/types';
 import type { AppLogger } from '../powertools';
 import { bookingCounts, toNodeState, type NodeLedger, type QuotaLedger } from './ledger';
 import type { LedgerStore } from './ports';
+import { errorMessage } from '../errors';
 
 export interface ViewOptions {
   /** A view not synced for this long syncs before deciding, whatever the relay says. */
@@ -130,7 +131,7 @@ export class ClusterView {
   }
 
   private warnSyncFailed(err: unknown): void {
-    this.logger.warn('ViewRefreshFailed', { error: err instanceof Error ? err.message : String(err) });
+    this.logger.warn('ViewRefreshFailed', { error: errorMessage(err) });
   }
 
   /** A node as a write of ours left it (or as a refused guard found it): taken unless the view has a newer one. */

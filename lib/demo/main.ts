@@ -4,6 +4,7 @@
  * the records stay for curl and hami-diag afterwards.
  */
 import { parseArgs } from 'node:util';
+import { errorMessage } from '../errors';
 
 // A module, not a script: its names stay its own.
 export {};
@@ -29,7 +30,7 @@ async function main(): Promise<void> {
 main().then(
   () => process.exit(0),
   (err: unknown) => {
-    const message = err instanceof Error ? err.message : String(err);
+    const message = errorMessage(err);
     process.stderr.write(`demo failed: ${message}\n`);
     process.exit(1);
   },

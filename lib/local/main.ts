@@ -2,6 +2,7 @@
 
 // A module, not a script: its names stay its own.
 export {};
+import { errorMessage } from '../errors';
 
 // Set before the observability clients are built (they read the environment once, at import).
 // The local server logs at info unless told otherwise; EMF metrics only mean something inside Lambda.
@@ -27,7 +28,7 @@ async function main(): Promise<void> {
 }
 
 main().catch((err: unknown) => {
-  const message = err instanceof Error ? err.message : String(err);
+  const message = errorMessage(err);
   process.stderr.write(err instanceof Error && err.name === 'ConfigError' ? `${message}\n` : `cannot start the local control plane: ${message}\n`);
   process.exit(1);
 });

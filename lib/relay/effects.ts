@@ -5,6 +5,7 @@
 import { z } from 'zod';
 import type { AppLogger } from '../powertools';
 import { forEachAtMost } from '../concurrency';
+import { errorMessage } from '../errors';
 
 const podTarget = {
   namespace: z.string().min(1),
@@ -95,7 +96,7 @@ async function applyEffect(effect: Effect, writer: ClusterWriter, logger: AppLog
         else await writer.patchPodMetadata(effect);
         return undefined;
       } catch (err) {
-        const error = err instanceof Error ? err.message : String(err);
+        const error = errorMessage(err);
         const target = effect.kind === 'PatchNodeAnnotations' ? { node: effect.name } : { namespace: effect.namespace, pod: effect.name };
         logger.warn('EffectFailed', { effect: effect.kind, ...target, error });
         return { ok: false, error };
@@ -108,7 +109,7 @@ async function applyEffect(effect: Effect, writer: ClusterWriter, logger: AppLog
           namespace: effect.namespace,
           pod: effect.name,
           reason: effect.reason,
-          error: err instanceof Error ? err.message : String(err),
+          error: errorMessage(err),
         });
       }
       return undefined;

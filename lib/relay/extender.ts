@@ -9,6 +9,7 @@ import type { ControlPlaneClient } from './controlPlane';
 import { realDelay, type DelayFn } from './delay';
 import { applyEffects, splitEffects, type ClusterWriter } from './effects';
 import { clusterPod, requestDiffers, type PodSource } from './podCheck';
+import { errorMessage } from '../errors';
 
 export interface ExtenderDeps {
   readonly controlPlane: ControlPlaneClient;
@@ -42,7 +43,7 @@ function parseBody(raw: string): { ok: true; value: unknown } | { ok: false; err
   try {
     return { ok: true, value: JSON.parse(raw) };
   } catch (err) {
-    return { ok: false, error: `request body is not valid JSON: ${err instanceof Error ? err.message : String(err)}` };
+    return { ok: false, error: `request body is not valid JSON: ${errorMessage(err)}` };
   }
 }
 
@@ -84,7 +85,7 @@ async function callControlPlane(
     if (res.body === undefined) return { ok: false, error: `control plane answered ${path} with a body that is not JSON` };
     return { ok: true, answer: res.body };
   } catch (err) {
-    const error = err instanceof Error ? err.message : String(err);
+    const error = errorMessage(err);
     deps.reachability?.(false, error);
     return { ok: false, error };
   }

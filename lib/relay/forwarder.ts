@@ -9,6 +9,7 @@ import type { AppLogger } from '../powertools';
 import type { ControlPlaneClient } from './controlPlane';
 import { backoffMs, realDelay, type DelayFn } from './delay';
 import { splitEffects, type Effect } from './effects';
+import { errorMessage } from '../errors';
 
 export interface ClusterWatchEvent {
   readonly type: 'ADDED' | 'MODIFIED' | 'DELETED';
@@ -207,7 +208,7 @@ export class ClusterEventForwarder {
       const body = { events: batch, ...(complete !== undefined ? { complete: [complete] } : {}), ...(resend ? { resend: true } : {}) };
       res = await this.opts.controlPlane.post('/cluster/events', body, { timeoutMs: this.opts.requestTimeoutMs });
     } catch (err) {
-      const error = err instanceof Error ? err.message : String(err);
+      const error = errorMessage(err);
       this.opts.onReachability?.(false, error);
       return error;
     }
@@ -255,7 +256,7 @@ export class ClusterEventForwarder {
     const previous = this.effects[this.effects.length - 1] ?? Promise.resolve();
     const applied: Promise<void> = previous
       .then(() => apply(effects))
-      .catch((err: unknown) => this.opts.logger.warn('ClusterEventsEffectsFailed', { error: err instanceof Error ? err.message : String(err) }))
+      .catch((err: unknown) => this.opts.logger.warn('ClusterEventsEffectsFailed', { error: errorMessage(err) }))
       .finally(() => {
         this.effects = this.effects.filter((p) => p !== applied);
       });

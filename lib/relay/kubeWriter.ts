@@ -8,6 +8,7 @@ import type { BindPodEffect, ClusterWriter, PatchNodeAnnotationsEffect, PatchPod
 import { KubeWriteError } from './errors';
 import { EventCorrelator } from './eventCorrelator';
 import type { NudgeResult, NudgeTarget } from './nudger';
+import { errorMessage } from '../errors';
 
 const mergePatch = setHeaderOptions('Content-Type', PatchStrategy.MergePatch);
 
@@ -28,7 +29,7 @@ export function statusMessage(err: unknown): string {
     }
     return `HTTP ${err.code}`;
   }
-  return err instanceof Error ? err.message : String(err);
+  return errorMessage(err);
 }
 
 function statusCode(err: unknown): number | undefined {

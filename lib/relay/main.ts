@@ -8,6 +8,7 @@ import { RelayConfigError } from './errors';
 import { loadKubeConfig } from './kubeconfig';
 import { startRelay } from './relay';
 import { VERSION } from '../version';
+import { errorMessage } from '../errors';
 
 const usage = `Usage:
   relay              the in-cluster relay (extender, watch forwarding, scheduler logs, admission webhook)
@@ -66,7 +67,7 @@ main().catch((err: unknown) => {
   if (err instanceof RelayConfigError || (err instanceof Error && err.name === 'NodeAgentConfigError')) {
     console.error(err.message);
   } else {
-    logger.error('RelayFailed', { error: err instanceof Error ? err.message : String(err) });
+    logger.error('RelayFailed', { error: errorMessage(err) });
   }
   process.exit(1);
 });

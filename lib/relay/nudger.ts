@@ -14,6 +14,7 @@ import { REQUEUE_ANNOTATION } from '../control/effects';
 import type { AppLogger } from '../powertools';
 import type { DelayFn } from './delay';
 import { objectField } from '../json';
+import { errorMessage } from '../errors';
 
 export interface NudgeTarget {
   readonly namespace: string;
@@ -132,7 +133,7 @@ export class Nudger {
         counts[await this.opts.patch(target, { [REQUEUE_ANNOTATION]: this.opts.now().toISOString() })]++;
       } catch (err) {
         counts.failed++;
-        this.opts.logger.warn('NudgeFailed', { pod: `${target.namespace}/${target.name}`, error: err instanceof Error ? err.message : String(err) });
+        this.opts.logger.warn('NudgeFailed', { pod: `${target.namespace}/${target.name}`, error: errorMessage(err) });
       }
     }
     const summary = { reason, candidates: targets.length, ...counts };

@@ -8,6 +8,7 @@
  */
 import { toPlainJson } from './relevance';
 import { isJsonObject, objectField, type JsonObject } from '../json';
+import { errorMessage } from '../errors';
 
 export interface PodIdentity {
   readonly namespace: string;
@@ -60,7 +61,7 @@ export async function clusterPod(source: PodSource, want: PodIdentity): Promise<
   try {
     live = await source.read(want.namespace, want.name);
   } catch (err) {
-    return refused(`could not read pod ${want.namespace}/${want.name} from the API server: ${err instanceof Error ? err.message : String(err)}`);
+    return refused(`could not read pod ${want.namespace}/${want.name} from the API server: ${errorMessage(err)}`);
   }
   return checkClusterPod(live, want, source.schedulerName);
 }

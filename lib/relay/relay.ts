@@ -25,6 +25,7 @@ import { coalesced, startTlsListener, type RunningTlsListener } from './tls/list
 import { SelfManagedWebhookTls, defaultValidity } from './tls/webhookCertificates';
 import { ClusterWatcher } from './watcher';
 import { filesSource, startWebhook, type RunningWebhook, type ServingSource } from './webhook';
+import { errorMessage } from '../errors';
 
 export interface StartRelayOptions {
   readonly config: RelayConfig;
@@ -173,7 +174,7 @@ export async function startRelay(opts: StartRelayOptions): Promise<RunningRelay>
         const node = nodeName ? await reader.getNode(nodeName) : undefined;
         return walkDecisionTree({ namespace, name }, pod, node, { schedulerName: config.admission.schedulerName, resourceNames: config.managedResources });
       } catch (err) {
-        logger.warn('DiagnosisUnavailable', { namespace, pod: name, error: err instanceof Error ? err.message : String(err) });
+        logger.warn('DiagnosisUnavailable', { namespace, pod: name, error: errorMessage(err) });
         return undefined;
       }
     },

@@ -9,7 +9,7 @@ import type { AppLogger } from '../powertools';
 import type { ControlPlaneClient } from './controlPlane';
 import { relayBind, relayFilter, type ExtenderDeps } from './extender';
 import { consoleAsset } from '../console/serve';
-import { BadRequestError } from '../errors';
+import { BadRequestError, errorMessage } from '../errors';
 import { decodePathSegment } from '../http/paths';
 import { authenticate, authorize, authorizePodRead, reviewAccess, type ReviewApis } from './userAuth';
 import { statusBody } from '../http/respond';
@@ -85,7 +85,7 @@ async function readiness(deps: RouterDeps): Promise<{ ready: boolean; checks: Re
     const res = await deps.controlPlane.get('/healthz', { timeoutMs: deps.probeTimeoutMs });
     if (res.status !== 200) controlPlane = `control plane /healthz answered HTTP ${res.status}`;
   } catch (err) {
-    controlPlane = err instanceof Error ? err.message : String(err);
+    controlPlane = errorMessage(err);
   }
   return { ready: informers === 'ok' && controlPlane === 'ok' && extender === 'ok', checks: { informers, controlPlane, extender } };
 }
@@ -110,7 +110,7 @@ async function fromControlPlane(res: ServerResponse, path: string, query: Record
   try {
     return await deps.controlPlane.get(path, { timeoutMs: deps.schedulerLogTimeoutMs, query });
   } catch (err) {
-    deps.logger.warn('UserRouteUnavailable', { path, error: err instanceof Error ? err.message : String(err) });
+    deps.logger.warn('UserRouteUnavailable', { path, error: errorMessage(err) });
     send(res, 503, statusBody(503, 'ServiceUnavailable', 'the scheduler control plane is unavailable; retry later'));
     return undefined;
   }
@@ -225,7 +225,7 @@ async function route(listener: Listener, req: IncomingMessage, res: ServerRespon
       body = await readBody(req);
     } catch (err) {
       // Still 200: kube-scheduler discards other bodies and would only see a code.
-      send(res, 200, { Error: err instanceof Error ? err.message : String(err) });
+      send(res, 200, { Error: errorMessage(err) });
       return 200;
     }
     const answer = url.pathname === '/filter' ? await relayFilter(body, deps.extender) : await relayBind(body, deps.extender);
@@ -273,7 +273,7 @@ export function relayHandler(listener: Listener, deps: RouterDeps): (req: Incomi
           send(res, 400, statusBody(400, 'BadRequest', err.message));
           return;
         }
-        deps.logger.error('RequestFailed', { listener, path: new URL(req.url ?? '/', 'http://x').pathname, error: err instanceof Error ? err.message : String(err) });
+        deps.logger.error('RequestFailed', { listener, path: new URL(req.url ?? '/', 'http://x').pathname, error: errorMessage(err) });
         if (!res.headersSent) send(res, 500, statusBody(500, 'InternalError', 'internal error'));
         else res.destroy();
       });

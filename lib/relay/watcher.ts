@@ -12,6 +12,7 @@ import type { AppLogger } from '../powertools';
 import { backoffMs, realDelay, type DelayFn } from './delay';
 import { MAX_COMPLETE_KEYS, type ClusterEventForwarder, type ClusterWatchEvent, type CompleteList } from './forwarder';
 import { ChangeTracker, completeKeys, objectKey, toForwardedObject, type ForwardedKind } from './relevance';
+import { errorMessage } from '../errors';
 
 export interface WatcherOptions {
   readonly kubeConfig: KubeConfig;
@@ -189,7 +190,7 @@ export class ClusterWatcher {
     if (this.stopping.signal.aborted) return;
     const wait = backoffMs(r.failures, this.opts.backoff.initialMs, this.opts.backoff.maxMs);
     r.failures++;
-    this.opts.logger.warn('WatchFailed', { kind: r.kind, retryInMs: wait, error: err instanceof Error ? err.message : String(err) });
+    this.opts.logger.warn('WatchFailed', { kind: r.kind, retryInMs: wait, error: errorMessage(err) });
     await this.delay(wait, this.stopping.signal);
     if (!this.stopping.signal.aborted) void r.informer?.start();
   }

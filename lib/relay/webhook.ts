@@ -13,6 +13,7 @@ import type { AppLogger } from '../powertools';
 import type { DelayFn } from './delay';
 import { readBody, send } from './server';
 import { startTlsListener, type RunningTlsListener, type ServingSource } from './tls/listener';
+import { errorMessage } from '../errors';
 
 export const WEBHOOK_PATH = '/webhook';
 
@@ -54,7 +55,7 @@ function handler(opts: WebhookOptions) {
     try {
       body = JSON.parse(await readBody(req));
     } catch (err) {
-      return send(res, 400, { message: `request body is not JSON: ${err instanceof Error ? err.message : String(err)}` });
+      return send(res, 400, { message: `request body is not JSON: ${errorMessage(err)}` });
     }
     const outcome = reviewAdmission(body, opts.admission, opts.capacity());
     if (outcome.kind === 'badRequest') {

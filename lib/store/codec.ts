@@ -32,6 +32,7 @@ import {
   type UnreadablePart,
 } from '../control/ledger';
 import type { JournalEntry } from '../control/ports';
+import { errorMessage } from '../errors';
 
 export type Item = Record<string, unknown>;
 export type Key = { readonly pk: string; readonly sk: string };
@@ -506,7 +507,7 @@ export function approximateItemBytes(value: unknown): number {
 
 function describeProblem(err: unknown): string {
   if (err instanceof z.ZodError) return err.issues.slice(0, 3).map((i) => `${i.path.join('.') || 'value'}: ${i.message}`).join('; ');
-  return err instanceof Error ? err.message : String(err);
+  return errorMessage(err);
 }
 
 // ---- journal, directory, quotas ------------------------------------------------------------------------

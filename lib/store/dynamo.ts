@@ -6,7 +6,7 @@
  * fault of ours (StoreFaultError, 500, not "retry" either).
  */
 import { defaultCredentials } from '../aws/sigv4';
-import { StoreFaultError, StoreRejectedError, StoreUnavailableError } from '../errors';
+import { StoreFaultError, StoreRejectedError, StoreUnavailableError, errorMessage } from '../errors';
 import { DynamoHttpClient, type DocumentClient, type DocumentOperation, type DocumentOperations } from './dynamoHttp';
 
 export interface DynamoOptions {
@@ -81,7 +81,7 @@ const MISCONFIGURED = new Set(['ResourceNotFoundException', 'AccessDeniedExcepti
 /** The domain error for a store failure (network failures and unknown faults are retryable). */
 export function classifyStoreError(operation: string, err: unknown): Error {
   const name = err instanceof Error ? err.name : '';
-  const message = err instanceof Error ? err.message : String(err);
+  const message = errorMessage(err);
   if (name === 'ValidationException' || name === 'ItemCollectionSizeLimitExceededException') {
     const tooLarge = explainSizeRefusal(message);
     if (tooLarge !== undefined) return new StoreRejectedError(`the store refused to save it: ${tooLarge}`, { cause: err });

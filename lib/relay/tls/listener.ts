@@ -12,6 +12,7 @@ import type { AppLogger } from '../../powertools';
 import { backoffMs, realDelay, type DelayFn } from '../delay';
 import { closeServer, send } from '../server';
 import type { ServingMaterial } from './webhookCertificates';
+import { errorMessage } from '../../errors';
 
 /** Where the serving certificate comes from; called once per check interval. */
 export type ServingSource = () => Promise<ServingMaterial>;
@@ -85,7 +86,7 @@ export function startTlsListener(opts: TlsListenerOptions): RunningTlsListener {
       }
     }
     opts.handler(req, res).catch((err: unknown) => {
-      opts.logger.error(`${opts.logPrefix}RequestFailed`, { error: err instanceof Error ? err.message : String(err) });
+      opts.logger.error(`${opts.logPrefix}RequestFailed`, { error: errorMessage(err) });
       if (!res.headersSent) send(res, 500, { message: 'internal error' });
     });
   };
@@ -116,7 +117,7 @@ export function startTlsListener(opts: TlsListenerOptions): RunningTlsListener {
         failures = 0;
       } catch (err) {
         wait = backoffMs(failures++, opts.backoff.initialMs, opts.backoff.maxMs);
-        opts.logger.warn(`${opts.logPrefix}CertificateUnavailable`, { retryInMs: wait, error: err instanceof Error ? err.message : String(err) });
+        opts.logger.warn(`${opts.logPrefix}CertificateUnavailable`, { retryInMs: wait, error: errorMessage(err) });
       }
       await delay(wait, stopping.signal);
     }

@@ -7,6 +7,7 @@ import { quantityAsInt64, INT32_MAX } from '../../quantity';
 import { parseGoBool } from '../../messages';
 import type { DeviceInfo, EngineConfig, MigProfile, NodeLike, PairScores } from '../../types';
 import type { KindRegistration } from '../kind';
+import { errorMessage } from '../../../errors';
 
 /** A registration annotation that cannot be decoded; the message names the field at fault. */
 export class RegistrationFormatError extends Error {
@@ -30,7 +31,7 @@ export function registerNvidia(node: NodeLike, config: EngineConfig): KindRegist
     devices = decodeNodeDevices(registerText);
     pairScores = decodePairScores(annotations[PairScoreAnnotation]);
   } catch (error) {
-    return unregistered(error instanceof Error ? error.message : String(error));
+    return unregistered(errorMessage(error));
   }
   if (devices.length === 0) return unregistered('no gpu found on node');
   const inconsistency = registrationInconsistency(devices);
