@@ -119,9 +119,10 @@ export type Runs = readonly (number | null)[];
  * at least one card per node evaluated: with them a 1,000-node record was about 26 KB. A record read later takes them
  * from the node's registration at that time (`RegisteredCards`), by position, when the node's registration version
  * is still the one the decision saw (`nodes.registrationVersion`); otherwise the card's id reads as empty: the node
- * registered again since (other cards, or the same ones changed), or left. The versions are small numbers, equal on
- * most nodes, so they cost a few runs; version 4 kept a 32-bit check of the ids per node instead, which was most of
- * a 6.5 KB record at 1,000 nodes and had to read every referenced id while the booking was on its way.
+ * registered again since (other cards, or the same ones changed), or left. The versions are small numbers: a few runs
+ * where nodes registered alike, a byte or so per node at most (docs/state.md, "Layout"); version 4 kept a 32-bit check
+ * of the ids per node instead, which was most of a 6.5 KB record at 1,000 nodes and had to read every referenced id
+ * while the booking was on its way.
  */
 export interface PackedEvidence {
   readonly v: 5;
