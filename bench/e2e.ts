@@ -26,6 +26,10 @@
  * like HAMi pays). `cpuMsPerPod` splits the run's CPU time between the filter's control plane, the other one, the
  * store with the proxies (`storeAndProxies`, one process) and this harness: here they share the machine's cores,
  * on AWS each Lambda environment has its own.
+ * `filterStoreCallsMs` shows what the bench itself adds to the filter control plane's store calls, as the proxy sees
+ * them: `service`, how long the store took to answer (dynalite's work and its queue, which on AWS is inside DynamoDB's
+ * own latency), and `delayOverRtt`, how much longer the proxy's waits took than `--store-rtt-ms` (timers firing late
+ * on a busy machine).
  * Last line: one JSON object; `{"error": …}` when the run failed (exit code 1, the stack on stderr).
  *
  * `--burst` (docs/locks.md): every pod arrives at once, binpack, and the run is made twice: `lockAware` (our
@@ -167,6 +171,7 @@ function percentile(values: readonly number[], p: number): number {
 }
 
 const round = (v: number, digits = 2) => Math.round(v * 10 ** digits) / 10 ** digits;
+const spread = (values: readonly number[]) => ({ p50: round(percentile(values, 50)), p99: round(percentile(values, 99)) });
 
 type CpuShare = 'filterControlPlane' | 'otherControlPlane' | 'storeAndProxies' | 'harness';
 
@@ -498,6 +503,10 @@ async function runOnce(options: Options, mode: Mode): Promise<Record<string, unk
       podsPerSecond: round(placed / Math.max(elapsedS, 1e-9), 1),
       engineP50Ms: round(engineP50Ms, 3),
       storeRoundTripsPerFilter: { p50: percentile(roundTrips, 50), p99: percentile(roundTrips, 99) },
+      filterStoreCallsMs: {
+        service: spread(filterStoreCalls.map((c) => c.serviceMs)),
+        delayOverRtt: spread(filterStoreCalls.map((c) => c.delayOverRttMs)),
+      },
       storeReadBytesPerFilter: Math.round(filterStoreCalls.reduce((sum, c) => sum + c.responseBytes, 0) / Math.max(filters, 1)),
       storeWriteBytesPerPod: Math.round(storeCalls.filter((c) => !isRead(c)).reduce((sum, c) => sum + c.requestBytes, 0) / Math.max(placed, 1)),
       capacityUnitsPerPod: { read: perPod(storeCalls.reduce((s, c) => s + c.readUnits, 0)), write: perPod(storeCalls.reduce((s, c) => s + c.writeUnits, 0)) },

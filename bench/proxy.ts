@@ -86,6 +86,10 @@ export interface ObservedCall {
   readonly status: number;
   readonly readUnits: number;
   readonly writeUnits: number;
+  /** How long what is behind the proxy took to answer (for the store: dynalite's own work and its queue). */
+  readonly serviceMs: number;
+  /** How much longer the proxy's two waits took than the round trip asked for (its timers firing late). */
+  readonly delayOverRttMs: number;
 }
 
 export interface DelayingProxy {
@@ -115,9 +119,13 @@ export async function startDelayingProxy(upstream: Upstream, rttMs: number, now:
     void (async () => {
       const startMs = now();
       const body = await readAll(req);
+      const waitStartedMs = now();
       await wait(Math.ceil(rttMs / 2));
+      const forwardedMs = now();
       const answer = await upstream.forward(req, body);
+      const answeredMs = now();
       await wait(Math.floor(rttMs / 2));
+      const delayOverRttMs = forwardedMs - waitStartedMs + (now() - answeredMs) - rttMs;
       res.writeHead(answer.status, answer.headers);
       res.end(answer.body);
       const target = String(req.headers['x-amz-target'] ?? '');
@@ -137,6 +145,8 @@ export async function startDelayingProxy(upstream: Upstream, rttMs: number, now:
         status: answer.status,
         readUnits: READS.has(operation) ? units : 0,
         writeUnits: READS.has(operation) ? 0 : units,
+        serviceMs: answeredMs - forwardedMs,
+        delayOverRttMs,
       });
     })().catch(() => {
       if (!res.headersSent) res.writeHead(502);

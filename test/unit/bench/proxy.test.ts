@@ -62,3 +62,25 @@ describe('bench: a store called in memory behind the delaying proxy', () => {
     expect(await answer.json()).toEqual({ __type: 'com.amazon.coral.service#SerializationException' });
   });
 });
+
+describe('bench: what the proxy observes of the time a call takes', () => {
+  it('tells the time the upstream took from the time its own waits added beyond the round trip asked', async () => {
+    // The proxy's clock is this test's: only the upstream moves it, so every figure is exact whatever the machine does.
+    let clock = 1_000;
+    const upstream = {
+      forward: async () => {
+        clock += 7;
+        return { status: 200, headers: { 'content-type': 'application/x-amz-json-1.0' }, body: Buffer.from('{}') };
+      },
+      close: () => undefined,
+    };
+    const proxy = await startDelayingProxy(upstream, 0, () => clock);
+    try {
+      const answer = await fetch(`${proxy.url}/`, { method: 'POST', headers: { 'x-amz-target': 'DynamoDB_20120810.GetItem' }, body: '{}' });
+      expect(answer.status).toBe(200);
+      expect(proxy.calls.map((c) => [c.operation, c.serviceMs, c.delayOverRttMs])).toEqual([['GetItem', 7, 0]]);
+    } finally {
+      await proxy.close();
+    }
+  });
+});
