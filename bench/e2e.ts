@@ -25,11 +25,14 @@
  * In the same run the engine alone decides the same pods on the same cluster (what an in-process scheduler
  * like HAMi pays). `cpuMsPerPod` splits the run's CPU time between the filter's control plane, the other one, the
  * store with the proxies (`storeAndProxies`, one process) and this harness: here they share the machine's cores,
- * on AWS each Lambda environment has its own.
+ * on AWS each Lambda environment has its own. `cpuBusy` says how busy those cores were while the pods were placed
+ * (bench/cpu.ts): `bench`, the share the bench's processes used; `machine`, the share anything used.
  * `filterStoreCallsMs` shows what the bench itself adds to the filter control plane's store calls, as the proxy sees
  * them: `service`, how long the store took to answer (dynalite's work and its queue, which on AWS is inside DynamoDB's
  * own latency), and `delayOverRtt`, how much longer the proxy's waits took than `--store-rtt-ms` (timers firing late
- * on a busy machine).
+ * on a busy machine). `filterGatewayCallsMs` (null without `--gateway-rtt-ms`) does the same for the filters on their
+ * way through the gateway's proxy: `controlPlane`, how long the filter's control plane took to answer from the proxy's
+ * side (its work, its store calls, and the socket between the two processes), and `delayOverRtt`.
  * Last line: one JSON object; `{"error": …}` when the run failed (exit code 1, the stack on stderr).
  *
  * `--burst` (docs/locks.md): every pod arrives at once, binpack, and the run is made twice: `lockAware` (our
@@ -46,7 +49,6 @@
 import { spawn, type ChildProcess } from 'node:child_process';
 import { Agent, request as httpRequest } from 'node:http';
 import { resolve } from 'node:path';
-import { existsSync, readFileSync } from 'node:fs';
 import { decide } from '../lib/engine/decide';
 import { parseNodeRegistration } from '../lib/engine/registration';
 import { defaultEngineConfig, type DeviceUsage, type NodeState } from '../lib/engine/types';
@@ -57,6 +59,7 @@ import { clockMs, isRead, serialRoundTrips, type ObservedCall } from './proxy';
 import { PROXY_ROLE, ROLE_ENV, serveProxies, startProxyProcess, type ProxyTarget, type RemoteProxy } from './proxyProcess';
 import { CARD_MEM, CARDS, candidateRotation, cardId, nodeObject, runningPod, workloadPod, type BenchPod } from './workload';
 import { errorMessage } from '../lib/errors';
+import { cpuBusy, readCpu, type CpuBusy } from './cpu';
 
 interface Options {
   nodes: number;
@@ -174,27 +177,7 @@ const round = (v: number, digits = 2) => Math.round(v * 10 ** digits) / 10 ** di
 const spread = (values: readonly number[]) => ({ p50: round(percentile(values, 50)), p99: round(percentile(values, 99)) });
 
 type CpuShare = 'filterControlPlane' | 'otherControlPlane' | 'storeAndProxies' | 'harness';
-
-/**
- * CPU milliseconds (user + system, all threads) each group of processes has used, from /proc; null where /proc
- * is not there. Reported per pod, so a run on a small shared machine shows what each part costs on its own.
- */
-function cpuTimes(groups: Record<CpuShare, readonly (number | undefined)[]>): Record<CpuShare, number> | null {
-  if (!existsSync('/proc/self/stat')) return null;
-  const ticksPerMs = 100 / 1000; // USER_HZ is 100 on Linux
-  const of = (pid: number | undefined): number => {
-    if (pid === undefined) return 0;
-    try {
-      const fields = readFileSync(`/proc/${pid}/stat`, 'utf8').split(') ')[1]!.split(' ');
-      return (Number(fields[11]) + Number(fields[12])) / ticksPerMs;
-    } catch {
-      return 0;
-    }
-  };
-  const out = {} as Record<CpuShare, number>;
-  for (const [share, pids] of Object.entries(groups) as [CpuShare, readonly (number | undefined)[]][]) out[share] = pids.reduce((sum: number, pid) => sum + of(pid), 0);
-  return out;
-}
+const roundedBusy = (busy: CpuBusy): CpuBusy => ({ cores: busy.cores, bench: round(busy.bench), machine: round(busy.machine) });
 
 interface Effect {
   readonly kind: string;
@@ -424,16 +407,20 @@ async function runOnce(options: Options, mode: Mode): Promise<Record<string, unk
     children.push(other.child);
     // No gateway latency asked: callers reach the control planes directly (a proxy that only relays costs this
     // machine's CPU, which the control planes and the store share). Store calls always pass a proxy: it observes them.
-    const gateway = async (url: string) => (options.gatewayRttMs > 0 ? (await proxy({ url }, options.gatewayRttMs)).url : url);
-    const otherGateway = { url: await gateway(other.url) };
+    const gateway = async (url: string): Promise<{ url: string; proxy?: RemoteProxy }> => {
+      if (options.gatewayRttMs === 0) return { url };
+      const inFront = await proxy({ url }, options.gatewayRttMs);
+      return { url: inFront.url, proxy: inFront };
+    };
+    const otherGateway = await gateway(other.url);
     const filterStores: RemoteProxy[] = [];
-    const filterGateways: { url: string }[] = [];
+    const filterGateways: { url: string; proxy?: RemoteProxy }[] = [];
     for (let s = 0; s < options.schedulers; s++) {
       const filterStore = await proxy('store', options.storeRttMs);
       const filter = await startControlPlane(filterStore.url, env);
       children.push(filter.child);
       filterStores.push(filterStore);
-      filterGateways.push({ url: await gateway(filter.url) });
+      filterGateways.push(await gateway(filter.url));
     }
 
     // Whose CPU the run spends (all share this machine's cores; on AWS each Lambda environment has its own).
@@ -470,19 +457,20 @@ async function runOnce(options: Options, mode: Mode): Promise<Record<string, unk
     relay.viewSeq = viewSeq;
     const callsBefore = await proxies.counts();
     process.stdout.write(`bench: ${options.pods} pods, policy ${options.policy}, store rtt ${options.storeRttMs} ms, gateway rtt ${options.gatewayRttMs} ms, ${options.schedulers} scheduler(s)\n`);
-    const cpuBefore = cpuTimes(processes);
+    const cpuBefore = readCpu(processes, now());
     const started = now();
     const results = await Promise.all(queues.map((queue, s) => runScheduler(queue, names, filterGateways[s]!.url, otherGateway.url, relay, options)));
     const placed = results.reduce((sum, r) => sum + r.placed, 0);
     const elapsedS = (Math.max(...results.map((r) => r.lastPlacedAt)) - started) / 1000;
     await relay.close();
-    const cpuAfter = cpuTimes(processes);
+    const cpuAfter = readCpu(processes, now());
 
     // Every store call of the run, per proxy (fetched once, after the CPU figures), and what the filters' own calls cost.
     const runCalls = await proxies.calls(callsBefore);
     const storeCalls: ObservedCall[] = [otherStore, ...filterStores].flatMap((p) => runCalls[p.index] ?? []);
     const roundTrips = results.flatMap((r, s) => r.filterWindows.map(([from, to]) => serialRoundTrips(runCalls[filterStores[s]?.index ?? -1] ?? [], from, to)));
     const filterStoreCalls = filterStores.flatMap((p) => runCalls[p.index] ?? []);
+    const filterGatewayCalls = filterGateways.flatMap((g) => (g.proxy ? (runCalls[g.proxy.index] ?? []) : []));
     const filters = results.reduce((sum, r) => sum + r.filterMs.length, 0);
     const perPod = (v: number) => round(v / Math.max(placed, 1), 1);
 
@@ -507,13 +495,18 @@ async function runOnce(options: Options, mode: Mode): Promise<Record<string, unk
         service: spread(filterStoreCalls.map((c) => c.serviceMs)),
         delayOverRtt: spread(filterStoreCalls.map((c) => c.delayOverRttMs)),
       },
+      filterGatewayCallsMs:
+        filterGatewayCalls.length > 0
+          ? { controlPlane: spread(filterGatewayCalls.map((c) => c.serviceMs)), delayOverRtt: spread(filterGatewayCalls.map((c) => c.delayOverRttMs)) }
+          : null,
       storeReadBytesPerFilter: Math.round(filterStoreCalls.reduce((sum, c) => sum + c.responseBytes, 0) / Math.max(filters, 1)),
       storeWriteBytesPerPod: Math.round(storeCalls.filter((c) => !isRead(c)).reduce((sum, c) => sum + c.requestBytes, 0) / Math.max(placed, 1)),
       capacityUnitsPerPod: { read: perPod(storeCalls.reduce((s, c) => s + c.readUnits, 0)), write: perPod(storeCalls.reduce((s, c) => s + c.writeUnits, 0)) },
       storeCallsPerPod: perPod(storeCalls.length),
       filtersPerPod: round(filters / Math.max(placed, 1), 3),
       lockRetriesPerPod: round(lockRetries / Math.max(placed, 1), 3),
-      cpuMsPerPod: cpuAfter && cpuBefore ? Object.fromEntries(Object.entries(cpuAfter).map(([k, ms]) => [k, round((ms - (cpuBefore[k as CpuShare] ?? 0)) / Math.max(placed, 1), 1)])) : null,
+      cpuMsPerPod: cpuAfter && cpuBefore ? Object.fromEntries(Object.entries(cpuAfter.groups).map(([k, ms]) => [k, round((ms - (cpuBefore.groups[k as CpuShare] ?? 0)) / Math.max(placed, 1), 1)])) : null,
+      cpuBusy: cpuAfter && cpuBefore ? roundedBusy(cpuBusy(cpuBefore, cpuAfter)) : null,
       overAllocations,
       ingestEventsPerSecond: Math.round(relist.length / relistSeconds),
       nodes: options.nodes,
