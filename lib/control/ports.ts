@@ -114,9 +114,10 @@ export interface RecordStorePort {
   putBind(pod: PodRef, bind: BindRecord, timeMs: number): Promise<void>;
   /**
    * The bind item and up to `attempts` newest unexpired attempts of a pod; the cards' ids, which records do not store,
-   * from the nodes' registrations now (`RegisteredCards`, lib/engine/evidence.ts).
+   * from the nodes' registrations now (`RegisteredCards`, lib/engine/evidence.ts), asked of `registered` once and only
+   * when there is an attempt to decode: a pod without records costs no look at the nodes.
    */
-  readPod(namespace: string, name: string, attempts: number, nowMs: number, registered?: RegisteredCards): Promise<PodRecords>;
+  readPod(namespace: string, name: string, attempts: number, nowMs: number, registered?: () => Promise<RegisteredCards>): Promise<PodRecords>;
   /** Unexpired summaries in the store's order, at most `limit`; a position `after` that is not this list's is a BadRequestError. */
   listSummaries(query: SummaryQuery): Promise<SummaryPage>;
 }

@@ -8,7 +8,7 @@ import { renderSchedulerLog, type SchedulerLog } from '../diagnostics/schedulerL
 import type { NodeDevices } from '../diagnostics/nodeDevices';
 import { coresAreMasks } from '../engine/devices';
 import { splitCores } from '../engine/devices/neuron/masks';
-import type { RegisteredNode } from '../engine/evidence';
+import type { RegisteredCards, RegisteredNode } from '../engine/evidence';
 import { NodeFailure, type MigProfile } from '../engine/types';
 import { freePlacements } from '../engine/devices/nvidia/mig';
 import { NotFoundError } from '../errors';
@@ -29,10 +29,14 @@ export interface SchedulerLogQuery {
 
 export async function readSchedulerLog(deps: ControlDeps, q: SchedulerLogQuery): Promise<SchedulerLog> {
   const nowMs = deps.runtime.clock.now();
-  // Records do not store card ids (lib/engine/evidence.ts): they come from the registrations the warm view holds.
+  // Records do not store card ids (lib/engine/evidence.ts): they come from the registrations the warm view holds,
+  // brought up to date only when the pod has a record (an unknown pod on a cold environment loads no cluster).
   // A view that cannot be brought up to date costs only ids (shown empty where it holds no node), never the log.
-  await deps.view.prepareIfPossible();
-  const stored = await deps.records.readPod(q.namespace, q.name, HISTORY_LIMIT + 1, nowMs, (node) => registeredCards(deps.view.get(node)));
+  const registrations = async (): Promise<RegisteredCards> => {
+    await deps.view.prepareIfPossible();
+    return (node) => registeredCards(deps.view.get(node));
+  };
+  const stored = await deps.records.readPod(q.namespace, q.name, HISTORY_LIMIT + 1, nowMs, registrations);
   const attempts = numberedAttempts(stored);
   const latest = attempts[0];
   if (!latest) throw new NotFoundError(`no scheduling record for pod ${q.namespace}/${q.name}`, 'pods', q.name);

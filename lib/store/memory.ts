@@ -277,13 +277,14 @@ export class MemoryRecordStore implements RecordStorePort {
     return found;
   }
 
-  async readPod(namespace: string, name: string, attempts: number, nowMs: number, registered?: RegisteredCards): Promise<PodRecords> {
+  async readPod(namespace: string, name: string, attempts: number, nowMs: number, registered?: () => Promise<RegisteredCards>): Promise<PodRecords> {
     this.stats.calls += 1;
     const pod = this.pods.get(`${namespace}/${name}`);
     if (!pod) return { attempts: [] };
     const live = pod.attempts.filter((a) => a.expiresAtMs >= nowMs).slice(0, attempts);
     const bind = pod.bind && pod.bind.expiresAtMs >= nowMs ? pod.bind : undefined;
-    const found = live.map(({ stored, timeMs }) => ({ record: decodeRecord(stored, RECORD_ENCODING, registered), timeMs }));
+    const cards = live.length > 0 ? await registered?.() : undefined;
+    const found = live.map(({ stored, timeMs }) => ({ record: decodeRecord(stored, RECORD_ENCODING, cards), timeMs }));
     if (!bind) return { attempts: found };
     const { expiresAtMs: _e, ...rest } = bind;
     return { attempts: found, bind: rest };

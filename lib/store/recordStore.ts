@@ -24,7 +24,7 @@ import type { NodeEvidence } from '../engine/types';
 import { shortBind, summarizeAttempt, type AttemptSummary } from '../diagnostics/summary';
 import type { PodRecords, RecordStorePort, SummaryPage, SummaryQuery } from '../control/ports';
 import { emptyStats, isConditionFailed, send, type StoreStats } from './dynamo';
-import type { DocumentClient } from './dynamoHttp';
+import type { DocumentClient, DocumentItem } from './dynamoHttp';
 
 /** Items above this are stored without per-card evidence rather than rejected by DynamoDB. */
 const MAX_RECORD_BYTES = 350 * 1024;
@@ -258,12 +258,12 @@ export class RecordStore implements RecordStorePort {
   }
 
   /** The bind item and up to `attempts` newest unexpired attempts of a pod. */
-  async readPod(namespace: string, name: string, attempts: number, nowMs: number, registered?: RegisteredCards): Promise<PodRecords> {
+  async readPod(namespace: string, name: string, attempts: number, nowMs: number, registered?: () => Promise<RegisteredCards>): Promise<PodRecords> {
     const params = this.queryPodParams(namespace, name, attempts);
     const out = await send(this.doc, this.stats, 'Query', params);
     const nowS = Math.floor(nowMs / 1000);
     let bind: StoredBind | undefined;
-    const found: { record: AttemptRecord; timeMs: number }[] = [];
+    const kept: DocumentItem[] = [];
     for (const item of out.Items ?? []) {
       if (typeof item.expiresAt === 'number' && item.expiresAt < nowS) continue;
       if (item.sk === 'BIND') {
@@ -271,10 +271,12 @@ export class RecordStore implements RecordStorePort {
         if (!parsed.success) throw new CorruptItemError('stored bind record does not match its schema', { cause: parsed.error });
         const { expiresAt: _expiresAt, ...rest } = parsed.data;
         bind = rest;
-      } else if (typeof item.sk === 'string' && item.sk.startsWith('A#') && found.length < attempts) {
-        found.push({ record: decodeRecord(item.rec, item.enc, registered), timeMs: Number(item.sk.split('#')[1]) });
+      } else if (typeof item.sk === 'string' && item.sk.startsWith('A#') && kept.length < attempts) {
+        kept.push(item);
       }
     }
+    const cards = kept.length > 0 ? await registered?.() : undefined;
+    const found = kept.map((item) => ({ record: decodeRecord(item.rec, item.enc, cards), timeMs: Number(String(item.sk).split('#')[1]) }));
     return bind ? { attempts: found, bind } : { attempts: found };
   }
 }

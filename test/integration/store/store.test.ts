@@ -244,17 +244,19 @@ describe.each(implementations)('storage ports on %s', (name, factory) => {
     expect(await stores.ledger.readQuota('team-b')).toBeUndefined();
   });
 
+  const attemptOf = (pod: AttemptRecord['pod'], id: string): AttemptRecord => ({
+    pod,
+    attemptId: id,
+    attempt: 0,
+    time: '2026-11-20T00:00:00.000Z',
+    view: { seq: 3, ageMs: 12 },
+    filter: { status: 'failed', summary: `no available node, 1 nodes do not meet (${id})`, nodes: [] },
+    bind: { status: 'pending', summary: '' },
+  });
+
   it('stores attempts and the bind outcome, newest first, and treats expired records as absent', async () => {
     const pod = { namespace: 'default', name: 'p', uid: 'u' };
-    const attempt = (id: string): AttemptRecord => ({
-      pod,
-      attemptId: id,
-      attempt: 0,
-      time: '2026-11-20T00:00:00.000Z',
-      view: { seq: 3, ageMs: 12 },
-      filter: { status: 'failed', summary: `no available node, 1 nodes do not meet (${id})`, nodes: [] },
-      bind: { status: 'pending', summary: '' },
-    });
+    const attempt = (id: string) => attemptOf(pod, id);
     const t0 = 1_800_000_000_000;
     await stores.records.putAttempt(attempt('first'), t0);
     await stores.records.putAttempt(attempt('second'), t0 + 1000);
@@ -271,6 +273,25 @@ describe.each(implementations)('storage ports on %s', (name, factory) => {
     const later = await stores.records.readPod('default', 'p', 5, t0 + RETENTION_S * 1000 + 5000);
     expect(later.attempts).toEqual([]);
     expect(later.bind).toBeUndefined();
+  });
+
+  it('asks for the nodes’ registrations once, and only when the pod has an attempt to decode', async () => {
+    let asked = 0;
+    const registered = async () => {
+      asked += 1;
+      return () => undefined;
+    };
+    const t0 = 1_800_000_000_000;
+    expect(await stores.records.readPod('default', 'unknown', 5, t0, registered)).toEqual({ attempts: [] });
+    const boundOnly = { namespace: 'default', name: 'bound-only', uid: 'u1' };
+    await stores.records.putBind(boundOnly, { status: 'passed', summary: 'bound' }, t0);
+    expect((await stores.records.readPod('default', 'bound-only', 5, t0, registered)).bind).toMatchObject({ status: 'passed' });
+    expect(asked).toBe(0);
+    const pod = { namespace: 'default', name: 'tried', uid: 'u2' };
+    await stores.records.putAttempt(attemptOf(pod, 'one'), t0);
+    await stores.records.putAttempt(attemptOf(pod, 'two'), t0 + 1000);
+    expect((await stores.records.readPod('default', 'tried', 5, t0 + 2000, registered)).attempts).toHaveLength(2);
+    expect(asked).toBe(1);
   });
 
   it('keeps a thousand-node record under the item size limit', async () => {

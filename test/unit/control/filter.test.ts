@@ -11,6 +11,7 @@ import { parseNodeRegistration } from '../../../lib/engine/registration';
 import { defaultEngineConfig } from '../../../lib/engine/types';
 import { card, forwardedPod, gpuNode, gpuPod, type ContainerSpec } from '../../support/cluster';
 import { filterOf, placedPatch, world, type Environment } from './fixtures';
+import { NotFoundError } from '../../../lib/errors';
 
 const cardsOf = (name: string, cards = 2, spec: { devmem?: number; devcore?: number; count?: number } = {}) =>
   Array.from({ length: cards }, (_, i) => card(`GPU-${name}-${i}`, { devmem: spec.devmem ?? 16384, devcore: spec.devcore ?? 100, count: spec.count ?? 10 }));
@@ -242,12 +243,26 @@ describe('filter: the scheduler log’s card ids', () => {
     expect(after[1]!.ids).toEqual(before[1]!.ids.map(() => ''));
   });
 
-  it('a store that cannot bring the view up costs the ids only: the log is still read, and the failure logged', async () => {
+  /** A cold environment on a store where another one placed p1 on n1. */
+  const coldReaderOfP1 = async (): Promise<Environment> => {
     const w = world();
     const setup = w.environment();
     await registered(setup, 'n1');
     await filterPod(setup.deps, filterOf(pod('p1'), ['n1']));
-    const reader = w.environment();
+    return w.environment();
+  };
+
+  it('a pod without records is not found without loading the cluster; one with records loads it for the ids', async () => {
+    const cold = await coldReaderOfP1();
+    await expect(readSchedulerLog(cold.deps, { namespace: 'default', name: 'nobody', history: false })).rejects.toThrow(NotFoundError);
+    expect(cold.store.calls).toEqual([]);
+    const ids = await triedIds(cold, 'p1');
+    expect(ids[0]!.ids.every((id) => /^GPU-n1-[01]$/.test(id))).toBe(true);
+    expect(cold.store.calls.length).toBeGreaterThan(0);
+  });
+
+  it('a store that cannot bring the view up costs the ids only: the log is still read, and the failure logged', async () => {
+    const reader = await coldReaderOfP1();
     reader.store.journalHead = () => Promise.reject(new Error('store unavailable'));
     const ids = await triedIds(reader, 'p1');
     expect(ids.map((n) => n.node)).toEqual(['n1']);
