@@ -109,12 +109,23 @@ export function clockMs(): number {
   return Number(process.hrtime.bigint()) / 1e6;
 }
 
+/** What the proxy reads the time from and waits with: the machine's (`machineTime`), or a test's. */
+export interface ProxyTime {
+  now(): number;
+  wait(ms: number): Promise<void>;
+}
+
+export const machineTime: ProxyTime = {
+  now: clockMs,
+  wait: (ms) => (ms > 0 ? new Promise<void>((resolve) => setTimeout(resolve, ms)) : Promise.resolve()),
+};
+
 /** `rttMs` is added to every round trip: half on the way in, half on the way out. */
-export async function startDelayingProxy(upstream: Upstream, rttMs: number, now: () => number): Promise<DelayingProxy> {
+export async function startDelayingProxy(upstream: Upstream, rttMs: number, time: ProxyTime = machineTime): Promise<DelayingProxy> {
   const calls: ObservedCall[] = [];
   /** Item sizes seen in answers, by key: a refused conditional write is billed by the stored item's size. */
   const itemBytes = new Map<string, number>();
-  const wait = (ms: number) => (ms > 0 ? new Promise<void>((resolve) => setTimeout(resolve, ms)) : Promise.resolve());
+  const { now, wait } = time;
   const server: Server = createServer((req, res) => {
     void (async () => {
       const startMs = now();

@@ -15,7 +15,7 @@
 import { spawn, type ChildProcess } from 'node:child_process';
 import type { RequestListener } from 'node:http';
 import dynalite from 'dynalite';
-import { clockMs, httpUpstream, inMemoryUpstream, startDelayingProxy, type DelayingProxy, type ObservedCall, type Upstream } from './proxy';
+import { httpUpstream, inMemoryUpstream, machineTime, startDelayingProxy, type DelayingProxy, type ObservedCall, type Upstream } from './proxy';
 import { errorMessage } from '../lib/errors';
 
 export const ROLE_ENV = 'HAMI_BENCH_ROLE';
@@ -123,7 +123,7 @@ export function serveProxies(): void {
     switch (request.kind) {
       case 'open': {
         // The same clock as the harness's filter windows (see clockMs).
-        const proxy = await startDelayingProxy(upstream(request.target), request.rttMs, clockMs);
+        const proxy = await startDelayingProxy(upstream(request.target), request.rttMs, machineTime);
         proxies.push(proxy);
         return { id: request.id, url: proxy.url, index: proxies.length - 1 };
       }

@@ -6,7 +6,7 @@
 import type { RequestListener } from 'node:http';
 import { DynamoDBClient } from '@aws-sdk/client-dynamodb';
 import dynalite from 'dynalite';
-import { clockMs, inMemoryUpstream, startDelayingProxy, type DelayingProxy } from '../../../bench/proxy';
+import { inMemoryUpstream, startDelayingProxy, type DelayingProxy } from '../../../bench/proxy';
 import { createDocumentClient, isConditionFailed } from '../../../lib/store/dynamo';
 import { ensureTables } from '../../../lib/store/tables';
 
@@ -15,7 +15,7 @@ describe('bench: a store called in memory behind the delaying proxy', () => {
 
   beforeAll(async () => {
     const store = dynalite({ createTableMs: 0, deleteTableMs: 0, updateTableMs: 0 }).listeners('request')[0] as RequestListener;
-    proxy = await startDelayingProxy(inMemoryUpstream(store), 0, clockMs);
+    proxy = await startDelayingProxy(inMemoryUpstream(store), 0);
     const admin = new DynamoDBClient({ region: 'us-east-1', endpoint: proxy.url, credentials: { accessKeyId: 'local', secretAccessKey: 'local' } });
     await ensureTables(admin, ['bench-table'], () => Promise.resolve());
     admin.destroy();
@@ -65,8 +65,17 @@ describe('bench: a store called in memory behind the delaying proxy', () => {
 
 describe('bench: what the proxy observes of the time a call takes', () => {
   it('tells the time the upstream took from the time its own waits added beyond the round trip asked', async () => {
-    // The proxy's clock is this test's: only the upstream moves it, so every figure is exact whatever the machine does.
+    // The proxy's clock and waits are this test's: the upstream takes 7 ms, and each wait ends 0.25 ms late, as timers
+    // on a busy machine do. Every figure is exact whatever the machine does.
     let clock = 1_000;
+    const waits: number[] = [];
+    const time = {
+      now: () => clock,
+      wait: async (ms: number) => {
+        waits.push(ms);
+        clock += ms + 0.25;
+      },
+    };
     const upstream = {
       forward: async () => {
         clock += 7;
@@ -74,11 +83,13 @@ describe('bench: what the proxy observes of the time a call takes', () => {
       },
       close: () => undefined,
     };
-    const proxy = await startDelayingProxy(upstream, 0, () => clock);
+    const proxy = await startDelayingProxy(upstream, 5, time);
     try {
       const answer = await fetch(`${proxy.url}/`, { method: 'POST', headers: { 'x-amz-target': 'DynamoDB_20120810.GetItem' }, body: '{}' });
       expect(answer.status).toBe(200);
-      expect(proxy.calls.map((c) => [c.operation, c.serviceMs, c.delayOverRttMs])).toEqual([['GetItem', 7, 0]]);
+      // 5 ms asked: 3 on the way in, 2 on the way out; each wait's lateness counts, the asked round trip does not.
+      expect(waits).toEqual([3, 2]);
+      expect(proxy.calls.map((c) => [c.operation, c.serviceMs, c.delayOverRttMs, c.endMs - c.startMs])).toEqual([['GetItem', 7, 0.5, 12.5]]);
     } finally {
       await proxy.close();
     }
