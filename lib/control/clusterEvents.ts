@@ -27,6 +27,7 @@ import {
   cardUsesOf,
   emptyLedger,
   isOlder,
+  lockEndsWithBooking,
   MAX_CARDS_PER_NODE,
   NODE_LOCK_ANNOTATION,
   nextLedger,
@@ -212,6 +213,8 @@ export async function ingestClusterEvents(deps: ControlDeps, events: readonly un
   const current = touched.size > 0 ? await deps.ledger.readNodes([...touched], { consistent: true }) : new Map<string, NodeLedger>();
 
   const written: Record<string, number> = {};
+  /** Nodes whose lock ended in the same write as its holder's booking (no waiters to nudge). */
+  const locksEndedWithBookings: string[] = [];
   const notices: Notice[] = [];
   const created: string[] = [];
   const removed: string[] = [];
@@ -219,8 +222,9 @@ export async function ingestClusterEvents(deps: ControlDeps, events: readonly un
   let retryLater: unknown;
   await forEachAtMost([...changes], PARALLEL_WRITES, async ([node, planned]) => {
     try {
-      const outcome = await writeNode(deps, node, current.get(node), planned);
+      const outcome = await writeNode(deps, node, current.get(node), planned, lockHolders.get(node));
       notices.push(...outcome.notices);
+      if (outcome.lockEnded) locksEndedWithBookings.push(node);
       if (!outcome.node) {
         if (present.has(node) && current.get(node)?.deleted === false) created.push(node);
         return;
@@ -268,9 +272,9 @@ export async function ingestClusterEvents(deps: ControlDeps, events: readonly un
   });
   // Locks once the batch's writes have landed: a batch answered 503 carries no Effects, so a lock freed then would
   // take its waiters' nudges with it (the resend would find it free and nudge nobody). The resend frees it instead.
-  const locks = retryLater === undefined ? await settleLocks(deps, current, lockHolders, lockNotes) : { effects: [], changed: [] };
+  const locks = retryLater === undefined ? await settleLocks(deps, current, lockHolders, lockNotes, new Set(locksEndedWithBookings)) : { effects: [], changed: [] };
   retryLater ??= locks.failure;
-  const lockChanged = locks.changed;
+  const lockChanged = [...locksEndedWithBookings, ...locks.changed];
   if (created.length > 0) await deps.ledger.addToDirectory(created);
   if (removed.length > 0) await deps.ledger.removeFromDirectory(removed);
   const viewSeq =
@@ -297,6 +301,8 @@ async function settleLocks(
   current: ReadonlyMap<string, NodeLedger>,
   holdersDone: ReadonlyMap<string, ReadonlySet<string>>,
   lockNotes: ReadonlyMap<string, string | null>,
+  /** Nodes whose lock the batch's node writes already ended (`writeNode`): nothing left to settle there. */
+  endedWithBookings: ReadonlySet<string>,
 ): Promise<{ effects: Effect[]; changed: string[]; failure?: unknown }> {
   const effects: Effect[] = [];
   /** Nodes whose lock these events changed: the journal names them, so every view learns of it (lock-aware placement). */
@@ -305,7 +311,7 @@ async function settleLocks(
   // Each node's lock is its own item: they are settled side by side.
   await forEachAtMost([...new Set([...holdersDone.keys(), ...lockNotes.keys()])], PARALLEL_WRITES, async (name) => {
     const lock = current.get(name)?.lock;
-    if (!lock) return;
+    if (!lock || endedWithBookings.has(name)) return;
     try {
       let release = holdersDone.get(name)?.has(lock.holderUid) === true;
       const note = lockNotes.get(name);
@@ -374,15 +380,18 @@ function isPermanent(err: unknown): boolean {
 /**
  * Applies the changes to the node and writes it: bookings whose usage is unchanged are replaced one by one
  * (they do not race reservations); anything else rewrites the node under its version. A lost race re-reads
- * the node and re-applies.
+ * the node and re-applies. A lock that a pod of `endingLocks` holds, with no pod waiting for it, ends in the
+ * same write as that pod's booking (`lockEnded`), which saves the lock's own write.
  */
 async function writeNode(
   deps: ControlDeps,
   name: string,
   known: NodeLedger | undefined,
   planned: readonly PlannedChange[],
-): Promise<{ node?: NodeLedger; notices: Notice[] }> {
+  endingLocks: ReadonlySet<string> = new Set(),
+): Promise<{ node?: NodeLedger; notices: Notice[]; lockEnded?: true }> {
   let current = known;
+  let lockEnded = false;
   for (let round = 0; round < MAX_WRITE_ROUNDS; round++) {
     const nowMs = deps.runtime.clock.now();
     const notices: Notice[] = [];
@@ -395,14 +404,17 @@ async function writeNode(
       let latest: NodeLedger | undefined;
       let all = true;
       for (const { uid, booking, expected } of replacements) {
-        const write = await deps.ledger.replaceBooking(name, uid, booking, expected);
-        if (write.ok) latest = write.node;
-        else all = false;
+        const endLock: boolean = !lockEnded && endingLocks.has(uid) && lockEndsWithBooking(current.lock, uid);
+        const write = await deps.ledger.replaceBooking(name, uid, booking, expected, endLock);
+        if (write.ok) {
+          latest = write.node;
+          lockEnded ||= endLock;
+        } else all = false;
       }
-      if (all && latest) return { node: latest, notices };
+      if (all && latest) return { node: latest, notices, ...(lockEnded ? { lockEnded: true as const } : {}) };
     } else {
       const write = await deps.ledger.putNode(nextLedger(next, nowMs), current ? current.version : null);
-      if (write.ok) return { node: write.node, notices };
+      if (write.ok) return { node: write.node, notices, ...(lockEnded ? { lockEnded: true as const } : {}) };
       // The refusal may carry the node as it is now (not on dynalite): no read needed then.
       if (write.current !== undefined) {
         current = write.current;

@@ -96,6 +96,15 @@ export function lockHeldByOther(lock: NodeLock | undefined, holderUid: string, n
   return lockIsLive(lock, nowMs) && lock.holderUid !== holderUid;
 }
 
+/**
+ * Whether the lock can end in the same write as its holder's booking change: `uid` holds it and no pod waits for it.
+ * A lock with waiters ends on its own, once the batch's writes have landed, so its nudges go out with the answer
+ * (lib/control/clusterEvents.ts, `settleLocks`). The store guards the same condition.
+ */
+export function lockEndsWithBooking(lock: NodeLock | undefined, uid: string): lock is NodeLock {
+  return lock !== undefined && lock.holderUid === uid && Object.keys(lock.waiters ?? {}).length === 0;
+}
+
 /** The Node annotation that mirrors the lock, as HAMi writes it. */
 export const NODE_LOCK_ANNOTATION = 'hami.io/mutex.lock';
 

@@ -57,8 +57,11 @@ export interface LedgerStore {
   putNode(node: NodeLedger, expectedVersion: number | null): Promise<NodeWrite>;
   /** A filter's booking (see `Reservation`). */
   reserve(reservation: Reservation): Promise<NodeWrite>;
-  /** Replace one booking whose usage is unchanged, if it is still exactly `expected` (does not race reservations). */
-  replaceBooking(node: string, uid: string, booking: Booking, expected: Booking): Promise<NodeWrite>;
+  /**
+   * Replace one booking whose usage is unchanged, if it is still exactly `expected` (does not race reservations). With
+   * `endLock`, the same write removes the node's lock, and is refused unless `lockEndsWithBooking` holds for `uid`.
+   */
+  replaceBooking(node: string, uid: string, booking: Booking, expected: Booking, endLock?: boolean): Promise<NodeWrite>;
 
   /** Take the lock when absent, expired or already this pod's, and only while the pod holds app cards here. */
   acquireLock(node: string, lock: NodeLock, nowMs: number): Promise<NodeWrite>;

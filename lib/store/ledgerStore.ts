@@ -238,26 +238,36 @@ export class DynamoLedgerStore implements LedgerStore {
     return this.write(reservation.node, this.reserveParams(reservation));
   }
 
-  replaceBookingParams(node: string, uid: string, booking: Booking, expected: Booking): UpdateCommandInput {
+  replaceBookingParams(node: string, uid: string, booking: Booking, expected: Booking, endLock = false): UpdateCommandInput {
     const appCards = holdsAppCards(booking);
+    const sets = ['#b.#uid = :booking', '#v = #v + :one', ...(appCards ? ['#ag.#uid = :true'] : [])];
+    const removes = [...(appCards ? [] : ['#ag.#uid']), ...(endLock ? ['#lk'] : [])];
     return {
       TableName: this.table,
       Key: nodeKey(node),
-      UpdateExpression: `SET #b.#uid = :booking, #v = #v + :one${appCards ? ', #ag.#uid = :true' : ' REMOVE #ag.#uid'}`,
-      ConditionExpression: '#b.#uid = :expected',
-      ExpressionAttributeNames: { '#b': NodeAttr.bookings, '#uid': uid, '#v': NodeAttr.version, '#ag': NodeAttr.appCards },
+      UpdateExpression: `SET ${sets.join(', ')}${removes.length > 0 ? ` REMOVE ${removes.join(', ')}` : ''}`,
+      // lockEndsWithBooking (lib/control/ledger.ts), in DynamoDB's words.
+      ConditionExpression: `#b.#uid = :expected${endLock ? ' AND #lk.#u = :uid AND size(#lk.#w) = :none' : ''}`,
+      ExpressionAttributeNames: {
+        '#b': NodeAttr.bookings,
+        '#uid': uid,
+        '#v': NodeAttr.version,
+        '#ag': NodeAttr.appCards,
+        ...(endLock ? { '#lk': NodeAttr.lock, '#u': LockAttr.holderUid, '#w': LockAttr.waiters } : {}),
+      },
       ExpressionAttributeValues: {
         ':booking': this.codec.bookingText(booking),
         ':expected': this.codec.bookingText(expected),
         ':one': 1,
         ...(appCards ? { ':true': true } : {}),
+        ...(endLock ? { ':uid': uid, ':none': 0 } : {}),
       },
       ...WRITE_RETURNS,
     };
   }
 
-  replaceBooking(node: string, uid: string, booking: Booking, expected: Booking): Promise<NodeWrite> {
-    return this.write(node, this.replaceBookingParams(node, uid, booking, expected));
+  replaceBooking(node: string, uid: string, booking: Booking, expected: Booking, endLock = false): Promise<NodeWrite> {
+    return this.write(node, this.replaceBookingParams(node, uid, booking, expected, endLock));
   }
 
   // ---- node locks --------------------------------------------------------------------------------

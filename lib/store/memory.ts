@@ -6,7 +6,7 @@
 import { claimAdmits } from '../engine/claims';
 import type { RegisteredCards } from '../engine/evidence';
 import type { AttemptRecord, BindRecord, PodRef } from '../diagnostics/record';
-import { lockHeldByOther, type Booking, type CardCounter, type NodeLedger, type NodeLock, type QuotaLedger } from '../control/ledger';
+import { lockEndsWithBooking, lockHeldByOther, type Booking, type CardCounter, type NodeLedger, type NodeLock, type QuotaLedger } from '../control/ledger';
 import type { JournalEntry, LedgerStore, LockRelease, NodeWrite, PodRecords, ReadOptions, RecordStorePort, Reservation, SummaryPage, SummaryQuery } from '../control/ports';
 import { emptyStats, type StoreStats } from './dynamo';
 import { NodeCodec, holdsAppCards, nodeItemExpired, type Item } from './codec';
@@ -103,14 +103,14 @@ export class MemoryLedgerStore implements LedgerStore {
     });
   }
 
-  async replaceBooking(node: string, uid: string, booking: Booking, expected: Booking): Promise<NodeWrite> {
+  async replaceBooking(node: string, uid: string, booking: Booking, expected: Booking, endLock = false): Promise<NodeWrite> {
     const current = this.nodes.get(node);
     const held = current?.bookings[uid];
-    return this.apply(node, 'UpdateItem', held !== undefined && this.sameBooking(held, expected), () => ({
-      ...current!,
-      version: current!.version + 1,
-      bookings: { ...current!.bookings, [uid]: booking },
-    }));
+    const admitted = held !== undefined && this.sameBooking(held, expected) && (!endLock || lockEndsWithBooking(current?.lock, uid));
+    return this.apply(node, 'UpdateItem', admitted, () => {
+      const { lock, ...rest } = current!;
+      return { ...rest, ...(endLock || lock === undefined ? {} : { lock }), version: current!.version + 1, bookings: { ...current!.bookings, [uid]: booking } };
+    });
   }
 
   async acquireLock(node: string, lock: NodeLock, nowMs: number): Promise<NodeWrite> {

@@ -183,6 +183,32 @@ describe.each(implementations)('storage ports on %s', (name, factory) => {
     expect(ok.ok && ok.node.bookings.p).toEqual(confirmed);
   });
 
+  it('ends the lock with its holder’s booking only while that pod holds it and nobody waits', async () => {
+    const held = booking('a', 3000);
+    await stores.ledger.putNode(node('gpu-a', { a: held, b: booking('b', 1000) }), null);
+    const allocated = booking('a', 3000, { resourceVersion: '7' });
+    // No lock: refused, and the booking stays as it was.
+    expect((await stores.ledger.replaceBooking('gpu-a', 'a', allocated, held, true)).ok).toBe(false);
+    await stores.ledger.acquireLock('gpu-a', lockFor('b', 1000), 1000);
+    expect((await stores.ledger.replaceBooking('gpu-a', 'a', allocated, held, true)).ok).toBe(false);
+    expect((await read('gpu-a'))?.lock?.holderUid).toBe('b');
+    await stores.ledger.releaseLock('gpu-a', 'b');
+    await stores.ledger.acquireLock('gpu-a', lockFor('a', 2000), 2000);
+    await stores.ledger.addLockWaiter('gpu-a', 'a', 'b', 'default/b');
+    expect((await stores.ledger.replaceBooking('gpu-a', 'a', allocated, held, true)).ok).toBe(false);
+    expect((await read('gpu-a'))?.bookings.a).toEqual(held);
+    // Its waiter gone (the lock taken anew, as after a release), the write lands: booking replaced, lock gone.
+    await stores.ledger.releaseLock('gpu-a', 'a');
+    await stores.ledger.acquireLock('gpu-a', lockFor('a', 3000), 3000);
+    const before = (await read('gpu-a'))!;
+    const ended = await stores.ledger.replaceBooking('gpu-a', 'a', allocated, held, true);
+    expect(ended.ok && ended.node.lock).toBeUndefined();
+    expect(ended.ok && ended.node.bookings.a).toEqual(allocated);
+    expect(ended.ok && ended.node.version).toBe(before.version + 1);
+    expect(await read('gpu-a')).toMatchObject({ bookings: { a: allocated } });
+    expect((await read('gpu-a'))?.lock).toBeUndefined();
+  });
+
   it('takes a lock only for a booked pod whose regular containers hold cards', async () => {
     await stores.ledger.putNode(node('gpu-a', { holder: booking('holder', 1000), initonly: booking('initonly', 1000, { holdsAppCards: false }) }), null);
     expect((await stores.ledger.acquireLock('gpu-a', lockFor('stranger', 1000), 1000)).ok).toBe(false);

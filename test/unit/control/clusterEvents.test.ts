@@ -25,6 +25,16 @@ async function withNode(): Promise<{ w: ReturnType<typeof world>; env: Environme
   return { w, env };
 }
 
+/** Pod p placed on n1 and holding n1's lock (with `waiters`), its allocation reported as the device plugin does, and an environment to forward it. */
+async function lockedByPlacedPod(waiters?: Record<string, string>) {
+  const { w, env } = await withNode();
+  const pod = gpuPod('p', [{ name: 'c', gpu: 1, mem: 5000 }]);
+  const annotations = await place(env, pod, ['n1']);
+  await w.store.acquireLock('n1', { holder: 'default/p', holderUid: pod.metadata.uid, sinceMs: w.clock.now, expiresAtMs: w.clock.now + 300_000, ...(waiters ? { waiters } : {}) }, w.clock.now);
+  const allocated = modified(forwardedPod(pod, { ...annotations, 'hami.io/bind-phase': 'success' }, { rv: '5' }));
+  return { w, pod, allocated, ingest: w.environment() };
+}
+
 const usedMem = async (env: Environment, name: string) => (await readNodeDevices(env.deps, name)).devices.reduce((sum, d) => sum + d.usedmem, 0);
 
 describe('cluster events: bookings belong to the scheduler', () => {
@@ -279,6 +289,43 @@ describe('cluster events: containment, journal and directory', () => {
     expect(w.store.stored('n1')!.lock).toBeUndefined();
   });
 
+  it('ends a lock nobody waits for in the write that records the allocation: one write, and the journal names the lock', async () => {
+    const { w, pod, allocated, ingest } = await lockedByPlacedPod();
+    const answer = await ingestClusterEvents(ingest.deps, [allocated]);
+    expect(w.store.stored('n1')!.lock).toBeUndefined();
+    expect(w.store.stored('n1')!.bookings[pod.metadata.uid]?.bindPhase).toBe('success');
+    const writes = ingest.store.calls.map((c) => c.operation).filter((op) => !['readNodes', 'readJournal', 'journalHead', 'readDirectory', 'appendJournal'].includes(op));
+    expect(writes).toEqual(['replaceBooking']);
+    expect(answer.effects).toEqual([]);
+    const journal = await w.store.readJournal(0, { consistent: true });
+    expect(journal[journal.length - 1]!.locks).toEqual(['n1']);
+  });
+
+  it('ends a lock others wait for on its own, after the batch, and nudges them', async () => {
+    const { w, allocated, ingest } = await lockedByPlacedPod({ 'uid-q': 'default/q' });
+    const answer = await ingestClusterEvents(ingest.deps, [allocated]);
+    expect(w.store.stored('n1')!.lock).toBeUndefined();
+    expect(ingest.store.calls.map((c) => c.operation).filter((op) => op === 'replaceBooking' || op === 'releaseLock')).toEqual(['replaceBooking', 'releaseLock']);
+    expect(answer.effects).toEqual([expect.objectContaining({ kind: 'PatchPodAnnotations', name: 'q', uid: 'uid-q' })]);
+  });
+
+  it('a waiter that arrives between the batch’s read and its write keeps the lock for the release that nudges it', async () => {
+    const { w, pod, allocated, ingest } = await lockedByPlacedPod();
+    const replaceBooking = ingest.store.replaceBooking.bind(ingest.store);
+    let raced = false;
+    ingest.store.replaceBooking = async (...args) => {
+      if (!raced) {
+        raced = true;
+        await w.store.addLockWaiter('n1', pod.metadata.uid, 'uid-q', 'default/q');
+      }
+      return replaceBooking(...args);
+    };
+    const answer = await ingestClusterEvents(ingest.deps, [allocated]);
+    expect(w.store.stored('n1')!.lock).toBeUndefined();
+    expect(w.store.stored('n1')!.bookings[pod.metadata.uid]?.bindPhase).toBe('success');
+    expect(answer.effects).toEqual([expect.objectContaining({ kind: 'PatchPodAnnotations', name: 'q', uid: 'uid-q' })]);
+  });
+
   it('keeps a lock whose batch must be sent again, so the resend frees it and nudges its waiters', async () => {
     const { w, env } = await withNode();
     const pod = gpuPod('p', [{ name: 'c', gpu: 1, mem: 5000 }]);
@@ -308,9 +355,9 @@ describe('cluster events: containment, journal and directory', () => {
     const r = gpuPod('r', [{ name: 'c', gpu: 1, mem: 5000 }]);
     const onN1 = await place(env, p, ['n1']);
     const onN2 = await place(env, r, ['n2']);
-    for (const [name, pod] of [['n1', p], ['n2', r]] as const) {
-      await w.store.acquireLock(name, { holder: `default/${pod.metadata.name}`, holderUid: pod.metadata.uid, sinceMs: w.clock.now, expiresAtMs: w.clock.now + 300_000 }, w.clock.now);
-    }
+    await w.store.acquireLock('n1', { holder: 'default/p', holderUid: p.metadata.uid, sinceMs: w.clock.now, expiresAtMs: w.clock.now + 300_000 }, w.clock.now);
+    // n2's lock has a waiter: it ends on its own after the batch's writes (n1's ends with its booking's write).
+    await w.store.acquireLock('n2', { holder: 'default/r', holderUid: r.metadata.uid, sinceMs: w.clock.now, expiresAtMs: w.clock.now + 300_000, waiters: { 'uid-q': 'default/q' } }, w.clock.now);
     const releaseLock = w.store.releaseLock.bind(w.store);
     w.store.releaseLock = async (name, holderUid) => {
       if (name === 'n2') throw new StoreUnavailableError('throttled');
