@@ -108,8 +108,8 @@ export class MemoryLedgerStore implements LedgerStore {
     const held = current?.bookings[uid];
     const admitted = held !== undefined && this.sameBooking(held, expected) && (!endLock || lockEndsWithBooking(current?.lock, uid));
     return this.apply(node, 'UpdateItem', admitted, () => {
-      const { lock, ...rest } = current!;
-      return { ...rest, ...(endLock || lock === undefined ? {} : { lock }), version: current!.version + 1, bookings: { ...current!.bookings, [uid]: booking } };
+      const { lock: _ended, ...withoutLock } = current!;
+      return { ...(endLock ? withoutLock : current!), version: current!.version + 1, bookings: { ...current!.bookings, [uid]: booking } };
     });
   }
 
