@@ -115,12 +115,27 @@ export interface ProxyTime {
   wait(ms: number): Promise<void>;
 }
 
+/**
+ * What to ask node's timers for to wait `ms`: they count whole milliseconds (a fraction is dropped, so a timer of 2.5
+ * fires after about 2.1 ms here), and rounding to the nearest one keeps the waits right on average.
+ */
+export function timerMs(ms: number): number {
+  return Math.max(0, Math.round(ms));
+}
+
 export const machineTime: ProxyTime = {
   now: clockMs,
-  wait: (ms) => (ms > 0 ? new Promise<void>((resolve) => setTimeout(resolve, ms)) : Promise.resolve()),
+  wait: (ms) => {
+    const asked = timerMs(ms);
+    return asked > 0 ? new Promise<void>((resolve) => setTimeout(resolve, asked)) : Promise.resolve();
+  },
 };
 
-/** `rttMs` is added to every round trip: half on the way in, half on the way out. */
+/**
+ * `rttMs` is added to every round trip: half on the way in, and on the way out what is left of it after the first
+ * wait, so a timer that fired late on the way in (this process also serves the store and other calls) does not
+ * lengthen the round trip; only the second wait's lateness remains (`delayOverRttMs`).
+ */
 export async function startDelayingProxy(upstream: Upstream, rttMs: number, time: ProxyTime = machineTime): Promise<DelayingProxy> {
   const calls: ObservedCall[] = [];
   /** Item sizes seen in answers, by key: a refused conditional write is billed by the stored item's size. */
@@ -131,11 +146,11 @@ export async function startDelayingProxy(upstream: Upstream, rttMs: number, time
       const startMs = now();
       const body = await readAll(req);
       const waitStartedMs = now();
-      await wait(Math.ceil(rttMs / 2));
+      await wait(rttMs / 2);
       const forwardedMs = now();
       const answer = await upstream.forward(req, body);
       const answeredMs = now();
-      await wait(Math.floor(rttMs / 2));
+      await wait(rttMs - (forwardedMs - waitStartedMs));
       const delayOverRttMs = forwardedMs - waitStartedMs + (now() - answeredMs) - rttMs;
       res.writeHead(answer.status, answer.headers);
       res.end(answer.body);

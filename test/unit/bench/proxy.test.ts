@@ -6,7 +6,7 @@
 import type { RequestListener } from 'node:http';
 import { DynamoDBClient } from '@aws-sdk/client-dynamodb';
 import dynalite from 'dynalite';
-import { inMemoryUpstream, startDelayingProxy, type DelayingProxy } from '../../../bench/proxy';
+import { inMemoryUpstream, startDelayingProxy, timerMs, type DelayingProxy } from '../../../bench/proxy';
 import { createDocumentClient, isConditionFailed } from '../../../lib/store/dynamo';
 import { ensureTables } from '../../../lib/store/tables';
 
@@ -87,11 +87,16 @@ describe('bench: what the proxy observes of the time a call takes', () => {
     try {
       const answer = await fetch(`${proxy.url}/`, { method: 'POST', headers: { 'x-amz-target': 'DynamoDB_20120810.GetItem' }, body: '{}' });
       expect(answer.status).toBe(200);
-      // 5 ms asked: 3 on the way in, 2 on the way out; each wait's lateness counts, the asked round trip does not.
-      expect(waits).toEqual([3, 2]);
-      expect(proxy.calls.map((c) => [c.operation, c.serviceMs, c.delayOverRttMs, c.endMs - c.startMs])).toEqual([['GetItem', 7, 0.5, 12.5]]);
+      // 5 ms asked: 2.5 on the way in (2.75 taken), then what is left of the round trip (2.25, 2.5 taken): only the
+      // second wait's lateness is added, and the asked round trip is not counted as delay.
+      expect(waits).toEqual([2.5, 2.25]);
+      expect(proxy.calls.map((c) => [c.operation, c.serviceMs, c.delayOverRttMs, c.endMs - c.startMs])).toEqual([['GetItem', 7, 0.25, 12.25]]);
     } finally {
       await proxy.close();
     }
+  });
+
+  it("asks node's whole-millisecond timers for the nearest whole millisecond, and for nothing below half of one", () => {
+    expect([2.5, 2.25, 2.75, 0.4, 0, -1].map(timerMs)).toEqual([3, 2, 3, 0, 0, 0]);
   });
 });
