@@ -21,7 +21,7 @@ import type { DocumentClient } from '../../../lib/store/dynamoHttp';
 import { ensureTables } from '../../../lib/store/tables';
 import { card, forwardedPod, gpuNode, gpuPod } from '../../support/cluster';
 import { startDynalite, type DynamoBackend } from '../../support/dynamo';
-import { filterOf, placedPatch } from '../../unit/control/fixtures';
+import { filterOf, placedPatch } from '../../support/filterRequests';
 
 type TableId = 'StateTable' | 'RecordsTable';
 type Grants = Partial<Record<TableId, string[]>>;

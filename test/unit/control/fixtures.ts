@@ -6,11 +6,12 @@
 import type { Runtime } from '../../../lib/clock';
 import { loadConfig } from '../../../lib/config';
 import type { ControlDeps } from '../../../lib/control/deps';
-import type { FilterAnswer, FilterRequest } from '../../../lib/control/filter';
 import type { LedgerStore } from '../../../lib/control/ports';
 import { ClusterView } from '../../../lib/control/view';
 import type { DecisionMetrics } from '../../../lib/diagnostics/decisionLogs';
 import { MemoryLedgerStore, MemoryRecordStore } from '../../../lib/store/memory';
+
+export { filterOf, patchOf, placedPatch } from '../../support/filterRequests';
 
 export interface Recorded {
   readonly level: 'debug' | 'info' | 'warn' | 'error';
@@ -113,28 +114,4 @@ export function world(start = 1_800_000_000_000): World {
       return { deps, lines, store: recording };
     },
   });
-}
-
-/** What kube-scheduler sends to filter `pod` over these candidates by name (nodeCacheCapable). */
-export function filterOf(pod: FilterRequest['pod'] & { metadata: { namespace: string; name: string; uid: string } }, nodeNames: string[], minViewSeq?: number): FilterRequest {
-  return {
-    pod,
-    podRef: { namespace: pod.metadata.namespace, name: pod.metadata.name, uid: pod.metadata.uid },
-    nodeNames,
-    nodes: null,
-    ...(minViewSeq !== undefined ? { minViewSeq } : {}),
-  };
-}
-
-/** The annotations a filter answer patches onto the pod; undefined when it placed nothing. */
-export function patchOf(answer: FilterAnswer): Record<string, string> | undefined {
-  const patch = answer.effects.find((e) => e.kind === 'PatchPodAnnotations');
-  return patch?.kind === 'PatchPodAnnotations' ? (patch.annotations as Record<string, string>) : undefined;
-}
-
-/** As `patchOf`, for a pod the test needs placed: anything else is a failure saying what the filter answered. */
-export function placedPatch(answer: FilterAnswer): Record<string, string> {
-  const annotations = patchOf(answer);
-  if (annotations === undefined) throw new Error(`not placed: ${JSON.stringify(answer.result)}`);
-  return annotations;
 }
