@@ -49,6 +49,7 @@ function filterSection(log: AttemptLog, style: Styler): string[] {
   const lines = [`${style('strong', 'Filter')}    ${style(statusTone(log.filter.status), log.filter.status)}  ${log.filter.summary}`];
   // Lock-aware placement: the nodes HAMi would have taken first, busy with another pod's allocation (docs/locks.md).
   for (const passed of log.filter.passedOver ?? []) lines.push(`          passed over ${passed.name}: ${passed.holder} is allocating there`);
+  if (log.filter.evidenceNote !== undefined) lines.push(`          ${style('dim', log.filter.evidenceNote)}`);
   if (log.filter.nodes.length === 0) return lines;
   const rows = log.filter.nodes.flatMap((node) => nodeRows(node));
   return [...lines, '', ...table(['NODE', 'STATUS', 'SCORE', 'CONTAINER', 'RESULT', 'REASON'], rows, style)];

@@ -37,6 +37,9 @@ export async function readSchedulerLog(deps: ControlDeps, q: SchedulerLogQuery):
     return (node) => registeredCards(deps.view.get(node));
   };
   const stored = await deps.records.readPod(q.namespace, q.name, HISTORY_LIMIT + 1, nowMs, registrations);
+  for (const { record } of stored.attempts) {
+    if (record.evidenceUnreadable !== undefined) deps.logger.warn('SchedulerLogEvidenceUnreadable', { pod: `${q.namespace}/${q.name}`, attemptId: record.attemptId, error: record.evidenceUnreadable });
+  }
   const attempts = numberedAttempts(stored);
   const latest = attempts[0];
   if (!latest) throw new NotFoundError(`no scheduling record for pod ${q.namespace}/${q.name}`, 'pods', q.name);

@@ -66,4 +66,10 @@ export interface AttemptRecord {
   readonly bind: BindRecord;
   /** Set when per-card evidence was dropped to fit DynamoDB's item size limit. */
   readonly evidenceTrimmed?: boolean;
+  /**
+   * Set when the stored evidence could not be unpacked, with the problem: written in a format a later release
+   * introduced (this release running again after a rollback), or damaged. The nodes are then empty; the rest of the
+   * attempt still reads (lib/store/recordStore.ts, `decodeRecord`).
+   */
+  readonly evidenceUnreadable?: string;
 }

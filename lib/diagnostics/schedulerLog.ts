@@ -84,6 +84,8 @@ const attemptLogSchema = z.object({
     nodes: z.array(nodeLogSchema),
     /** Lock-aware placement: fitting nodes passed over because another pod was allocating on them. */
     passedOver: z.array(z.object({ name: z.string(), holder: z.string() })).optional(),
+    /** Why the evidence is less than the decision saw: its cards dropped for the item size limit, or unreadable. */
+    evidenceNote: z.string().optional(),
   }),
   bind: z.object({
     status: z.enum(['passed', 'failed', 'pending']),
@@ -159,6 +161,7 @@ function renderAttempt(record: AttemptRecord, detail: RenderOptions['detail']): 
       summary: record.filter.summary,
       nodes: record.filter.nodes.map((node) => renderNode(node, detail)),
       ...(record.filter.passedOver && record.filter.passedOver.length > 0 ? { passedOver: record.filter.passedOver.map((p) => ({ name: p.name, holder: p.holder })) } : {}),
+      ...evidenceNoteOf(record),
     },
     bind,
     pod: { namespace: record.pod.namespace, name: record.pod.name, uid: record.pod.uid },
@@ -167,6 +170,12 @@ function renderAttempt(record: AttemptRecord, detail: RenderOptions['detail']): 
     time: record.time,
     ...(record.view ? { view: { seq: record.view.seq, ageMs: record.view.ageMs } } : {}),
   };
+}
+
+function evidenceNoteOf(record: AttemptRecord): { evidenceNote?: string } {
+  if (record.evidenceUnreadable !== undefined) return { evidenceNote: `the nodes' evidence cannot be read (${record.evidenceUnreadable}): written by a later release, or damaged` };
+  if (record.evidenceTrimmed === true) return { evidenceNote: "the cards tried were dropped to fit the store's item size limit" };
+  return {};
 }
 
 function renderNode(node: NodeEvidence, detail: RenderOptions['detail']): NodeLog {

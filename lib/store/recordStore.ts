@@ -17,7 +17,7 @@ import type { BatchWriteCommandInput, PutCommandInput, QueryCommandInput, Update
 import { z } from 'zod';
 import type { Sleep } from '../clock';
 import { DecisionTrace, type RegisteredCards } from '../engine/evidence';
-import { BadRequestError, CorruptItemError, StoreUnavailableError } from '../errors';
+import { BadRequestError, CorruptItemError, errorMessage, StoreUnavailableError } from '../errors';
 import type { AttemptRecord, BindRecord, FilterRecord, PodRef } from '../diagnostics/record';
 import { fitNodeMessage, listingOrder } from '../engine/messages';
 import type { NodeEvidence } from '../engine/types';
@@ -346,13 +346,22 @@ export function decodeRecord(raw: unknown, encoding: unknown, registered?: Regis
     throw new CorruptItemError('stored attempt record cannot be decoded', { cause: err });
   }
   const { packed, summary, ...filter } = record.filter;
-  let nodes = filter.nodes;
   if (packed) {
+    let nodes: readonly NodeEvidence[];
     try {
       nodes = DecisionTrace.unpack(packed, registered).evidence();
     } catch (err) {
-      throw new CorruptItemError('stored attempt evidence cannot be unpacked', { cause: err });
+      // Only the evidence is lost: the outcome, the node, the bind and the pod's other attempts still read. A later
+      // release may pack evidence in a version this one does not know (a rollback while its records live).
+      return { ...record, evidenceUnreadable: errorMessage(err), filter: { ...filter, summary: summary ?? unreadableFitMessage(filter), nodes: [] } };
     }
+    return { ...record, filter: { ...filter, summary: summary ?? fitMessageFromEvidence(filter, nodes), nodes } };
   }
-  return { ...record, filter: { ...filter, summary: summary ?? fitMessageFromEvidence(filter, nodes), nodes } };
+  return { ...record, filter: { ...filter, summary: summary ?? fitMessageFromEvidence(filter, filter.nodes) } };
+}
+
+/** A passed attempt's message when the evidence it is rebuilt from cannot be read: the node HAMi's message names. */
+function unreadableFitMessage(filter: Omit<FilterRecord, 'summary'>): string {
+  if (filter.node === undefined) throw new CorruptItemError('stored attempt has no summary');
+  return `find fit node(${filter.node}); the nodes' evidence cannot be read`;
 }

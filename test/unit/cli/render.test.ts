@@ -31,6 +31,14 @@ describe('renderSchedulerLogText (golden)', () => {
     expect(text).toContain('node node3 has been locked within 5m0s: node lock contention');
   });
 
+  it('prints why the nodes are missing when the evidence cannot be read', () => {
+    const unreadable = { ...record('success'), evidenceUnreadable: 'packed evidence of unknown version 9', filter: { ...record('success').filter, nodes: [] } };
+    const lines = renderSchedulerLogText(renderSchedulerLog(unreadable)).split('\n');
+    const filter = lines.findIndex((line) => line.startsWith('Filter'));
+    expect(lines[filter + 1]).toBe("          the nodes' evidence cannot be read (packed evidence of unknown version 9): written by a later release, or damaged");
+    expect(lines[filter + 2]).toBe('');
+  });
+
   it('colours only the words, leaving the layout of the plain text', () => {
     const log = renderSchedulerLog(record('nofit'));
     const coloured = renderSchedulerLogText(log, { style: ansi });

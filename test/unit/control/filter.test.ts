@@ -270,6 +270,27 @@ describe('filter: the scheduler log’s card ids', () => {
     expect(ids[0]!.ids.every((id) => id === '')).toBe(true);
     expect(reader.lines).toContainEqual({ level: 'warn', message: 'ViewRefreshFailed', fields: { error: 'store unavailable' } });
   });
+
+  it('an attempt whose evidence cannot be read (a later release\'s format) still answers, with the pod\'s other attempts', async () => {
+    const w = world();
+    const env = w.environment();
+    await registered(env, 'n1', 'n2');
+    await filterPod(env.deps, filterOf(pod('p1'), ['n1', 'n2']));
+    // The pod is filtered again by a release that packs its evidence in a version this one does not know.
+    const put = env.deps.records.putAttempt.bind(env.deps.records);
+    env.deps.records.putAttempt = (record, timeMs) => put(record.filter.packed ? { ...record, filter: { ...record.filter, packed: { ...record.filter.packed, v: 99 } as never } } : record, timeMs);
+    w.clock.now += 1000;
+    const again = await filterPod(env.deps, filterOf(pod('p1'), ['n1', 'n2']));
+    const node = again.result.NodeNames?.[0];
+    const log = await readSchedulerLog(env.deps, { namespace: 'default', name: 'p1', history: true });
+    expect(log.attempt).toBe(2);
+    expect(log.filter.status).toBe('passed');
+    expect(log.filter.summary).toBe(`find fit node(${node}); the nodes' evidence cannot be read`);
+    expect(log.filter.nodes).toEqual([]);
+    expect(log.filter.evidenceNote).toBe("the nodes' evidence cannot be read (packed evidence of unknown version 99): written by a later release, or damaged");
+    expect(log.history?.map((h) => [h.attempt, h.filter.nodes.map((n) => n.name), h.filter.evidenceNote])).toEqual([[1, ['n1', 'n2'], undefined]]);
+    expect(env.lines).toContainEqual({ level: 'warn', message: 'SchedulerLogEvidenceUnreadable', fields: { pod: 'default/p1', attemptId: again.attemptId, error: 'packed evidence of unknown version 99' } });
+  });
 });
 
 describe('filter: lock-aware placement', () => {

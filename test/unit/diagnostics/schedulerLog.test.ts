@@ -55,6 +55,15 @@ describe('renderSchedulerLog', () => {
     expect(renderSchedulerLog(record('success')).filter.nodes[0]?.containers[0]).not.toHaveProperty('devices');
   });
 
+  it('says why the evidence is less than the decision saw: cards dropped for the item size limit, or unreadable', () => {
+    const trimmed = renderSchedulerLog({ ...record('success'), evidenceTrimmed: true });
+    expect(trimmed.filter.evidenceNote).toBe("the cards tried were dropped to fit the store's item size limit");
+    const unreadable = renderSchedulerLog({ ...record('success'), evidenceUnreadable: 'packed evidence of unknown version 9', filter: { ...record('success').filter, nodes: [] } });
+    expect(unreadable.filter.evidenceNote).toBe("the nodes' evidence cannot be read (packed evidence of unknown version 9): written by a later release, or damaged");
+    expect(schedulerLogSchema.parse(unreadable)).toEqual(unreadable);
+    expect(renderSchedulerLog(record('success')).filter).not.toHaveProperty('evidenceNote');
+  });
+
   it('lists earlier attempts newest first, without hints, skipping the latest itself', () => {
     const latest = record('bindfail');
     const log = renderSchedulerLog(latest, { history: [...bindfailHistory(), latest] });

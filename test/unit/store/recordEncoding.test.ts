@@ -83,6 +83,23 @@ describe('attempt record bodies', () => {
       expect(decodeRecord(body, RECORD_ENCODING).filter.summary).toBe('find fit node(n-b) as written then');
     });
 
+    it('reads an attempt whose evidence cannot be unpacked without the nodes, saying why, rather than failing it', () => {
+      const decision = twoNodes('binpack');
+      const stored = passed(decision, 2);
+      // As written: the message left to be rebuilt from the evidence.
+      const written = storedJson(encodeRecord(stored));
+      const later = { ...written, filter: { ...written.filter, packed: { ...stored.filter.packed, v: 99 } } };
+      const read = decodeRecord(brotliCompressBody(later), RECORD_ENCODING);
+      expect(read.evidenceUnreadable).toBe('packed evidence of unknown version 99');
+      expect(read.filter.nodes).toEqual([]);
+      expect(read.filter.summary).toBe("find fit node(n-b); the nodes' evidence cannot be read");
+      expect([read.filter.node, read.filter.devices, read.bind]).toEqual([decision.node, decision.devices, stored.bind]);
+      // Damaged evidence of a failed attempt keeps the message stored with it.
+      const damaged = { ...record, filter: { ...record.filter, packed: { ...stored.filter.packed!, nodes: { ...stored.filter.packed!.nodes, failed: [0, 5] } } } };
+      const failed = decodeRecord(brotliCompressBody(damaged), RECORD_ENCODING);
+      expect([failed.filter.summary, failed.filter.nodes, failed.evidenceUnreadable]).toEqual([record.filter.summary, [], expect.stringMatching(/^packed evidence column nodes\.failed/)]);
+    });
+
     it('calls a passed record with neither a summary nor a policy corrupt', () => {
       const decision = twoNodes('binpack');
       const { nodePolicy: _policy, summary: _summary, ...neither } = passed(decision, 2).filter;
