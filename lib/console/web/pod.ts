@@ -39,6 +39,7 @@ export async function renderPod(main: HTMLElement, namespace: string, name: stri
     h('h2', null, 'Filter'),
     h('p', null, badge(log.filter.status), ' ', log.filter.summary),
     (log.filter.passedOver ?? []).map((p) => h('p', { class: 'warn' }, `Passed over ${p.name}: ${p.holder} is allocating there`)),
+    log.filter.evidenceNote !== undefined ? h('p', { class: 'muted', id: 'evidence-note' }, log.filter.evidenceNote) : null,
     nodesTable(log),
     evidence(log),
     h('h2', null, 'Bind'),

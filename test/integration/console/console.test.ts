@@ -179,6 +179,24 @@ describe('the console served by npm start, with the demo cluster loaded', () => 
     expect(await textOf('#answer-sentence')).toBe('Scheduled: bound to node1.');
   });
 
+  it("shows an attempt whose evidence this release cannot read, and says why its nodes are missing", async () => {
+    // As a later release would have written it (evidence version 99), read by this one after a rollback.
+    await server.deps.records.putAttempt(
+      {
+        pod: { namespace: 'default', name: 'from-a-later-release', uid: 'uid-later' },
+        attemptId: 'later-1',
+        attempt: 0,
+        time: '2026-11-24T00:00:00.000Z',
+        filter: { status: 'passed', summary: '', node: 'node1', nodePolicy: 'binpack', evaluated: 2, nodes: [], packed: { v: 99 } as never },
+        bind: { status: 'pending', summary: '' },
+      },
+      Date.now(),
+    );
+    await open(server.url, '#/pods/default/from-a-later-release');
+    expect(await textOf('main')).toContain("find fit node(node1); the nodes' evidence cannot be read");
+    expect(await textOf('#evidence-note')).toBe("the nodes' evidence cannot be read (packed evidence of unknown version 99): written by a later release, or damaged");
+  });
+
   it('draws a page for a link whose name is not valid percent-encoding instead of hanging on "Loading…"', async () => {
     await open(server.url, '#/pods/default/%E0');
     expect(await textOf('main')).toContain('%E0');
