@@ -88,7 +88,10 @@ export interface ObservedCall {
   readonly writeUnits: number;
   /** How long what is behind the proxy took to answer (for the store: dynalite's own work and its queue). */
   readonly serviceMs: number;
-  /** How much longer the proxy's two waits took than the round trip asked for (its timers firing late). */
+  /**
+   * How much longer the proxy's two waits took than the round trip asked for: its timers firing late, or a little
+   * earlier (negative) where rounding to whole milliseconds shortened the second wait.
+   */
   readonly delayOverRttMs: number;
 }
 
