@@ -23,9 +23,11 @@
  * Before the run the cluster is taken over as the relay's first list does: every node, then
  * `--running-per-card` running pods per card (sorted by node, as the relay replays them); the rate is reported.
  * In the same run the engine alone decides the same pods on the same cluster (what an in-process scheduler
- * like HAMi pays). `cpuMsPerPod` splits the run's CPU time between the filter's control plane, the other one, the
- * store with the proxies (`storeAndProxies`, one process) and this harness: here they share the machine's cores,
- * on AWS each Lambda environment has its own. `cpuBusy` says how busy those cores were while the pods were placed
+ * like HAMi pays). `firstFilterMs` is the slowest first filter of a filter control plane, which loads the whole
+ * view (journal head, node directory, every node): what the first filter of a new Lambda environment pays.
+ * `cpuMsPerPod` splits the run's CPU time between the filter's control plane, the other one, the store with the
+ * proxies (`storeAndProxies`, one process) and this harness: here they share the machine's cores, on AWS each Lambda
+ * environment has its own. `cpuBusy` says how busy those cores were while the pods were placed
  * (bench/cpu.ts): `bench`, the share the bench's processes used; `machine`, the share anything used.
  * `filterStoreCallsMs` shows what the bench itself adds to the filter control plane's store calls, as the proxy sees
  * them: `service`, how long the store took to answer (dynalite's work and its queue, which on AWS is inside DynamoDB's
@@ -487,6 +489,8 @@ async function runOnce(options: Options, mode: Mode): Promise<Record<string, unk
     return {
       filterP50Ms: round(percentile(filterMs, 50)),
       filterP99Ms: round(percentile(filterMs, 99)),
+      // The first filter of each control plane loads its view (what a new Lambda environment's first filter pays).
+      firstFilterMs: round(Math.max(...results.map((r) => r.filterMs[0] ?? 0))),
       bindP50Ms: round(percentile(results.flatMap((r) => r.bindMs), 50)),
       podsPerSecond: round(placed / Math.max(elapsedS, 1e-9), 1),
       engineP50Ms: round(engineP50Ms, 3),
