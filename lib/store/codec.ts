@@ -33,6 +33,7 @@ import {
 } from '../control/ledger';
 import type { JournalEntry } from '../control/ports';
 import { errorMessage } from '../errors';
+import { isJsonObject } from '../json';
 
 export type Item = Record<string, unknown>;
 export type Key = { readonly pk: string; readonly sk: string };
@@ -116,12 +117,8 @@ export function quotaKey(namespace: string): Key {
 const STATES: readonly BookingState[] = ['reserved', 'confirmed', 'gone'];
 const Flag = { initDone: 1, appCards: 2, terminating: 4, adopted: 8 } as const;
 
-const nat = z.number().int().nonnegative();
-const optionalText = z.string().nullish();
-const bookingTuple = z
-  .tuple([z.string().min(1), z.string().min(1), z.number().int().min(0).max(2)])
-  .rest(z.union([z.string(), z.number(), z.null()]));
-const bookingTail = z.tuple([optionalText, nat.nullish(), nat.nullish(), optionalText, nat.nullish(), nat.nullish(), optionalText, optionalText, optionalText, optionalText]);
+/** The booking's positions, named as its problems name them. */
+const BOOKING_FIELDS = ['namespace', 'name', 'state', 'devices', 'initCount', 'flags', 'resourceVersion', 'expiresAtMs', 'placedAtMs', 'bindPhase', 'attemptId', 'disputed', 'parts'] as const;
 
 function encodeBookingText(booking: Booking): string {
   const flags =
@@ -150,37 +147,39 @@ function encodeBookingText(booking: Booking): string {
 
 /** Decodes one stored booking; throws with the reason when it cannot be read. */
 function decodeBookingText(text: string): Booking {
-  const head = bookingTuple.parse(JSON.parse(text));
-  const [namespace, name, stateCode, ...rest] = head;
-  const [devices, initCount, flags, resourceVersion, expiresAtMs, placedAtMs, bindPhase, attemptId, disputed, parts] = bookingTail.parse([
-    ...rest,
-    ...Array.from({ length: Math.max(0, 10 - rest.length) }, () => null),
-  ]);
-  const state = STATES[stateCode]!;
-  const init = initCount ?? 0;
-  const flagBits = flags ?? 0;
+  const row = readRow(JSON.parse(text), 'booking', 3, BOOKING_FIELDS.length);
+  const field = (i: number): string => BOOKING_FIELDS[i]!;
+  const state = STATES[readNat(row[2], field(2))];
+  if (state === undefined) return unexpected(field(2), undefined, '0, 1 or 2', row[2]);
+  const devices = readOptionalText(row[3], field(3)) || undefined;
+  const initCount = readOptionalNat(row[4], field(4)) ?? 0;
+  const flagBits = readOptionalNat(row[5], field(5)) ?? 0;
   const initDone = (flagBits & Flag.initDone) !== 0;
   const podDevices = devices ? decodePodDevices(devices) : [];
+  // Every field in one literal (absent ones undefined, which readers treat as absent): one object shape for all
+  // bookings, rather than a shape per combination of fields present.
   return {
-    namespace,
-    name,
+    namespace: readText(row[0], field(0), undefined, true),
+    name: readText(row[1], field(1), undefined, true),
     state,
-    ...(devices ? { devices } : {}),
-    initCount: init,
+    devices,
+    initCount,
     initDone,
-    uses: state === 'gone' ? [] : cardUsesOf(podDevices, init, initDone),
-    holdsAppCards: state !== 'gone' && ((flagBits & Flag.appCards) !== 0 || appContainersNeedLock(podDevices, init)),
+    uses: state === 'gone' ? [] : cardUsesOf(podDevices, initCount, initDone),
+    holdsAppCards: state !== 'gone' && ((flagBits & Flag.appCards) !== 0 || appContainersNeedLock(podDevices, initCount)),
     origin: (flagBits & Flag.adopted) !== 0 ? 'adopted' : 'decided',
-    ...(resourceVersion ? { resourceVersion } : {}),
-    ...(expiresAtMs !== null && expiresAtMs !== undefined ? { expiresAtMs } : {}),
-    ...(placedAtMs !== null && placedAtMs !== undefined ? { placedAtMs } : {}),
-    ...(bindPhase ? { bindPhase } : {}),
-    ...((flagBits & Flag.terminating) !== 0 ? { terminating: true } : {}),
-    ...(attemptId ? { attemptId } : {}),
-    ...(disputed ? { disputed } : {}),
-    ...(parts ? { parts } : {}),
+    resourceVersion: readOptionalText(row[6], field(6)) || undefined,
+    expiresAtMs: readOptionalNat(row[7], field(7)),
+    placedAtMs: readOptionalNat(row[8], field(8)),
+    bindPhase: readOptionalText(row[9], field(9)) || undefined,
+    terminating: (flagBits & Flag.terminating) !== 0 ? true : undefined,
+    attemptId: readOptionalText(row[10], field(10)) || undefined,
+    disputed: readOptionalText(row[11], field(11)) || undefined,
+    parts: readOptionalText(row[12], field(12)) || undefined,
   };
 }
+
+type Mutable<T> = { -readonly [K in keyof T]: T[K] };
 
 // ---- registration: compact positional JSON -------------------------------------------------------------
 //   registered:   {"d":[[id,index,count,devmem,devcore,type,numa,mode,health(0|1),extras?],…],"c":[cordoned…],"p":{pair scores}}
@@ -213,46 +212,111 @@ export function encodeRegistration(registration: NodeRegistration): string {
   });
 }
 
-const int = z.number().int();
-const deviceExtrasSchema = z.object({
-  v: z.string().min(1).optional(),
-  t: z.string().optional(),
-  g: z.array(z.tuple([z.string(), nat, nat, nat, z.array(z.tuple([nat, nat]))])).optional(),
-});
-const compactRegistration = z.union([
-  z.object({ r: z.string() }),
-  z.object({
-    d: z.array(
-      z.union([
-        z.tuple([z.string().min(1), nat, nat, nat, nat, z.string(), int, z.string(), z.union([z.literal(0), z.literal(1)])]),
-        z.tuple([z.string().min(1), nat, nat, nat, nat, z.string(), int, z.string(), z.union([z.literal(0), z.literal(1)]), deviceExtrasSchema]),
-      ]),
-    ),
-    c: z.array(z.string()).optional(),
-    p: z.record(z.string(), z.record(z.string(), int)).optional(),
-  }),
-]);
-
 function decodeRegistrationText(text: string): NodeRegistration {
-  const compact = compactRegistration.parse(JSON.parse(text));
-  if ('r' in compact) return { registered: false, reason: compact.r };
-  const devices: DeviceInfo[] = compact.d.map(([id, index, count, devmem, devcore, type, numa, mode, health, extras]) => ({
-    id,
-    index,
-    count,
-    devmem,
-    devcore,
-    type,
-    numa,
-    mode,
+  const stored = readObject(JSON.parse(text), 'registration');
+  if (stored.r !== undefined) return { registered: false, reason: readText(stored.r, 'r') };
+  const devices = readList(stored.d, 'd').map((row, i) => decodeDeviceRow(readRow(row, `d.${i}`, 9, 10), `d.${i}`));
+  const cordoned = stored.c === undefined ? [] : readList(stored.c, 'c').map((id, i) => readText(id, 'c', i));
+  const pairScores: Record<string, Record<string, number>> = {};
+  if (stored.p !== undefined) {
+    for (const [from, scores] of Object.entries(readObject(stored.p, 'p'))) {
+      const row: Record<string, number> = {};
+      for (const [to, score] of Object.entries(readObject(scores, 'p', from))) row[to] = readInt(score, `p.${from}`, to);
+      pairScores[from] = row;
+    }
+  }
+  return { registered: true, devices, cordoned, pairScores };
+}
+
+/** `[id, index, count, devmem, devcore, type, numa, mode, health, extras?]` */
+function decodeDeviceRow(row: readonly unknown[], field: string): DeviceInfo {
+  const health = row[8];
+  if (health !== 0 && health !== 1) return unexpected(field, 8, '0 or 1', health);
+  const device: Mutable<DeviceInfo> = {
+    id: readText(row[0], field, 0, true),
+    index: readNat(row[1], field, 1),
+    count: readNat(row[2], field, 2),
+    devmem: readNat(row[3], field, 3),
+    devcore: readNat(row[4], field, 4),
+    type: readText(row[5], field, 5),
+    numa: readInt(row[6], field, 6),
+    mode: readText(row[7], field, 7),
     health: health === 1,
-    ...(extras?.v !== undefined ? { vendor: extras.v } : {}),
-    ...(extras?.t !== undefined ? { nodeType: extras.t } : {}),
-    ...(extras?.g !== undefined
-      ? { migProfiles: extras.g.map(([name, memoryMB, core, sliceCount, placements]) => ({ name, memoryMB, core, sliceCount, placements: placements.map(([start, size]) => ({ start, size })) })) }
-      : {}),
-  }));
-  return { registered: true, devices, cordoned: compact.c ?? [], pairScores: compact.p ?? {} };
+  };
+  if (row.length === 9) return device;
+  const at = `${field}.9`;
+  const extras = readObject(row[9], at);
+  if (extras.v !== undefined) device.vendor = readText(extras.v, at, 'v', true);
+  if (extras.t !== undefined) device.nodeType = readText(extras.t, at, 't');
+  if (extras.g !== undefined) {
+    device.migProfiles = readList(extras.g, at, 'g').map((value, i) => {
+      const profileAt = `${at}.g.${i}`;
+      const profile = readRow(value, profileAt, 5, 5);
+      return {
+        name: readText(profile[0], profileAt, 0),
+        memoryMB: readNat(profile[1], profileAt, 1),
+        core: readNat(profile[2], profileAt, 2),
+        sliceCount: readNat(profile[3], profileAt, 3),
+        placements: readList(profile[4], profileAt, 4).map((value, j) => {
+          const placement = readRow(value, `${profileAt}.4.${j}`, 2, 2);
+          return { start: readNat(placement[0], `${profileAt}.4.${j}`, 0), size: readNat(placement[1], `${profileAt}.4.${j}`, 1) };
+        }),
+      };
+    });
+  }
+  return device;
+}
+
+// ---- reading the compact forms -------------------------------------------------------------------------
+// Bookings, registrations and counters are read by hand rather than with zod schemas: they are decoded for every
+// node a view loads or catches up on, and the schemas' parsing took about 40% of decoding a node (docs/state.md,
+// "Decoding"). Each reader checks one value as strictly as a schema would and throws naming the field, which becomes
+// the part's problem (`unreadable`).
+
+// A value's place is given as `field` and, inside it, `key`: the name is put together only for a problem.
+
+function unexpected(field: string, key: string | number | undefined, expected: string, value: unknown): never {
+  const shown = JSON.stringify(value) ?? String(value);
+  throw new Error(`${key === undefined ? field : `${field}.${key}`}: expected ${expected}, found ${shown.length > 40 ? `${shown.slice(0, 37)}...` : shown}`);
+}
+
+function readText(value: unknown, field: string, key?: string | number, nonEmpty = false): string {
+  if (typeof value !== 'string' || (nonEmpty && value === '')) return unexpected(field, key, nonEmpty ? 'non-empty text' : 'text', value);
+  return value;
+}
+
+function readOptionalText(value: unknown, field: string, key?: string | number): string | undefined {
+  return value === null || value === undefined ? undefined : readText(value, field, key);
+}
+
+function readInt(value: unknown, field: string, key?: string | number): number {
+  if (!Number.isSafeInteger(value)) return unexpected(field, key, 'an integer', value);
+  return value as number;
+}
+
+function readNat(value: unknown, field: string, key?: string | number): number {
+  if (!Number.isSafeInteger(value) || (value as number) < 0) return unexpected(field, key, 'a non-negative integer', value);
+  return value as number;
+}
+
+function readOptionalNat(value: unknown, field: string, key?: string | number): number | undefined {
+  return value === null || value === undefined ? undefined : readNat(value, field, key);
+}
+
+function readObject(value: unknown, field: string, key?: string | number): Record<string, unknown> {
+  if (!isJsonObject(value)) return unexpected(field, key, 'an object', value);
+  return value;
+}
+
+function readList(value: unknown, field: string, key?: string | number): readonly unknown[] {
+  if (!Array.isArray(value)) return unexpected(field, key, 'a list', value);
+  return value;
+}
+
+function readRow(value: unknown, field: string, min: number, max: number): readonly unknown[] {
+  const row = readList(value, field);
+  if (row.length < min || row.length > max) return unexpected(field, undefined, min === max ? `${min} fields` : `${min} to ${max} fields`, row.length);
+  return row;
 }
 
 // ---- real-time report: {"t": epoch ms, "d": {uuid: [usedMemMB, totalMemMB, utilization?, processCount?]}} ----
@@ -282,7 +346,16 @@ function decodeRealtime(text: string): RealtimeReport {
   return { timeMs: compact.t, devices };
 }
 
-const counterSchema = z.record(z.string(), z.object({ s: int, m: int, c: int }));
+/** `uuid -> {s, m, c}` */
+function decodeCounters(stored: unknown): Record<string, CardCounter> {
+  const counters: Record<string, CardCounter> = {};
+  for (const [uuid, value] of Object.entries(readObject(stored, 'counters'))) {
+    const c = readObject(value, uuid);
+    counters[uuid] = { slots: readInt(c[CounterAttr.slots], uuid, CounterAttr.slots), mem: readInt(c[CounterAttr.mem], uuid, CounterAttr.mem), cores: readInt(c[CounterAttr.cores], uuid, CounterAttr.cores) };
+  }
+  return counters;
+}
+
 const lockSchema = z.object({ h: z.string(), u: z.string(), s: z.number(), e: z.number(), m: z.boolean().optional(), w: z.record(z.string(), z.string()).optional() });
 
 /**
@@ -341,11 +414,10 @@ export class NodeCodec {
     let counters: Record<string, CardCounter> = {};
     const storedCounters = item[NodeAttr.counters];
     if (storedCounters !== undefined) {
-      const parsed = counterSchema.safeParse(storedCounters);
-      if (parsed.success) for (const [uuid, c] of Object.entries(parsed.data)) counters[uuid] = { slots: c.s, mem: c.m, cores: c.c };
-      else {
-        problem('counters', storedCounters, parsed.error, true);
-        counters = {};
+      try {
+        counters = decodeCounters(storedCounters);
+      } catch (err) {
+        problem('counters', storedCounters, err, true);
       }
     }
 

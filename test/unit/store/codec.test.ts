@@ -127,6 +127,68 @@ describe('node items', () => {
     expect((repaired.b as Record<string, string>)['uid-bad']).not.toBe(negativeCores);
   });
 
+  it('round-trip a registration with MIG profiles and their placements', () => {
+    const mig: NodeRegistration = {
+      registered: true,
+      devices: [
+        {
+          id: 'GPU-m',
+          index: 0,
+          count: 7,
+          devmem: 81920,
+          devcore: 100,
+          type: 'NVIDIA-A100',
+          numa: 0,
+          mode: 'mig',
+          health: true,
+          migProfiles: [{ name: '1g.10gb', memoryMB: 9856, core: 14, sliceCount: 1, placements: [{ start: 0, size: 1 }, { start: 6, size: 1 }] }],
+        },
+      ],
+      cordoned: [],
+      pairScores: {},
+    };
+    expect(new NodeCodec().decode('node-1', codec.encode({ ...ledger({}), registration: mig }, 0)).registration).toEqual(mig);
+  });
+
+  // Each stored value is checked as strictly as a schema would; the problem names the field and what was found.
+  it.each([
+    ['a state beyond gone', '["default","p",3]', 'state: expected 0, 1 or 2, found 3'],
+    ['an empty namespace', '["","p",1]', 'namespace: expected non-empty text, found ""'],
+    ['a name that is not text', '["default",7,1]', 'name: expected non-empty text, found 7'],
+    ['a negative init count', '["default","p",1,"GPU-a,NVIDIA,1000,10:;",-1]', 'initCount: expected a non-negative integer, found -1'],
+    ['a fractional expiry', '["default","p",0,"GPU-a,NVIDIA,1000,10:;",0,2,null,1.5]', 'expiresAtMs: expected a non-negative integer, found 1.5'],
+    ['a bind phase that is not text', '["default","p",1,null,0,0,null,null,null,5]', 'bindPhase: expected text, found 5'],
+    ['too few fields', '["default","p"]', 'booking: expected 3 to 13 fields, found 2'],
+    ['too many fields', `["default","p",1${',null'.repeat(11)}]`, 'booking: expected 3 to 13 fields, found 14'],
+    ['an object instead of fields', '{"namespace":"default"}', 'booking: expected a list, found {"namespace":"default"}'],
+  ])('refuse a booking with %s, naming the field', (_, stored, problem) => {
+    const node = new NodeCodec().decode('node-1', { ...nodeKey('node-1'), v: 1, b: { 'uid-ok': '["default","q",1,"GPU-a,NVIDIA,1000,10:;",0,2]', 'uid-bad': stored } });
+    expect(Object.keys(node.bookings)).toEqual(['uid-ok']);
+    expect(node.unreadable).toEqual([{ part: 'booking uid-bad', raw: stored, blocking: true, problem }]);
+  });
+
+  it.each([
+    ['a health flag other than 0 or 1', '{"d":[["GPU-a",0,10,81920,100,"NVIDIA-A100",0,"hami-core",2]]}', 'd.0.8: expected 0 or 1, found 2'],
+    ['a NUMA node that is not a number', '{"d":[["GPU-a",0,10,81920,100,"NVIDIA-A100","x","hami-core",1]]}', 'd.0.6: expected an integer, found "x"'],
+    ['negative memory', '{"d":[["GPU-a",0,10,-1,100,"NVIDIA-A100",0,"hami-core",1]]}', 'd.0.3: expected a non-negative integer, found -1'],
+    ['an empty vendor', '{"d":[["GPU-a",0,10,81920,100,"NVIDIA-A100",0,"hami-core",1,{"v":""}]]}', 'd.0.9.v: expected non-empty text, found ""'],
+    ['a MIG placement of one number', '{"d":[["GPU-a",0,7,81920,100,"NVIDIA-A100",0,"mig",1,{"g":[["1g.10gb",9856,14,1,[[0]]]]}]]}', 'd.0.9.g.0.4.0: expected 2 fields, found 1'],
+    ['a cordoned card that is not text', '{"d":[],"c":[1]}', 'c.0: expected text, found 1'],
+    ['a pair score that is not an integer', '{"d":[],"p":{"GPU-a":{"GPU-b":0.5}}}', 'p.GPU-a.GPU-b: expected an integer, found 0.5'],
+    ['no devices', '{"c":[]}', 'd: expected a list, found undefined'],
+  ])('refuse a registration with %s, naming the field', (_, stored, problem) => {
+    const node = new NodeCodec().decode('node-1', { ...nodeKey('node-1'), v: 1, reg: stored });
+    expect(node.registration).toBeUndefined();
+    expect(node.unreadable).toEqual([{ part: 'registration', raw: stored, blocking: true, problem }]);
+  });
+
+  it('refuse counters that are not integers, naming the card and the counter', () => {
+    const counters = { 'GPU-a': { s: 1, m: 1000, c: 10 }, 'GPU-b': { s: 1, m: '1000', c: 10 } };
+    const node = new NodeCodec().decode('node-1', { ...nodeKey('node-1'), v: 1, cu: counters });
+    expect(node.counters).toEqual({});
+    expect(node.unreadable).toEqual([{ part: 'counters', raw: counters, blocking: true, problem: 'GPU-b.m: expected an integer, found "1000"' }]);
+  });
+
   it('refuse a node beyond the item bound with the figures, instead of letting DynamoDB refuse it', () => {
     const many: Record<string, Booking> = {};
     for (let i = 0; i < 3000; i++) many[`uid-${i}-${'x'.repeat(60)}`] = booking({ name: `pod-${i}-${'y'.repeat(60)}` });
