@@ -179,8 +179,6 @@ function decodeBookingText(text: string): Booking {
   };
 }
 
-type Mutable<T> = { -readonly [K in keyof T]: T[K] };
-
 // ---- registration: compact positional JSON -------------------------------------------------------------
 //   registered:   {"d":[[id,index,count,devmem,devcore,type,numa,mode,health(0|1),extras?],…],"c":[cordoned…],"p":{pair scores}}
 //                 extras (absent when empty): {"v": vendor, "t": instance type, "g": [[name, memoryMB, core, sliceCount, [[start,size],…]],…]}
@@ -227,6 +225,8 @@ function decodeRegistrationText(text: string): NodeRegistration {
   }
   return { registered: true, devices, cordoned, pairScores };
 }
+
+type Mutable<T> = { -readonly [K in keyof T]: T[K] };
 
 /** `[id, index, count, devmem, devcore, type, numa, mode, health, extras?]` */
 function decodeDeviceRow(row: readonly unknown[], field: string): DeviceInfo {
