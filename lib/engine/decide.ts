@@ -21,7 +21,7 @@ import type { DeviceScoringWeights } from './podAnnotations';
 import { DeviceScoringWeightsError, deviceScoringWeightsOf } from './podAnnotations';
 import { bookCard, EMPTY_NODE, loadBookedUsage, nodeScore, prepareNode, type PreparedNode } from './prepared';
 import { describeQuantityProblems, podRequestProblems } from './requests';
-import { MemoUse } from './reuse';
+import { MemoUse, type NodeOutcome } from './reuse';
 import { NodeFailure, NVIDIA, PercentageUnset } from './types';
 import type { ContainerRequest, DecideInput, Decision, NodeEvidence, NodeState, PodDevices, RealtimeNote } from './types';
 
@@ -46,7 +46,7 @@ export function decide(input: DecideInput): Decision {
   const fitNodes: { name: string; score: number; trace: number }[] = [];
   const failedNodes: Record<string, string> = {};
   const run = new FitRun({ arena, plan, notes, trace, node: EMPTY_NODE, nodeRow: 0, request: NO_REQUEST, realtime: undefined, kindState: undefined });
-  const outcome: NodeOutcome = { trace: 0, score: 0, reason: undefined };
+  const outcome: NodeOutcome = { row: 0, score: 0, reason: undefined };
   // Nodes unchanged since a decision on the same plan get that decision's rows (./reuse.ts).
   const reuse = MemoUse.of(input.memo, plan, input.config);
 
@@ -58,17 +58,12 @@ export function decide(input: DecideInput): Decision {
       failedNodes[name] = reason;
       continue;
     }
-    const copied = reuse?.copy(state, trace);
-    if (copied !== undefined) {
-      outcome.trace = copied.row;
-      outcome.score = copied.score;
-      outcome.reason = copied.reason;
-    } else evaluateNode(run, state, prepareNode(state.registration), outcome);
-    reuse?.note(state, copied ?? { row: outcome.trace, score: outcome.score, reason: outcome.reason });
-    if (outcome.reason === undefined) fitNodes.push({ name, score: outcome.score, trace: outcome.trace });
+    if (reuse === undefined || !reuse.copy(state, trace, outcome)) evaluateNode(run, state, prepareNode(state.registration), outcome);
+    reuse?.note(state, trace, outcome);
+    if (outcome.reason === undefined) fitNodes.push({ name, score: outcome.score, trace: outcome.row });
     else failedNodes[name] = outcome.reason;
   }
-  reuse?.finish(trace);
+  reuse?.finish();
 
   // The evidence objects are built when first read (see ./evidence): deciding itself keeps only
   // numbers per card. An own enumerable accessor, so JSON.stringify and spreads include it; the
@@ -171,13 +166,6 @@ function annotationsFor(
 // ---------------------------------------------------------------------------------------------
 // One node (docs/hami-parity.md §4.4)
 
-/** One node's result, refilled for every node: the caller copies what it keeps. */
-interface NodeOutcome {
-  trace: number;
-  score: number;
-  reason: string | undefined;
-}
-
 function evaluateNode(run: FitRun, state: NodeState, node: PreparedNode, outcome: NodeOutcome): void {
   const { arena, plan, trace } = run.input;
   const cards = node.devices.length;
@@ -236,7 +224,7 @@ function evaluateNode(run: FitRun, state: NodeState, node: PreparedNode, outcome
   }
   if (failure !== undefined) trace.nodeFailed(failure);
   else trace.nodePassed(score);
-  outcome.trace = nodeRow;
+  outcome.row = nodeRow;
   outcome.score = failure === undefined ? score : 0;
   outcome.reason = failure;
 }

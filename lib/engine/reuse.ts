@@ -15,20 +15,26 @@ import type { DecisionTrace } from './evidence';
 import type { PodPlan } from './plan';
 import type { EngineConfig, NodeState } from './types';
 
-/** What Fit gave one node: its row in a decision's trace, and the outcome the decision lists. */
-export interface RememberedNode {
-  readonly row: number;
-  readonly score: number;
-  readonly reason: string | undefined;
+/**
+ * What Fit gave one node: its row in a decision's trace, its score and its failure. The decision refills one of these
+ * for every node, so deciding allocates nothing per node for it.
+ */
+export interface NodeOutcome {
+  row: number;
+  score: number;
+  reason: string | undefined;
 }
 
-/** A node's rows for one plan: the state they were fitted on, the trace they are in, the outcome, and when. */
-interface RememberedRows {
-  readonly state: NodeState;
-  readonly trace: DecisionTrace;
-  readonly outcome: RememberedNode;
+/**
+ * A node's rows for one plan: the state they were fitted on, the trace they are in, the outcome, and when. Updated in
+ * place by each decision that sees the node: objects that live from one decision to the next, made anew for every
+ * node by every decision, would be promoted and die in the old generation.
+ */
+interface RememberedRows extends NodeOutcome {
+  state: NodeState;
+  trace: DecisionTrace;
   /** The plan's decision (its count) that recorded them. */
-  readonly decision: number;
+  decision: number;
 }
 
 /** What a plan keeps: its nodes' rows by node name, and how many decisions it has had. */
@@ -100,44 +106,60 @@ export function planKey(plan: PodPlan): string | undefined {
 
 /** One decision's use of a memo: the rows it may copy, and the rows it leaves for the next decisions on its plan. */
 export class MemoUse {
-  /** The nodes this decision saw, and what it recorded for each (in its own trace). */
-  private readonly states: NodeState[] = [];
-  private readonly outcomes: RememberedNode[] = [];
-
   private constructor(
     private readonly memo: EvaluationMemo,
     private readonly plan: RememberedPlan,
+    /** This decision's count in its plan. */
+    private readonly decision: number,
   ) {}
 
   /** Undefined without a memo, or when the plan cannot be reused. */
   static of(memo: EvaluationMemo | undefined, plan: PodPlan, config: EngineConfig): MemoUse | undefined {
     const key = memo === undefined ? undefined : planKey(plan);
-    return memo === undefined || key === undefined ? undefined : new MemoUse(memo, memo.planOf(key, config));
+    if (memo === undefined || key === undefined) return undefined;
+    const remembered = memo.planOf(key, config);
+    return new MemoUse(memo, remembered, ++remembered.decisions);
   }
 
-  /** The outcome kept for this very node state, its rows copied into `trace` (now its current node). */
-  copy(state: NodeState, trace: DecisionTrace): RememberedNode | undefined {
+  /**
+   * Whether an outcome is kept for this very node state: then its rows are copied into `trace` (now its current node)
+   * and `outcome` is filled. Rows this decision noted itself (a node listed twice) are fitted again, not copied.
+   */
+  copy(state: NodeState, trace: DecisionTrace, outcome: NodeOutcome): boolean {
     const kept = this.plan.rows.get(state.name);
-    if (kept === undefined || kept.state !== state) {
+    if (kept === undefined || kept.state !== state || kept.trace === trace) {
       this.memo.evaluated += 1;
-      return undefined;
+      return false;
     }
     this.memo.copied += 1;
-    return { row: trace.copyNode(kept.trace, kept.outcome.row), score: kept.outcome.score, reason: kept.outcome.reason };
+    outcome.row = trace.copyNode(kept.trace, kept.row);
+    outcome.score = kept.score;
+    outcome.reason = kept.reason;
+    return true;
   }
 
-  /** What the decision recorded for a node, at `outcome.row` of its trace. */
-  note(state: NodeState, outcome: RememberedNode): void {
-    this.states.push(state);
-    this.outcomes.push(outcome);
+  /**
+   * What the decision recorded for a node, complete at `outcome.row` of its trace: the node now points at that trace
+   * (an older trace goes with its last rows).
+   */
+  note(state: NodeState, trace: DecisionTrace, outcome: NodeOutcome): void {
+    const kept = this.plan.rows.get(state.name);
+    if (kept === undefined) {
+      this.plan.rows.set(state.name, { state, trace, row: outcome.row, score: outcome.score, reason: outcome.reason, decision: this.decision });
+      return;
+    }
+    kept.state = state;
+    kept.trace = trace;
+    kept.row = outcome.row;
+    kept.score = outcome.score;
+    kept.reason = outcome.reason;
+    kept.decision = this.decision;
   }
 
-  /** Every candidate noted: the nodes this decision saw now point at its trace (older traces go with their last rows). */
-  finish(trace: DecisionTrace): void {
+  /** Every candidate noted: every 32 decisions, the rows of nodes not asked about since the last check go. */
+  finish(): void {
     const { rows } = this.plan;
-    const decision = ++this.plan.decisions;
-    this.states.forEach((state, i) => rows.set(state.name, { state, trace, outcome: this.outcomes[i]!, decision }));
-    if (decision % KEEP_DECISIONS !== 0) return;
-    for (const [name, kept] of rows) if (kept.decision <= decision - KEEP_DECISIONS) rows.delete(name);
+    if (this.decision % KEEP_DECISIONS !== 0) return;
+    for (const [name, kept] of rows) if (kept.decision <= this.decision - KEEP_DECISIONS) rows.delete(name);
   }
 }
