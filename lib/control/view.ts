@@ -49,9 +49,9 @@ export class ClusterView {
   /** The engine's state per node, for the ledger it was computed from, valid until the first reservation in it expires. */
   private readonly states = new Map<string, { readonly ledger: NodeLedger; readonly state: NodeState; readonly validUntilMs: number }>();
   /** Pod uid -> nodes holding a booking for it (any state). */
-  private readonly byUid = new Map<string, Set<string>>();
+  private readonly byUid = new ValuesByKey();
   /** The uids booked under each `namespace/name` (a pod, and an earlier pod of the same name still booked). */
-  private readonly byName = new Map<string, Set<string>>();
+  private readonly byName = new ValuesByKey();
   /**
    * Decisions on this view's node states, for the next pod of the same plan (lib/engine/reuse.ts): the states are
    * new objects whenever their node changes, so only nodes that changed are fitted again.
@@ -154,26 +154,12 @@ export class ClusterView {
     if (name === undefined) return;
     for (const [uid, booking] of Object.entries(before?.bookings ?? {})) {
       if (after?.bookings[uid] !== undefined) continue;
-      const holders = this.byUid.get(uid);
-      holders?.delete(name);
-      if (holders?.size !== 0) continue;
-      this.byUid.delete(uid);
-      const key = podKey(booking.namespace, booking.name);
-      const uids = this.byName.get(key);
-      uids?.delete(uid);
-      if (uids?.size === 0) this.byName.delete(key);
+      // The pod's last holder gone: its name no longer leads to it.
+      if (this.byUid.remove(uid, name)) this.byName.remove(podKey(booking.namespace, booking.name), uid);
     }
     for (const [uid, booking] of Object.entries(after?.bookings ?? {})) {
       if (before?.bookings[uid] !== undefined) continue;
-      let holders = this.byUid.get(uid);
-      if (!holders) {
-        this.byUid.set(uid, (holders = new Set()));
-        const key = podKey(booking.namespace, booking.name);
-        let uids = this.byName.get(key);
-        if (!uids) this.byName.set(key, (uids = new Set()));
-        uids.add(uid);
-      }
-      holders.add(name);
+      if (this.byUid.add(uid, name)) this.byName.add(podKey(booking.namespace, booking.name), uid);
     }
   }
 
@@ -193,27 +179,26 @@ export class ClusterView {
 
   /** Nodes holding a booking (of any state) for the pod. */
   holders(uid: string): string[] {
-    return [...(this.byUid.get(uid) ?? [])];
+    return this.byUid.values(uid);
   }
 
   /** Nodes holding a live booking for the pod's namespace/name (a pod reported deleted without its uid). */
   uidsByName(namespace: string, name: string): string[] {
     const found: string[] = [];
-    for (const uid of this.byName.get(podKey(namespace, name)) ?? []) {
-      const holders = [...(this.byUid.get(uid) ?? [])];
-      if (holders.some((node) => (this.nodes.get(node)?.bookings[uid]?.state ?? 'gone') !== 'gone')) found.push(uid);
+    for (const uid of this.byName.values(podKey(namespace, name))) {
+      if (this.byUid.values(uid).some((node) => (this.nodes.get(node)?.bookings[uid]?.state ?? 'gone') !== 'gone')) found.push(uid);
     }
     return found;
   }
 
   /** The engine's view of every node, the pod being filtered (`excludeUid`) left out of usage. */
   engineNodes(nowMs: number, excludeUid?: string): { get(name: string): NodeState | undefined } {
-    const holding = excludeUid !== undefined ? this.byUid.get(excludeUid) : undefined;
+    const holding = excludeUid !== undefined ? this.byUid.values(excludeUid) : [];
     return {
       get: (name) => {
         const ledger = this.nodes.get(name);
         if (!ledger) return undefined;
-        return holding?.has(name) ? toNodeState(ledger, nowMs, excludeUid) : this.nodeState(ledger, nowMs);
+        return holding.includes(name) ? toNodeState(ledger, nowMs, excludeUid) : this.nodeState(ledger, nowMs);
       },
     };
   }
@@ -316,6 +301,51 @@ function validUntil(ledger: NodeLedger, nowMs: number): number {
 function clip(value: unknown): string {
   const text = typeof value === 'string' ? value : JSON.stringify(value) ?? String(value);
   return text.length > 512 ? `${text.slice(0, 509)}...` : text;
+}
+
+/**
+ * Keys to the values filed under them, most keys holding one value (a pod booked on one node): a key's one value is
+ * kept as it is, not in a collection of its own, so that the view's indexes are a few objects per pod, not a `Set`
+ * each (every object is marked by every major collection).
+ */
+export class ValuesByKey {
+  private readonly entries = new Map<string, string | string[]>();
+
+  /** Files the value under the key; true when the key had no value before. */
+  add(key: string, value: string): boolean {
+    const held = this.entries.get(key);
+    if (held === undefined) {
+      this.entries.set(key, value);
+      return true;
+    }
+    if (typeof held === 'string') {
+      if (held !== value) this.entries.set(key, [held, value]);
+    } else if (!held.includes(value)) held.push(value);
+    return false;
+  }
+
+  /** Takes the value from under the key; true when the key holds no value now. */
+  remove(key: string, value: string): boolean {
+    const held = this.entries.get(key);
+    if (held === undefined) return false;
+    if (typeof held === 'string') {
+      if (held !== value) return false;
+      this.entries.delete(key);
+      return true;
+    }
+    const rest = held.filter((v) => v !== value);
+    this.entries.set(key, rest.length === 1 ? rest[0]! : rest);
+    return false;
+  }
+
+  values(key: string): string[] {
+    const held = this.entries.get(key);
+    return held === undefined ? [] : typeof held === 'string' ? [held] : [...held];
+  }
+
+  clear(): void {
+    this.entries.clear();
+  }
 }
 
 function podKey(namespace: string, name: string): string {
