@@ -41,13 +41,21 @@ const RELOAD_AFTER_ENTRIES = 2_000;
 /** Names remembered as absent (kube-scheduler may send names that were never registered). */
 const ABSENT_MAX = 10_000;
 
+/**
+ * A node as the view holds it: its ledger, and the engine's state computed from it, valid until the first reservation
+ * in it expires. One object per node, updated in place, so that a decision finds both in one lookup.
+ */
+interface NodeSlot {
+  ledger: NodeLedger;
+  state: NodeState | undefined;
+  validUntilMs: number;
+}
+
 export class ClusterView {
-  private readonly nodes = new Map<string, NodeLedger>();
+  private readonly nodes = new Map<string, NodeSlot>();
   /** Node names read and not found, until the journal names them. */
   private readonly absent = new Set<string>();
   private readonly quotas = new Map<string, QuotaLedger | null>();
-  /** The engine's state per node, for the ledger it was computed from, valid until the first reservation in it expires. */
-  private readonly states = new Map<string, { readonly ledger: NodeLedger; readonly state: NodeState; readonly validUntilMs: number }>();
   /** Pod uid -> nodes holding a booking for it (any state). */
   private readonly byUid = new ValuesByKey();
   /** The uids booked under each `namespace/name` (a pod, and an earlier pod of the same name still booked). */
@@ -136,7 +144,8 @@ export class ClusterView {
 
   /** A node as a write of ours left it (or as a refused guard found it): taken unless the view has a newer one. */
   accept(node: NodeLedger): void {
-    const known = this.nodes.get(node.name);
+    const slot = this.nodes.get(node.name);
+    const known = slot?.ledger;
     if (known && known.version > node.version) return;
     if (node.unreadable && node.unreadable.length > 0 && known?.unreadable === undefined) {
       this.logger.warn('NodeStateUnreadable', {
@@ -145,7 +154,11 @@ export class ClusterView {
       });
     }
     this.index(known, node);
-    this.nodes.set(node.name, node);
+    if (slot === undefined) this.nodes.set(node.name, { ledger: node, state: undefined, validUntilMs: 0 });
+    else {
+      slot.ledger = node;
+      slot.state = undefined;
+    }
     this.absent.delete(node.name);
   }
 
@@ -164,17 +177,16 @@ export class ClusterView {
   }
 
   private forget(name: string): void {
-    this.index(this.nodes.get(name), undefined);
+    this.index(this.nodes.get(name)?.ledger, undefined);
     this.nodes.delete(name);
-    this.states.delete(name);
   }
 
   get(name: string): NodeLedger | undefined {
-    return this.nodes.get(name);
+    return this.nodes.get(name)?.ledger;
   }
 
-  all(): IterableIterator<NodeLedger> {
-    return this.nodes.values();
+  *all(): IterableIterator<NodeLedger> {
+    for (const slot of this.nodes.values()) yield slot.ledger;
   }
 
   /** Nodes holding a booking (of any state) for the pod. */
@@ -186,7 +198,7 @@ export class ClusterView {
   uidsByName(namespace: string, name: string): string[] {
     const found: string[] = [];
     for (const uid of this.byName.values(podKey(namespace, name))) {
-      if (this.byUid.values(uid).some((node) => (this.nodes.get(node)?.bookings[uid]?.state ?? 'gone') !== 'gone')) found.push(uid);
+      if (this.byUid.values(uid).some((node) => (this.nodes.get(node)?.ledger.bookings[uid]?.state ?? 'gone') !== 'gone')) found.push(uid);
     }
     return found;
   }
@@ -196,19 +208,11 @@ export class ClusterView {
     const holding = excludeUid !== undefined ? this.byUid.values(excludeUid) : [];
     return {
       get: (name) => {
-        const ledger = this.nodes.get(name);
-        if (!ledger) return undefined;
-        return holding.includes(name) ? toNodeState(ledger, nowMs, excludeUid) : this.nodeState(ledger, nowMs);
+        const slot = this.nodes.get(name);
+        if (!slot) return undefined;
+        return holding.includes(name) ? toNodeState(slot.ledger, nowMs, excludeUid) : nodeState(slot, nowMs);
       },
     };
-  }
-
-  private nodeState(ledger: NodeLedger, nowMs: number): NodeState {
-    const cached = this.states.get(ledger.name);
-    if (cached && cached.ledger === ledger && nowMs < cached.validUntilMs) return cached.state;
-    const state = toNodeState(ledger, nowMs);
-    this.states.set(ledger.name, { ledger, state, validUntilMs: validUntil(ledger, nowMs) });
-    return state;
   }
 
   /** Every namespace that has had a ResourceQuota (read from the store: the view keeps quotas of namespaces it scheduled in only). */
@@ -243,7 +247,6 @@ export class ClusterView {
     const names = await this.store.readDirectory();
     const nodes = await this.store.readNodes(names, { consistent: true });
     this.nodes.clear();
-    this.states.clear();
     this.byUid.clear();
     this.byName.clear();
     this.absent.clear();
@@ -272,7 +275,7 @@ export class ClusterView {
       for (const namespace of entry.namespaces) this.quotas.delete(namespace);
       for (const name of entry.locks ?? []) relock.add(name);
     }
-    const stale = [...new Set([...wanted.keys(), ...relock])].filter((name) => relock.has(name) || (this.nodes.get(name)?.version ?? -1) < (wanted.get(name) ?? 0));
+    const stale = [...new Set([...wanted.keys(), ...relock])].filter((name) => relock.has(name) || (this.nodes.get(name)?.ledger.version ?? -1) < (wanted.get(name) ?? 0));
     if (stale.length > 0) {
       const fresh = await this.store.readNodes(stale, { consistent: true });
       for (const name of stale) {
@@ -285,6 +288,14 @@ export class ClusterView {
     if (last) this.seqSeen = Math.max(this.seqSeen, last.seq);
     this.syncedAt = startedAt;
   }
+}
+
+/** The engine's state of a node, computed again when its ledger changed or a reservation in it expired. */
+function nodeState(slot: NodeSlot, nowMs: number): NodeState {
+  if (slot.state !== undefined && nowMs < slot.validUntilMs) return slot.state;
+  slot.state = toNodeState(slot.ledger, nowMs);
+  slot.validUntilMs = validUntil(slot.ledger, nowMs);
+  return slot.state;
 }
 
 /** Until when a node's computed usage holds: the first counting reservation or tombstone to expire. */
