@@ -246,22 +246,38 @@ interface PackedEvidenceV2 {
 /** Any packed evidence a stored record may hold. */
 export type StoredEvidence = PackedEvidence | PackedEvidenceV4 | PackedEvidenceV3 | PackedEvidenceV2;
 
-/** Appends `value` unless the list holds it already (a node's few card positions; a helper, not a closure per node). */
-function addOnce(list: number[], value: number): void {
-  if (!list.includes(value)) list.push(value);
+/** One node's card positions, each once, in the order first added; reused from node to node. */
+class PositionSet {
+  private readonly positions: number[] = [];
+  size = 0;
+
+  clear(): void {
+    this.size = 0;
+  }
+
+  add(position: number): void {
+    for (let i = 0; i < this.size; i++) if (this.positions[i] === position) return;
+    this.positions[this.size++] = position;
+  }
+
+  at(i: number): number {
+    return this.positions[i]!;
+  }
 }
 
-function runsOf(length: number, valueAt: (i: number) => number): (number | null)[] {
-  const runs: (number | null)[] = [];
-  let i = 0;
-  while (i < length) {
-    const value = valueAt(i);
-    let end = i + 1;
-    while (end < length && Object.is(valueAt(end), value)) end++;
-    runs.push(Number.isNaN(value) ? null : value, end - i);
-    i = end;
+/** Runs (see `Runs`) built value by value; values equal as `Object.is` says (NaN is absent, -0 is not 0). */
+class RunsBuilder {
+  readonly runs: (number | null)[] = [];
+  private last = 0;
+
+  add(value: number): void {
+    const n = this.runs.length;
+    if (n > 0 && Object.is(value, this.last)) this.runs[n - 1] = (this.runs[n - 1] as number) + 1;
+    else {
+      this.runs.push(Number.isNaN(value) ? null : value, 1);
+      this.last = value;
+    }
   }
-  return runs;
 }
 
 /** The values of a column given as runs; a column whose runs do not add up to its row count is corrupt. */
@@ -575,28 +591,31 @@ export class DecisionTrace {
   /** The packed form of everything recorded (see `PackedEvidence`). */
   pack(): PackedEvidence {
     const column = (rows: Rows, col: number): Runs => rows.runs(col);
-    // The cards each node's rows refer to, in first-seen order.
-    const referenced: number[][] = [];
+    // Of each node, the cards its rows refer to (in first-seen order), straight into the device columns' runs: nothing
+    // is made per node (per-node arrays kept until the end of packing would be promoted, and die in the old generation).
+    const devices = { perNode: new RunsBuilder(), position: new RunsBuilder(), index: new RunsBuilder(), devmem: new RunsBuilder(), devcore: new RunsBuilder(), count: new RunsBuilder() };
+    const referenced = new PositionSet();
     for (let node = 0; node < this.nodeRows.length; node++) {
-      const positions: number[] = [];
+      referenced.clear();
       const first = this.nodeRows.get(node, NodeColumn.firstContainer);
       for (let row = first; row < first + this.nodeRows.get(node, NodeColumn.containerCount); row++) {
         const firstCard = this.containerRows.get(row, ContainerColumn.firstCard);
-        for (let card = firstCard; card < firstCard + this.containerRows.get(row, ContainerColumn.cardCount); card++) addOnce(positions, this.cardRows.get(card, CardColumn.position));
+        for (let card = firstCard; card < firstCard + this.containerRows.get(row, ContainerColumn.cardCount); card++) referenced.add(this.cardRows.get(card, CardColumn.position));
         const firstPick = this.containerRows.get(row, ContainerColumn.firstPick);
-        for (let pick = firstPick; pick < firstPick + this.containerRows.get(row, ContainerColumn.pickCount); pick++) addOnce(positions, this.pickRows.get(pick, PickColumn.position));
+        for (let pick = firstPick; pick < firstPick + this.containerRows.get(row, ContainerColumn.pickCount); pick++) referenced.add(this.pickRows.get(pick, PickColumn.position));
       }
-      referenced.push(positions);
+      devices.perNode.add(referenced.size);
+      const nodeDevices = this.nodeDevices[node]!;
+      for (let i = 0; i < referenced.size; i++) {
+        const position = referenced.at(i);
+        const device = nodeDevices[position]!;
+        devices.position.add(position);
+        devices.index.add(device.index);
+        devices.devmem.add(device.devmem);
+        devices.devcore.add(device.devcore);
+        devices.count.add(device.count);
+      }
     }
-    const devices: DeviceInfo[] = [];
-    const positions: number[] = [];
-    referenced.forEach((list, node) => {
-      for (const position of list) {
-        positions.push(position);
-        devices.push(this.nodeDevices[node]![position]!);
-      }
-    });
-    const deviceColumn = (value: (d: DeviceInfo) => number): Runs => runsOf(devices.length, (i) => value(devices[i]!));
     return {
       v: 5,
       containers: this.containers,
@@ -619,12 +638,12 @@ export class DecisionTrace {
       cards: Object.values(CardColumn).map((col) => column(this.cardRows, col)),
       picks: { position: column(this.pickRows, PickColumn.position), usedMem: column(this.pickRows, PickColumn.usedMem), usedCores: column(this.pickRows, PickColumn.usedCores) },
       devices: {
-        perNode: runsOf(referenced.length, (node) => referenced[node]!.length),
-        position: runsOf(positions.length, (i) => positions[i]!),
-        index: deviceColumn((d) => d.index),
-        devmem: deviceColumn((d) => d.devmem),
-        devcore: deviceColumn((d) => d.devcore),
-        count: deviceColumn((d) => d.count),
+        perNode: devices.perNode.runs,
+        position: devices.position.runs,
+        index: devices.index.runs,
+        devmem: devices.devmem.runs,
+        devcore: devices.devcore.runs,
+        count: devices.count.runs,
       },
     };
   }
