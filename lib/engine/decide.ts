@@ -15,7 +15,7 @@ import { DecisionArena } from './arena';
 import { deviceKind, deviceKindOf } from './devices';
 import { DecisionTrace } from './evidence';
 import { FitRun, realtimeView } from './fit';
-import { fitNodeMessage, listingOrder, noAvailableNodeMessage, reasonEvents } from './messages';
+import { fitMessage, listingPositions, noAvailableNodeMessage, reasonEvents } from './messages';
 import { planPod, type PodContainer } from './plan';
 import type { DeviceScoringWeights } from './podAnnotations';
 import { DeviceScoringWeightsError, deviceScoringWeightsOf } from './podAnnotations';
@@ -43,7 +43,8 @@ export function decide(input: DecideInput): Decision {
   const plan = planPod(input, weights);
   const notes: RealtimeNote[] = [];
   const trace = new DecisionTrace(plan.containers, input.candidates.length);
-  const fitNodes: { name: string; score: number; trace: number }[] = [];
+  // Side by side, not an object per node: a decision's per-node objects outlive young collections at thousands of nodes.
+  const fit = { names: [] as string[], scores: [] as number[], rows: [] as number[] };
   const failedNodes: Record<string, string> = {};
   const run = new FitRun({ arena, plan, notes, trace, node: EMPTY_NODE, nodeRow: 0, request: NO_REQUEST, realtime: undefined, kindState: undefined });
   const outcome: NodeOutcome = { row: 0, score: 0, reason: undefined };
@@ -60,7 +61,11 @@ export function decide(input: DecideInput): Decision {
     }
     if (reuse === undefined || !reuse.copy(state, trace, outcome)) evaluateNode(run, state, prepareNode(state.registration), outcome);
     reuse?.note(state, trace, outcome);
-    if (outcome.reason === undefined) fitNodes.push({ name, score: outcome.score, trace: outcome.row });
+    if (outcome.reason === undefined) {
+      fit.names.push(name);
+      fit.scores.push(outcome.score);
+      fit.rows.push(outcome.row);
+    }
     else failedNodes[name] = outcome.reason;
   }
   reuse?.finish();
@@ -70,18 +75,13 @@ export function decide(input: DecideInput): Decision {
   // first read replaces it with the built array on the decision itself (not in this function's
   // closure, which lives from the start of the decision and would keep the objects of decisions
   // already dropped alive across young-generation collections).
-  const evidenceOnFirstRead = (decision: object): readonly NodeEvidence[] => {
-    const evidence = trace.evidence();
-    // Reflect: on a decision someone froze, every read builds the evidence again instead of throwing.
-    Reflect.defineProperty(decision, 'evidence', { value: evidence, enumerable: true, configurable: true });
-    return evidence;
-  };
+  const evidenceOnFirstRead = (decision: object): readonly NodeEvidence[] => keepOnDecision(decision, 'evidence', trace.evidence());
 
   // Not enumerable: JSON, spreads and key lists of a decision show its evidence, not this.
   const withPacking = <D extends Extract<Decision, { packEvidence: unknown }>>(decision: Omit<D, 'packEvidence'>): D =>
     Object.defineProperty(decision, 'packEvidence', { value: () => trace.pack(), enumerable: false }) as D;
 
-  if (fitNodes.length === 0) {
+  if (fit.names.length === 0) {
     const requestType = plan.containers.find((container) => container.request !== undefined)?.request?.type;
     return withPacking<Extract<Decision, { kind: 'noFit' }>>({
       kind: 'noFit',
@@ -95,41 +95,60 @@ export function decide(input: DecideInput): Decision {
       realtime: notes,
     });
   }
-  fitNodes.sort(listingOrder(plan.nodePolicy));
+  const listing = listingPositions(plan.nodePolicy, fit);
   // HAMi takes the last node listed; asked to, pass over nodes that are busy with another allocation while any other fits.
   const passedOver: { name: string; holder: string }[] = [];
-  let pick = fitNodes.length - 1;
+  let pick = listing.length - 1;
   if (input.avoid) {
-    for (let i = fitNodes.length - 1; i >= 0; i--) {
-      const holder = input.avoid(fitNodes[i]!.name);
+    for (let i = listing.length - 1; i >= 0; i--) {
+      const name = fit.names[listing[i]!]!;
+      const holder = input.avoid(name);
       if (holder === undefined) break;
-      passedOver.push({ name: fitNodes[i]!.name, holder });
+      passedOver.push({ name, holder });
     }
-    if (passedOver.length === fitNodes.length) passedOver.length = 0;
-    else pick = fitNodes.length - 1 - passedOver.length;
+    if (passedOver.length === listing.length) passedOver.length = 0;
+    else pick = listing.length - 1 - passedOver.length;
   }
-  const chosen = fitNodes[pick]!;
-  const listed = fitNodes.map(({ name, score }) => ({ name, score }));
-  const devices = trace.podDevices(chosen.trace);
-  const chosenState = input.nodes.get(chosen.name)!;
+  const chosen = listing[pick]!;
+  const chosenName = fit.names[chosen]!;
+  const devices = trace.podDevices(fit.rows[chosen]!);
+  const chosenState = input.nodes.get(chosenName)!;
+  // Built when first read, as the evidence is (the filter reads it once its answers are in).
+  const listedOnFirstRead = (decision: object): readonly { name: string; score: number }[] =>
+    keepOnDecision(
+      decision,
+      'fitNodes',
+      listing.map((i) => ({ name: fit.names[i]!, score: fit.scores[i]! })),
+    );
   return withPacking<Extract<Decision, { kind: 'fit' }>>({
     kind: 'fit',
-    node: chosen.name,
-    score: chosen.score,
+    node: chosenName,
+    score: fit.scores[chosen]!,
     devices,
-    claims: trace.claims(chosen.trace, plan.initCount),
+    claims: trace.claims(fit.rows[chosen]!, plan.initCount),
     bookWholeNode: takesByPosition(devices, chosenState),
     ...annotationsFor(devices, chosenState, input, plan.initCount, plan.containers.map((container) => container.request)),
-    fitNodes: listed,
+    get fitNodes() {
+      return listedOnFirstRead(this);
+    },
     nodePolicy: plan.nodePolicy,
     passedOver,
     failedNodes,
-    message: fitNodeMessage(chosen.name, input.candidates.length, listed),
+    message: fitMessage(chosenName, input.candidates.length, fit, listing),
     get evidence() {
       return evidenceOnFirstRead(this);
     },
     realtime: notes,
   });
+}
+
+/**
+ * Keeps a value built on first read on the decision itself, in place of its accessor. Reflect: on a decision someone
+ * froze, every read builds the value again instead of throwing.
+ */
+function keepOnDecision<T>(decision: object, key: string, value: T): T {
+  Reflect.defineProperty(decision, key, { value, enumerable: true, configurable: true });
+  return value;
 }
 
 /** Whether some chosen card is taken by position (see `DeviceKind.positional`). */

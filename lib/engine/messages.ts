@@ -108,18 +108,42 @@ export interface ScoredNode {
   readonly score: number;
 }
 
+/** Fitting nodes as a decision collects them: names and scores side by side, no object per node. */
+export interface ScoredNodes {
+  readonly names: readonly string[];
+  readonly scores: readonly number[];
+}
+
 /**
  * HAMi's listing order of fitting nodes: binpack ascending by score, spread descending; equal scores by node name so
  * the choice is deterministic (docs/api.md §9). HAMi takes the last node listed. The stored decision record rebuilds
  * its fit message with this order (lib/store/recordStore.ts), so it must stay the one the decision used.
  */
+function compareListed(spread: boolean, aScore: number, aName: string, bScore: number, bName: string): number {
+  return aScore !== bScore ? (spread ? bScore - aScore : aScore - bScore) : aName < bName ? -1 : aName > bName ? 1 : 0;
+}
+
+/** `compareListed` for nodes as objects. */
 export function listingOrder(policy: NodePolicy): (a: ScoredNode, b: ScoredNode) => number {
   const spread = policy === 'spread';
-  return (a, b) => (a.score !== b.score ? (spread ? b.score - a.score : a.score - b.score) : a.name < b.name ? -1 : a.name > b.name ? 1 : 0);
+  return (a, b) => compareListed(spread, a.score, a.name, b.score, b.name);
+}
+
+/** The positions of `nodes` in listing order (`compareListed`). */
+export function listingPositions(policy: NodePolicy, nodes: ScoredNodes): number[] {
+  const spread = policy === 'spread';
+  const { names, scores } = nodes;
+  const positions = names.map((_, i) => i);
+  return positions.sort((i, j) => compareListed(spread, scores[i]!, names[i]!, scores[j]!, names[j]!));
 }
 
 /** `find fit node(<node>), <not fit> nodes not fit, <fit> nodes fit(<a>:<s>,…)` (docs/hami-parity.md §5.5). */
 export function fitNodeMessage(node: string, candidateCount: number, fitNodes: readonly ScoredNode[]): string {
+  return fitMessage(node, candidateCount, { names: fitNodes.map((n) => n.name), scores: fitNodes.map((n) => n.score) }, fitNodes.map((_, i) => i));
+}
+
+/** `fitNodeMessage` for nodes side by side, listed in the order `positions` gives. */
+export function fitMessage(node: string, candidateCount: number, nodes: ScoredNodes, positions: readonly number[]): string {
   // Nodes in the same state share a score: each distinct score is formatted once (thousands of nodes, a few scores).
   const formatted = new Map<number, string>();
   const scoreText = (score: number): string => {
@@ -127,8 +151,8 @@ export function fitNodeMessage(node: string, candidateCount: number, fitNodes: r
     if (text === undefined) formatted.set(score, (text = formatGoFixed2(score)));
     return text;
   };
-  const listed = fitNodes.map((n) => `${n.name}:${scoreText(n.score)}`).join(',');
-  return `find fit node(${node}), ${candidateCount - fitNodes.length} nodes not fit, ${fitNodes.length} nodes fit(${listed})`;
+  const listed = positions.map((i) => `${nodes.names[i]!}:${scoreText(nodes.scores[i]!)}`).join(',');
+  return `find fit node(${node}), ${candidateCount - positions.length} nodes not fit, ${positions.length} nodes fit(${listed})`;
 }
 
 /** `no available node, <n> nodes do not meet`, n = number of candidates. */
