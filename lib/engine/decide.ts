@@ -65,8 +65,7 @@ export function decide(input: DecideInput): Decision {
       fit.names.push(name);
       fit.scores.push(outcome.score);
       fit.rows.push(outcome.row);
-    }
-    else failedNodes[name] = outcome.reason;
+    } else failedNodes[name] = outcome.reason;
   }
   reuse?.finish();
 
@@ -115,11 +114,7 @@ export function decide(input: DecideInput): Decision {
   const chosenState = input.nodes.get(chosenName)!;
   // Built when first read, as the evidence is (the filter reads it once its answers are in).
   const listedOnFirstRead = (decision: object): readonly { name: string; score: number }[] =>
-    keepOnDecision(
-      decision,
-      'fitNodes',
-      listing.map((i) => ({ name: fit.names[i]!, score: fit.scores[i]! })),
-    );
+    keepOnDecision(decision, 'fitNodes', listing.map((i) => ({ name: fit.names[i]!, score: fit.scores[i]! })));
   return withPacking<Extract<Decision, { kind: 'fit' }>>({
     kind: 'fit',
     node: chosenName,
