@@ -303,6 +303,17 @@ describe('evidence as plain data', () => {
     expect(JSON.parse(JSON.stringify(frozen)).evidence).toEqual(JSON.parse(JSON.stringify(mixedEvidence)));
   });
 
+  it('fitting nodes, built when first read as the evidence is, serialise, spread and freeze alike', () => {
+    const listed = decided(decide(mixedInput())).fitNodes;
+    expect(listed.length).toBeGreaterThan(0);
+    const fresh = decided(decide(mixedInput()));
+    expect(JSON.parse(JSON.stringify(fresh)).fitNodes).toEqual(listed);
+    expect({ ...decided(decide(mixedInput())) }.fitNodes).toEqual(listed);
+    const read = decided(decide(mixedInput()));
+    expect(read.fitNodes).toBe(read.fitNodes);
+    expect(Object.freeze(decided(decide(mixedInput()))).fitNodes).toEqual(listed);
+  });
+
   it('the chosen devices are the evidence devices of the chosen node', () => {
     const d = decide(mixedInput());
     if (d.kind !== 'fit') throw new Error('expected a fit');
