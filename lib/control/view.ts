@@ -344,8 +344,10 @@ export class ValuesByKey {
       this.entries.delete(key);
       return true;
     }
-    const rest = held.filter((v) => v !== value);
-    this.entries.set(key, rest.length === 1 ? rest[0]! : rest);
+    const at = held.indexOf(value);
+    if (at < 0) return false;
+    held.splice(at, 1);
+    if (held.length === 1) this.entries.set(key, held[0]!);
     return false;
   }
 
