@@ -265,21 +265,6 @@ class PositionSet {
   }
 }
 
-/** Runs (see `Runs`) built value by value; values equal as `Object.is` says (NaN is absent, -0 is not 0). */
-class RunsBuilder {
-  readonly runs: (number | null)[] = [];
-  private last = 0;
-
-  add(value: number): void {
-    const n = this.runs.length;
-    if (n > 0 && Object.is(value, this.last)) this.runs[n - 1] = (this.runs[n - 1] as number) + 1;
-    else {
-      this.runs.push(Number.isNaN(value) ? null : value, 1);
-      this.last = value;
-    }
-  }
-}
-
 /** The values of a column given as runs; a column whose runs do not add up to its row count is corrupt. */
 function expandRuns(runs: Runs, length: number, column: string): (number | null)[] {
   const values: (number | null)[] = [];
@@ -350,7 +335,7 @@ function asV2(packed: PackedEvidenceV3): PackedEvidenceV2 {
 }
 
 // Columns of each kind of row.
-const NodeColumn = { failed: 0, score: 1, reason: 2, firstContainer: 3, containerCount: 4, registrationVersion: 5 } as const;
+const NodeColumn = { failed: 0, score: 1, reason: 2, firstContainer: 3, containerCount: 4, registrationVersion: 5, firstDevice: 6, deviceCount: 7 } as const;
 const ContainerColumn = { container: 0, status: 1, reason: 2, firstCard: 3, cardCount: 4, firstPick: 5, pickCount: 6 } as const;
 const CardColumn = {
   /** Position of the card in the node's device list. */
@@ -365,6 +350,8 @@ const CardColumn = {
   realtimeTotalMem: 8,
 } as const;
 const PickColumn = { position: 0, usedMem: 1, usedCores: 2, maxSlotsBefore: 3, maxMemBefore: 4, maxCoresBefore: 5, exclusive: 6 } as const;
+/** The cards a node's rows refer to, each once, in first-seen order: what the record keeps of them. */
+const DeviceColumn = { position: 0, index: 1, devmem: 2, devcore: 3, count: 4 } as const;
 
 /** What the store must guard for one pick (see `CardClaim`). */
 export interface PickGuard {
@@ -392,6 +379,14 @@ export class DecisionTrace {
   private readonly containerRows: Rows;
   private readonly cardRows: Rows;
   private readonly pickRows: Rows;
+  /**
+   * Written when a node's recording ends (`endNode`), while its devices are still in the cache from Fit, or copied
+   * with the node's rows: packing then reads rows, not the device objects of every node, scattered in the heap.
+   */
+  private readonly deviceRows: Rows;
+  /** Nodes below this row have their device rows. */
+  private endedNodes = 0;
+  private readonly referenced = new PositionSet();
   /** Per node row: its name and device list (shared with the input, not copied). */
   private readonly nodeNames: string[] = [];
   private readonly nodeDevices: (readonly DeviceInfo[])[] = [];
@@ -406,11 +401,12 @@ export class DecisionTrace {
   ) {
     const nodes = Math.max(expectedNodes, 16);
     const containerCount = Math.max(containers.length, 1);
-    this.nodeRows = new Rows(6, nodes);
+    this.nodeRows = new Rows(8, nodes);
     this.containerRows = new Rows(7, nodes * containerCount);
     // Fit usually stops after a few cards; a guess, not a bound.
     this.cardRows = new Rows(9, nodes * containerCount * 2);
     this.pickRows = new Rows(7, nodes * containerCount);
+    this.deviceRows = new Rows(5, nodes * 2);
   }
 
   // ----- recording
@@ -423,6 +419,7 @@ export class DecisionTrace {
 
   /** Starts the evidence of a node; returns its row. `registrationVersion`: see `PackedEvidence`. */
   beginNode(name: string, devices: readonly DeviceInfo[], registrationVersion = UNKNOWN_VERSION): number {
+    this.endNode();
     const row = this.nodeRows.append();
     this.nodeRows.set(row, NodeColumn.reason, NO_TEXT);
     this.nodeRows.set(row, NodeColumn.registrationVersion, registrationVersion);
@@ -448,6 +445,8 @@ export class DecisionTrace {
    * order Fit adds them (containers', then the node's), so the result packs exactly as Fit's own recording would.
    */
   copyNode(from: DecisionTrace, node: number): number {
+    this.endNode();
+    from.endNode();
     const row = this.nodeRows.appendCopy(from.nodeRows, node);
     const firstContainer = from.nodeRows.get(node, NodeColumn.firstContainer);
     const containerCount = from.nodeRows.get(node, NodeColumn.containerCount);
@@ -467,7 +466,11 @@ export class DecisionTrace {
     }
     const reason = from.nodeRows.get(node, NodeColumn.reason);
     if (reason !== NO_TEXT) this.nodeRows.set(row, NodeColumn.reason, this.text(from.texts[reason]!));
+    const firstDevice = from.nodeRows.get(node, NodeColumn.firstDevice);
+    this.nodeRows.set(row, NodeColumn.firstDevice, this.deviceRows.length);
+    for (let device = firstDevice; device < firstDevice + from.nodeRows.get(node, NodeColumn.deviceCount); device++) this.deviceRows.appendCopy(from.deviceRows, device);
     this.currentNode = row;
+    this.endedNodes = row + 1;
     return row;
   }
 
@@ -523,6 +526,36 @@ export class DecisionTrace {
     this.pickRows.set(row, PickColumn.exclusive, guard.exclusive ? 1 : 0);
     const container = this.containerRows.length - 1;
     this.containerRows.set(container, ContainerColumn.pickCount, this.containerRows.get(container, ContainerColumn.pickCount) + 1);
+  }
+
+  /** Writes the current node's device rows (see `deviceRows`), once; recording it further is then wrong. */
+  private endNode(): void {
+    const node = this.currentNode;
+    if (node < this.endedNodes) return;
+    const referenced = this.referenced;
+    referenced.clear();
+    const first = this.nodeRows.get(node, NodeColumn.firstContainer);
+    for (let row = first; row < first + this.nodeRows.get(node, NodeColumn.containerCount); row++) {
+      const firstCard = this.containerRows.get(row, ContainerColumn.firstCard);
+      for (let card = firstCard; card < firstCard + this.containerRows.get(row, ContainerColumn.cardCount); card++) referenced.add(this.cardRows.get(card, CardColumn.position));
+      const firstPick = this.containerRows.get(row, ContainerColumn.firstPick);
+      for (let pick = firstPick; pick < firstPick + this.containerRows.get(row, ContainerColumn.pickCount); pick++) referenced.add(this.pickRows.get(pick, PickColumn.position));
+    }
+    const rows = this.deviceRows;
+    this.nodeRows.set(node, NodeColumn.firstDevice, rows.length);
+    this.nodeRows.set(node, NodeColumn.deviceCount, referenced.size);
+    const devices = this.nodeDevices[node]!;
+    for (let i = 0; i < referenced.size; i++) {
+      const position = referenced.at(i);
+      const device = devices[position]!;
+      const row = rows.append();
+      rows.set(row, DeviceColumn.position, position);
+      rows.set(row, DeviceColumn.index, device.index);
+      rows.set(row, DeviceColumn.devmem, device.devmem);
+      rows.set(row, DeviceColumn.devcore, device.devcore);
+      rows.set(row, DeviceColumn.count, device.count);
+    }
+    this.endedNodes = node + 1;
   }
 
   private text(value: string): number {
@@ -590,32 +623,8 @@ export class DecisionTrace {
 
   /** The packed form of everything recorded (see `PackedEvidence`). */
   pack(): PackedEvidence {
+    this.endNode();
     const column = (rows: Rows, col: number): Runs => rows.runs(col);
-    // Of each node, the cards its rows refer to (in first-seen order), straight into the device columns' runs: nothing
-    // is made per node (per-node arrays kept until the end of packing would be promoted, and die in the old generation).
-    const devices = { perNode: new RunsBuilder(), position: new RunsBuilder(), index: new RunsBuilder(), devmem: new RunsBuilder(), devcore: new RunsBuilder(), count: new RunsBuilder() };
-    const referenced = new PositionSet();
-    for (let node = 0; node < this.nodeRows.length; node++) {
-      referenced.clear();
-      const first = this.nodeRows.get(node, NodeColumn.firstContainer);
-      for (let row = first; row < first + this.nodeRows.get(node, NodeColumn.containerCount); row++) {
-        const firstCard = this.containerRows.get(row, ContainerColumn.firstCard);
-        for (let card = firstCard; card < firstCard + this.containerRows.get(row, ContainerColumn.cardCount); card++) referenced.add(this.cardRows.get(card, CardColumn.position));
-        const firstPick = this.containerRows.get(row, ContainerColumn.firstPick);
-        for (let pick = firstPick; pick < firstPick + this.containerRows.get(row, ContainerColumn.pickCount); pick++) referenced.add(this.pickRows.get(pick, PickColumn.position));
-      }
-      devices.perNode.add(referenced.size);
-      const nodeDevices = this.nodeDevices[node]!;
-      for (let i = 0; i < referenced.size; i++) {
-        const position = referenced.at(i);
-        const device = nodeDevices[position]!;
-        devices.position.add(position);
-        devices.index.add(device.index);
-        devices.devmem.add(device.devmem);
-        devices.devcore.add(device.devcore);
-        devices.count.add(device.count);
-      }
-    }
     return {
       v: 5,
       containers: this.containers,
@@ -638,12 +647,12 @@ export class DecisionTrace {
       cards: Object.values(CardColumn).map((col) => column(this.cardRows, col)),
       picks: { position: column(this.pickRows, PickColumn.position), usedMem: column(this.pickRows, PickColumn.usedMem), usedCores: column(this.pickRows, PickColumn.usedCores) },
       devices: {
-        perNode: devices.perNode.runs,
-        position: devices.position.runs,
-        index: devices.index.runs,
-        devmem: devices.devmem.runs,
-        devcore: devices.devcore.runs,
-        count: devices.count.runs,
+        perNode: column(this.nodeRows, NodeColumn.deviceCount),
+        position: column(this.deviceRows, DeviceColumn.position),
+        index: column(this.deviceRows, DeviceColumn.index),
+        devmem: column(this.deviceRows, DeviceColumn.devmem),
+        devcore: column(this.deviceRows, DeviceColumn.devcore),
+        count: column(this.deviceRows, DeviceColumn.count),
       },
     };
   }
