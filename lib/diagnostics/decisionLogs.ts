@@ -162,8 +162,8 @@ export function recordDecisionMetrics(metrics: DecisionMetrics, decision: Decisi
     recordReason(metrics, filterErrorKey(decision.message), 1);
     return;
   }
-  // From the fit list and the failure texts: the evidence objects of a thousand nodes cost what deciding does.
-  const fit = decision.kind === 'fit' ? decision.fitNodes.length : 0;
+  // From counts and the failure texts: the evidence objects, or the fitting nodes' list, of a thousand nodes cost what deciding does.
+  const fit = decision.kind === 'fit' ? decision.fitNodeCount : 0;
   const unfit = Object.keys(decision.failedNodes).length;
   metrics.addMetric(MetricName.NodesEvaluated, MetricUnit.Count, fit + unfit);
   metrics.addMetric(MetricName.NodesFit, MetricUnit.Count, fit);

@@ -76,9 +76,13 @@ export function decide(input: DecideInput): Decision {
   // already dropped alive across young-generation collections).
   const evidenceOnFirstRead = (decision: object): readonly NodeEvidence[] => keepOnDecision(decision, 'evidence', trace.evidence());
 
-  // Not enumerable: JSON, spreads and key lists of a decision show its evidence, not this.
-  const withPacking = <D extends Extract<Decision, { packEvidence: unknown }>>(decision: Omit<D, 'packEvidence'>): D =>
-    Object.defineProperty(decision, 'packEvidence', { value: () => trace.pack(), enumerable: false }) as D;
+  // Not enumerable: JSON, spreads and key lists of a decision show its evidence and fitting nodes, not the packing
+  // function or the count of the fitting nodes.
+  const withPacking = <D extends Extract<Decision, { packEvidence: unknown }>>(decision: Omit<D, 'packEvidence' | 'fitNodeCount'>, fitNodeCount?: number): D => {
+    Object.defineProperty(decision, 'packEvidence', { value: () => trace.pack(), enumerable: false });
+    if (fitNodeCount !== undefined) Object.defineProperty(decision, 'fitNodeCount', { value: fitNodeCount, enumerable: false });
+    return decision as D;
+  };
 
   if (fit.names.length === 0) {
     const requestType = plan.containers.find((container) => container.request !== undefined)?.request?.type;
@@ -134,7 +138,7 @@ export function decide(input: DecideInput): Decision {
       return evidenceOnFirstRead(this);
     },
     realtime: notes,
-  });
+  }, listing.length);
 }
 
 /**

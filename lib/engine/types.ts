@@ -381,6 +381,8 @@ export type Decision =
       readonly podAnnotations: Readonly<Record<string, string>>;
       /** Fitting nodes in HAMi's listing order (binpack ascending, spread descending; ties by name: `listingOrder`). */
       readonly fitNodes: readonly { readonly name: string; readonly score: number }[];
+      /** How many nodes fit: `fitNodes.length`, without building the list (built when first read); not enumerable. */
+      readonly fitNodeCount: number;
       /** The node policy the pod was placed by (its annotation, else the configured one): it ordered `fitNodes`. */
       readonly nodePolicy: NodePolicy;
       /** Nodes HAMi would have chosen first but another allocation was under way on, and by whom (lock-aware placement). */

@@ -246,7 +246,10 @@ describe('decision metrics (EMF)', () => {
       bookWholeNode: false,
       podAnnotations: {},
       packEvidence: notPacked,
-      fitNodes: [{ name: 'node3', score: 2.35 }],
+      get fitNodes(): never {
+        throw new Error('the metrics built the fitting nodes list to count it');
+      },
+      fitNodeCount: 1,
       nodePolicy: 'binpack',
       passedOver: [],
       failedNodes: failedNodesOf(success.filter.nodes),

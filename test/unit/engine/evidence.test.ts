@@ -311,6 +311,7 @@ describe('evidence as plain data', () => {
     };
     const listed = fitted().fitNodes;
     expect(listed.length).toBeGreaterThan(0);
+    expect(fitted().fitNodeCount).toBe(listed.length);
     expect(JSON.parse(JSON.stringify(fitted())).fitNodes).toEqual(listed);
     expect({ ...fitted() }.fitNodes).toEqual(listed);
     const read = fitted();
