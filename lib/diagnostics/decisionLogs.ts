@@ -162,7 +162,7 @@ export function recordDecisionMetrics(metrics: DecisionMetrics, decision: Decisi
     recordReason(metrics, filterErrorKey(decision.message), 1);
     return;
   }
-  // From counts and the failure texts: the evidence objects, or the fitting nodes' list, of a thousand nodes cost what deciding does.
+  // From the fit count and the failure texts: building a thousand nodes' evidence or fit list costs what deciding does.
   const fit = decision.kind === 'fit' ? decision.fitNodeCount : 0;
   const unfit = Object.keys(decision.failedNodes).length;
   metrics.addMetric(MetricName.NodesEvaluated, MetricUnit.Count, fit + unfit);

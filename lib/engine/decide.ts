@@ -78,7 +78,7 @@ export function decide(input: DecideInput): Decision {
 
   // Not enumerable: JSON, spreads and key lists of a decision show its evidence and fitting nodes, not the packing
   // function or the count of the fitting nodes.
-  const withPacking = <D extends Extract<Decision, { packEvidence: unknown }>>(decision: Omit<D, 'packEvidence' | 'fitNodeCount'>, fitNodeCount?: number): D => {
+  const withHiddenFields = <D extends Extract<Decision, { packEvidence: unknown }>>(decision: Omit<D, 'packEvidence' | 'fitNodeCount'>, fitNodeCount?: number): D => {
     Object.defineProperty(decision, 'packEvidence', { value: () => trace.pack(), enumerable: false });
     if (fitNodeCount !== undefined) Object.defineProperty(decision, 'fitNodeCount', { value: fitNodeCount, enumerable: false });
     return decision as D;
@@ -86,7 +86,7 @@ export function decide(input: DecideInput): Decision {
 
   if (fit.names.length === 0) {
     const requestType = plan.containers.find((container) => container.request !== undefined)?.request?.type;
-    return withPacking<Extract<Decision, { kind: 'noFit' }>>({
+    return withHiddenFields<Extract<Decision, { kind: 'noFit' }>>({
       kind: 'noFit',
       failedNodes,
       ...(requestType !== undefined ? { requestType } : {}),
@@ -119,7 +119,7 @@ export function decide(input: DecideInput): Decision {
   // Built when first read, as the evidence is (the filter reads it once its answers are in).
   const listedOnFirstRead = (decision: object): readonly { name: string; score: number }[] =>
     keepOnDecision(decision, 'fitNodes', listing.map((i) => ({ name: fit.names[i]!, score: fit.scores[i]! })));
-  return withPacking<Extract<Decision, { kind: 'fit' }>>({
+  return withHiddenFields<Extract<Decision, { kind: 'fit' }>>({
     kind: 'fit',
     node: chosenName,
     score: fit.scores[chosen]!,
