@@ -120,7 +120,11 @@ export interface ScoredNodes {
  * its fit message with this order (lib/store/recordStore.ts), so it must stay the one the decision used.
  */
 function compareListed(spread: boolean, aScore: number, aName: string, bScore: number, bName: string): number {
-  return aScore !== bScore ? (spread ? bScore - aScore : aScore - bScore) : aName < bName ? -1 : aName > bName ? 1 : 0;
+  if (aScore === bScore) return aName < bName ? -1 : aName > bName ? 1 : 0;
+  // The difference's sign only: a comparator returning a fractional number makes the sort box it, once per comparison.
+  // NaN (not compared as less or greater) counts as equal, as the sort treats a NaN result.
+  const difference = spread ? bScore - aScore : aScore - bScore;
+  return difference > 0 ? 1 : difference < 0 ? -1 : 0;
 }
 
 /** `compareListed` for nodes as objects. */
