@@ -9,7 +9,7 @@ import { MetricUnit } from '@aws-lambda-powertools/metrics';
 import { captureLambdaHandler } from '@aws-lambda-powertools/tracer/middleware';
 import type { APIGatewayProxyEventV2, APIGatewayProxyStructuredResultV2, Context } from 'aws-lambda';
 import type { ControlDeps } from '../control/deps';
-import { logger, metrics, metricsEnabled, tracer } from '../powertools';
+import { logger, metrics, metricsEnabled, requestLogger, tracer } from '../powertools';
 import { errorResponse, isExposed } from './respond';
 import { matchPath, type Route } from './routes';
 
@@ -20,11 +20,9 @@ export function lambdaHandler(route: Route, deps: () => ControlDeps): LambdaHand
   const run = async (event: APIGatewayProxyEventV2, context: Context): Promise<APIGatewayProxyStructuredResultV2> => {
     const started = Date.now();
     const reference = context.awsRequestId;
-    // One logger per request: its keys (route, pod, node, attempt id) cannot leak into another request's
-    // lines, even where one process serves requests concurrently (the local server).
-    const log = logger.createChild();
-    log.addContext(context);
-    log.appendKeys({ route: route.name });
+    // The request's keys (route, pod, node, attempt id) go on each of its lines: they cannot leak into another
+    // request's lines, even where one process serves requests concurrently (the local server).
+    const log = requestLogger(logger, context, { route: route.name });
     // One count per request and route; it also keeps every invocation's EMF flush non-empty.
     if (metricsOn) metrics.addMetric(`${route.name}Requests`, MetricUnit.Count, 1);
     try {
