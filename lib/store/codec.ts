@@ -573,7 +573,9 @@ export function approximateItemBytes(value: unknown): number {
   if (Array.isArray(value)) return 3 + value.reduce((sum: number, v) => sum + 1 + approximateItemBytes(v), 0);
   if (value instanceof Set) return [...value].reduce((sum: number, v) => sum + approximateItemBytes(v), 0);
   let sum = 3;
-  for (const [k, v] of Object.entries(value as Record<string, unknown>)) sum += Buffer.byteLength(k) + 1 + approximateItemBytes(v);
+  // for…in over a plain object, not Object.entries: no array per key (every node write measures its item).
+  const map = value as Record<string, unknown>;
+  for (const k in map) sum += Buffer.byteLength(k) + 1 + approximateItemBytes(map[k]);
   return sum;
 }
 

@@ -249,7 +249,9 @@ function mapBatchWrite(requests: Record<string, unknown>, convert: MapConverter)
 /** Plain values to DynamoDB's attribute values; `undefined` members are left out, as the document client's `removeUndefinedValues` does. */
 export function marshalMap(map: DocumentItem): Record<string, AttributeValue> {
   const out: Record<string, AttributeValue> = {};
-  for (const [name, value] of Object.entries(map)) {
+  // for…in, not Object.entries: items are plain objects, and every call converts each of their maps (no array per key).
+  for (const name in map) {
+    const value = map[name];
     if (value !== undefined) out[name] = marshalValue(value);
   }
   return out;
@@ -298,7 +300,7 @@ function describe(value: unknown): string {
 /** DynamoDB's attribute values to plain values (numbers as JavaScript numbers, bytes as Buffers, sets as Sets). */
 export function unmarshalMap(map: Record<string, unknown>): DocumentItem {
   const out: DocumentItem = {};
-  for (const [name, value] of Object.entries(map)) out[name] = unmarshalValue(value as AttributeValue);
+  for (const name in map) out[name] = unmarshalValue(map[name] as AttributeValue);
   return out;
 }
 
