@@ -109,7 +109,18 @@ async function decideAndReserve(deps: ControlDeps, req: FilterRequest, candidate
           return node ? allocatingOn(node, nowMs, lockExpireMs) : undefined;
         }
       : undefined;
-    const decision = decide({ pod: req.pod, candidates, nodes: view.engineNodes(nowMs, pod.uid), ...(quota ? { quota } : {}), config: deps.config.engine, nowMs, memo: view.memo, ...(avoid ? { avoid } : {}) });
+    const resolved = view.engineCandidates(candidates, nowMs, pod.uid);
+    const decision = decide({
+      pod: req.pod,
+      candidates: resolved.candidates,
+      candidateStates: resolved.states,
+      nodes: view.engineNodes(nowMs, pod.uid),
+      ...(quota ? { quota } : {}),
+      config: deps.config.engine,
+      nowMs,
+      memo: view.memo,
+      ...(avoid ? { avoid } : {}),
+    });
     if (decision.kind !== 'fit') return finishWithoutFit(deps, req, decision, attemptId, started, freshness);
 
     const node = view.get(decision.node);

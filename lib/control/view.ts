@@ -65,6 +65,14 @@ export class ClusterView {
    * new objects whenever their node changes, so only nodes that changed are fitted again.
    */
   readonly memo = new EvaluationMemo();
+  /**
+   * The last candidate list resolved (`candidates`) and its nodes' slots by position. kube-scheduler sends the same
+   * list, filter after filter, until nodes come or go: reading a thousand slots by position costs a fraction of a
+   * thousand lookups by names just parsed, each of which misses the caches of a core that waited between filters.
+   */
+  private resolved: { readonly names: readonly string[]; readonly slots: readonly (NodeSlot | undefined)[]; readonly membership: number } | undefined;
+  /** Moves whenever a slot is added or removed: a list resolved before is then resolved again. */
+  private membership = 0;
   private loaded = false;
   private seqSeen = 0;
   private syncedAt = 0;
@@ -106,7 +114,8 @@ export class ClusterView {
 
   /** Reads the candidates the view has never seen (nodes registered since its last sync): they are not called unregistered unread. */
   async learn(names: readonly string[]): Promise<void> {
-    const unknown = names.filter((name) => !this.nodes.has(name) && !this.absent.has(name));
+    const { slots } = this.resolve(names);
+    const unknown = names.filter((name, i) => slots[i] === undefined && !this.absent.has(name));
     if (unknown.length === 0) return;
     const found = await this.store.readNodes(unknown, { consistent: true });
     for (const name of unknown) {
@@ -154,8 +163,10 @@ export class ClusterView {
       });
     }
     this.index(known, node);
-    if (slot === undefined) this.nodes.set(node.name, { ledger: node, state: undefined, validUntilMs: 0 });
-    else {
+    if (slot === undefined) {
+      this.nodes.set(node.name, { ledger: node, state: undefined, validUntilMs: 0 });
+      this.membership += 1;
+    } else {
       slot.ledger = node;
       slot.state = undefined;
     }
@@ -178,7 +189,7 @@ export class ClusterView {
 
   private forget(name: string): void {
     this.index(this.nodes.get(name)?.ledger, undefined);
-    this.nodes.delete(name);
+    if (this.nodes.delete(name)) this.membership += 1;
   }
 
   get(name: string): NodeLedger | undefined {
@@ -209,10 +220,34 @@ export class ClusterView {
     return {
       get: (name) => {
         const slot = this.nodes.get(name);
-        if (!slot) return undefined;
-        return holding.includes(name) ? toNodeState(slot.ledger, nowMs, excludeUid) : nodeState(slot, nowMs);
+        return slot === undefined ? undefined : engineState(slot, name, nowMs, excludeUid, holding);
       },
     };
+  }
+
+  /**
+   * The candidates as the engine takes them: the list (the very array the view resolved before, when `names` holds
+   * the same names in the same order, so the engine's memo knows the list too) and each candidate's state by position,
+   * as `engineNodes` gives them.
+   */
+  engineCandidates(names: readonly string[], nowMs: number, excludeUid?: string): { candidates: readonly string[]; states: (NodeState | undefined)[] } {
+    const holding = excludeUid !== undefined ? this.byUid.values(excludeUid) : [];
+    const { names: candidates, slots } = this.resolve(names);
+    const states = new Array<NodeState | undefined>(slots.length);
+    for (let i = 0; i < slots.length; i++) {
+      const slot = slots[i];
+      states[i] = slot === undefined ? undefined : engineState(slot, candidates[i]!, nowMs, excludeUid, holding);
+    }
+    return { candidates, states };
+  }
+
+  /** `names`' slots by position: those of the last list resolved when the names and the view's nodes are the same. */
+  private resolve(names: readonly string[]): { names: readonly string[]; slots: readonly (NodeSlot | undefined)[] } {
+    const last = this.resolved;
+    if (last !== undefined && last.membership === this.membership && sameNames(last.names, names)) return last;
+    const slots = names.map((name) => this.nodes.get(name));
+    this.resolved = { names, slots, membership: this.membership };
+    return this.resolved;
   }
 
   /** Every namespace that has had a ResourceQuota (read from the store: the view keeps quotas of namespaces it scheduled in only). */
@@ -247,6 +282,7 @@ export class ClusterView {
     const names = await this.store.readDirectory();
     const nodes = await this.store.readNodes(names, { consistent: true });
     this.nodes.clear();
+    this.membership += 1;
     this.byUid.clear();
     this.byName.clear();
     this.absent.clear();
@@ -288,6 +324,18 @@ export class ClusterView {
     if (last) this.seqSeen = Math.max(this.seqSeen, last.seq);
     this.syncedAt = startedAt;
   }
+}
+
+/** The engine's state of a node; computed afresh, the pod's own bookings left out, where the pod holds one. */
+function engineState(slot: NodeSlot, name: string, nowMs: number, excludeUid: string | undefined, holding: readonly string[]): NodeState {
+  return holding.includes(name) ? toNodeState(slot.ledger, nowMs, excludeUid) : nodeState(slot, nowMs);
+}
+
+function sameNames(a: readonly string[], b: readonly string[]): boolean {
+  if (a === b) return true;
+  if (a.length !== b.length) return false;
+  for (let i = 0; i < a.length; i++) if (a[i] !== b[i]) return false;
+  return true;
 }
 
 /** The engine's state of a node, computed again when its ledger changed or a reservation in it expired. */

@@ -49,18 +49,20 @@ export function decide(input: DecideInput): Decision {
   const run = new FitRun({ arena, plan, notes, trace, node: EMPTY_NODE, nodeRow: 0, request: NO_REQUEST, realtime: undefined, kindState: undefined });
   const outcome: NodeOutcome = { row: 0, score: 0, reason: undefined };
   // Nodes unchanged since a decision on the same plan get that decision's rows (./reuse.ts).
-  const reuse = MemoUse.of(input.memo, plan, input.config);
+  const reuse = MemoUse.of(input.memo, plan, input.config, input.candidates);
+  const { candidates, candidateStates } = input;
 
-  for (const name of input.candidates) {
-    const state = input.nodes.get(name);
+  for (let position = 0; position < candidates.length; position++) {
+    const name = candidates[position]!;
+    const state = candidateStates !== undefined ? candidateStates[position] : input.nodes.get(name);
     if (state === undefined || !state.registration.registered || state.unschedulable !== undefined) {
       const reason = state?.unschedulable ?? NodeFailure.Unregistered;
       trace.failedNode(name, reason);
       failedNodes[name] = reason;
       continue;
     }
-    if (reuse === undefined || !reuse.copy(state, trace, outcome)) evaluateNode(run, state, prepareNode(state.registration), outcome);
-    reuse?.note(state, trace, outcome);
+    if (reuse === undefined || !reuse.copy(state, position, trace, outcome)) evaluateNode(run, state, prepareNode(state.registration), outcome);
+    reuse?.note(state, position, trace, outcome);
     if (outcome.reason === undefined) {
       fit.names.push(name);
       fit.scores.push(outcome.score);

@@ -41,6 +41,13 @@ interface RememberedRows extends NodeOutcome {
 interface RememberedPlan {
   readonly rows: Map<string, RememberedRows>;
   decisions: number;
+  /**
+   * The candidate list of the plan's last decision and, by position in it, the rows that decision noted: a decision
+   * given the very same list (the same array, as the control plane's view passes a list it has seen before) finds each
+   * node's rows by position, without a lookup by name. An array must not change once a decision has seen it.
+   */
+  list: readonly string[] | undefined;
+  byPosition: (RememberedRows | undefined)[];
 }
 
 /** Plans remembered at once: a few pod shapes (a deployment's, a job's) cover most of a burst. */
@@ -66,7 +73,7 @@ export class EvaluationMemo {
       this.plans.clear();
       this.config = config;
     }
-    const plan = this.plans.get(key) ?? { rows: new Map<string, RememberedRows>(), decisions: 0 };
+    const plan = this.plans.get(key) ?? { rows: new Map<string, RememberedRows>(), decisions: 0, list: undefined, byPosition: [] };
     this.plans.delete(key);
     this.plans.set(key, plan);
     if (this.plans.size > REMEMBERED_PLANS) this.plans.delete(this.plans.keys().next().value!);
@@ -111,22 +118,34 @@ export class MemoUse {
     private readonly plan: RememberedPlan,
     /** This decision's count in its plan. */
     private readonly decision: number,
+    /** Whether the plan's last decision had this very candidate list (then `plan.byPosition` is this list's). */
+    private readonly sameList: boolean,
   ) {}
 
   /** Undefined without a memo, or when the plan cannot be reused. */
-  static of(memo: EvaluationMemo | undefined, plan: PodPlan, config: EngineConfig): MemoUse | undefined {
+  static of(memo: EvaluationMemo | undefined, plan: PodPlan, config: EngineConfig, candidates: readonly string[]): MemoUse | undefined {
     const key = memo === undefined ? undefined : planKey(plan);
     if (memo === undefined || key === undefined) return undefined;
     const remembered = memo.planOf(key, config);
-    return new MemoUse(memo, remembered, ++remembered.decisions);
+    const sameList = remembered.list === candidates;
+    if (!sameList) {
+      remembered.list = candidates;
+      remembered.byPosition = new Array<RememberedRows | undefined>(candidates.length).fill(undefined);
+    }
+    return new MemoUse(memo, remembered, ++remembered.decisions, sameList);
+  }
+
+  /** The rows kept for the node at `position`: by position on the same list (when noted there), else by name. */
+  private keptAt(state: NodeState, position: number): RememberedRows | undefined {
+    return (this.sameList ? this.plan.byPosition[position] : undefined) ?? this.plan.rows.get(state.name);
   }
 
   /**
    * Whether an outcome is kept for this very node state: then its rows are copied into `trace` (now its current node)
    * and `outcome` is filled. Rows this decision noted itself (a node listed twice) are fitted again, not copied.
    */
-  copy(state: NodeState, trace: DecisionTrace, outcome: NodeOutcome): boolean {
-    const kept = this.plan.rows.get(state.name);
+  copy(state: NodeState, position: number, trace: DecisionTrace, outcome: NodeOutcome): boolean {
+    const kept = this.keptAt(state, position);
     if (kept === undefined || kept.state !== state || kept.trace === trace) {
       this.memo.evaluated += 1;
       return false;
@@ -142,12 +161,15 @@ export class MemoUse {
    * What the decision recorded for a node, complete at `outcome.row` of its trace: the node now points at that trace
    * (an older trace goes with its last rows).
    */
-  note(state: NodeState, trace: DecisionTrace, outcome: NodeOutcome): void {
-    const kept = this.plan.rows.get(state.name);
+  note(state: NodeState, position: number, trace: DecisionTrace, outcome: NodeOutcome): void {
+    const kept = this.keptAt(state, position);
     if (kept === undefined) {
-      this.plan.rows.set(state.name, { state, trace, row: outcome.row, score: outcome.score, reason: outcome.reason, decision: this.decision });
+      const rows: RememberedRows = { state, trace, row: outcome.row, score: outcome.score, reason: outcome.reason, decision: this.decision };
+      this.plan.rows.set(state.name, rows);
+      this.plan.byPosition[position] = rows;
       return;
     }
+    this.plan.byPosition[position] = kept;
     kept.state = state;
     kept.trace = trace;
     kept.row = outcome.row;

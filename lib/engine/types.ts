@@ -270,6 +270,11 @@ export interface DecideInput {
   readonly candidates: readonly string[];
   /** Known nodes by name; a candidate missing here is `node unregistered`. */
   readonly nodes: { get(name: string): NodeState | undefined };
+  /**
+   * The candidates' states by position, as `nodes` would give them, where the caller has them already (the control
+   * plane's view resolves a candidate list it has seen before by position, without a lookup per name).
+   */
+  readonly candidateStates?: readonly (NodeState | undefined)[];
   readonly quota?: QuotaView;
   readonly config: EngineConfig;
   /** Epoch milliseconds, for real-time freshness only. */

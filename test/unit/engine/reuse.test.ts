@@ -67,6 +67,10 @@ describe('decisions reuse what they can of earlier ones, and decide the same', (
       fc.property(fc.array(nodeArb, { minLength: 1, maxLength: 8 }), fc.array(shapeArb, { minLength: 1, maxLength: 4 }), fc.array(stepArb, { minLength: 1, maxLength: 12 }), (specs, shapes, steps) => {
         const states = specs.map((spec, n) => nodeState(n, spec, []));
         const memo = new EvaluationMemo();
+        // A second memo fed as the control plane's view feeds it: one array per distinct list (the memo then finds
+        // rows by position), and the candidates' states by position.
+        const listMemo = new EvaluationMemo();
+        const lists = new Map<string, string[]>();
         const cfg = config();
         for (const step of steps) {
           for (const change of step.changed) {
@@ -81,6 +85,12 @@ describe('decisions reuse what they can of earlier ones, and decide the same', (
           const plain = decide(input(p, states, extra));
           const reused = decide({ ...input(p, states, extra), memo });
           expect(observable(reused)).toEqual(observable(plain));
+          const names = candidates ?? states.map((s) => s.name);
+          const list = lists.get(names.join()) ?? names;
+          lists.set(names.join(), list);
+          const byName = new Map(states.map((s) => [s.name, s]));
+          const byPosition = decide({ ...input(p, states, { ...extra, candidates: list }), candidateStates: list.map((name) => byName.get(name)), memo: listMemo });
+          expect(observable(byPosition)).toEqual(observable(plain));
         }
       }),
       { numRuns: 200 },

@@ -1,0 +1,73 @@
+/**
+ * The warm view resolves a candidate list it has seen before by position (kube-scheduler sends the same list, filter
+ * after filter) and resolves it again when nodes come or go; either way the engine gets, by position, the states
+ * `engineNodes` gives by name.
+ */
+import { ingestClusterEvents } from '../../../lib/control/clusterEvents';
+import { filterPod } from '../../../lib/control/filter';
+import type { ClusterView } from '../../../lib/control/view';
+import { card, gpuNode, gpuPod } from '../../support/cluster';
+import { filterOf, world } from './fixtures';
+
+const node = (type: 'ADDED' | 'DELETED', name: string) => ({ type, object: gpuNode(name, [card(`GPU-${name}-0`, { devmem: 16384, devcore: 100, count: 10 })]) });
+
+/** What `engineNodes` gives for each name. */
+function byName(view: ClusterView, names: readonly string[], nowMs: number, excludeUid?: string) {
+  const nodes = view.engineNodes(nowMs, excludeUid);
+  return names.map((name) => nodes.get(name));
+}
+
+describe('view: candidate lists', () => {
+  it('gives the states engineNodes gives, and the list it resolved before while the names and the nodes are the same', async () => {
+    const w = world();
+    const ingest = w.environment();
+    const decider = w.environment();
+    await ingestClusterEvents(ingest.deps, ['n1', 'n2', 'n3'].map((n) => node('ADDED', n)));
+    const view = decider.deps.view;
+    await view.prepare();
+
+    const first = view.engineCandidates(['n1', 'n9', 'n3'], w.clock.now);
+    expect(first.candidates).toEqual(['n1', 'n9', 'n3']);
+    first.states.forEach((state, i) => expect(state).toBe(byName(view, first.candidates, w.clock.now)[i]));
+    expect(first.states[1]).toBeUndefined();
+    // The same names in a new array (the next request): the list resolved before, which the engine's memo knows.
+    expect(view.engineCandidates(['n1', 'n9', 'n3'], w.clock.now).candidates).toBe(first.candidates);
+    // Other names, or the same in another order: resolved on their own.
+    const reordered = ['n3', 'n9', 'n1'];
+    expect(view.engineCandidates(reordered, w.clock.now).candidates).toBe(reordered);
+
+    // A node comes: the list is resolved again, and the newcomer is found.
+    await ingestClusterEvents(ingest.deps, [node('ADDED', 'n9')]);
+    const list = ['n1', 'n9', 'n3'];
+    await view.learn(list);
+    const joined = view.engineCandidates(list, w.clock.now);
+    expect(joined.candidates).toBe(list);
+    expect(joined.states[1]?.name).toBe('n9');
+    joined.states.forEach((state, i) => expect(state).toBe(byName(view, list, w.clock.now)[i]));
+
+    // A node changes (here: it is being deleted): the same list, each state as the node is now.
+    const gone = await ingestClusterEvents(ingest.deps, [node('DELETED', 'n3')]);
+    await view.prepare(gone.viewSeq);
+    const after = view.engineCandidates(['n1', 'n9', 'n3'], w.clock.now);
+    expect(after.candidates).toBe(list);
+    expect(after.states[2]).not.toBe(joined.states[2]);
+    expect(after.states[2]?.registration).toEqual({ registered: false, reason: 'node deleted' });
+    after.states.forEach((state, i) => expect(state).toBe(byName(view, list, w.clock.now)[i]));
+  });
+
+  it('leaves the filtered pod’s own bookings out of its nodes’ states, as engineNodes does', async () => {
+    const w = world();
+    const env = w.environment();
+    await ingestClusterEvents(env.deps, ['n1', 'n2'].map((n) => node('ADDED', n)));
+    const pod = gpuPod('p', [{ name: 'c', gpu: 1, mem: 4000, cores: 20 }]);
+    await filterPod(env.deps, filterOf(pod, ['n1']));
+    const view = env.deps.view;
+    const uid = pod.metadata.uid;
+    const withPod = view.engineCandidates(['n1', 'n2'], w.clock.now);
+    const without = view.engineCandidates(['n1', 'n2'], w.clock.now, uid);
+    expect(without.states).toEqual(byName(view, ['n1', 'n2'], w.clock.now, uid));
+    // The booking shows in n1's usage, except for the pod itself.
+    expect(without.states[0]).not.toEqual(withPod.states[0]);
+    expect(without.states[1]).toBe(withPod.states[1]);
+  });
+});
