@@ -66,7 +66,7 @@ export class ClusterView {
    */
   readonly memo = new EvaluationMemo();
   /**
-   * The last candidate list resolved (`candidates`) and its nodes' slots by position. kube-scheduler sends the same
+   * The last candidate list resolved (`resolve`) and its nodes' slots by position. kube-scheduler sends the same
    * list, filter after filter, until nodes come or go: reading a thousand slots by position costs a fraction of a
    * thousand lookups by names just parsed, each of which misses the caches of a core that waited between filters.
    */
@@ -331,6 +331,7 @@ function engineState(slot: NodeSlot, name: string, nowMs: number, excludeUid: st
   return holding.includes(name) ? toNodeState(slot.ledger, nowMs, excludeUid) : nodeState(slot, nowMs);
 }
 
+/** The same names in the same order (compared one by one: both lists are read in order, where lookups jump around the map). */
 function sameNames(a: readonly string[], b: readonly string[]): boolean {
   if (a === b) return true;
   if (a.length !== b.length) return false;
