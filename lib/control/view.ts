@@ -66,9 +66,10 @@ export class ClusterView {
    */
   readonly memo = new EvaluationMemo();
   /**
-   * The last candidate list resolved (`resolve`) and its nodes' slots by position. kube-scheduler sends the same
-   * list, filter after filter, until nodes come or go: reading a thousand slots by position costs a fraction of a
-   * thousand lookups by names just parsed, each of which misses the caches of a core that waited between filters.
+   * The last candidate list resolved (`resolve`) and its nodes' slots by position. Where kube-scheduler sends every
+   * feasible node (not with its sampling, whose window moves), the list is the same filter after filter until nodes
+   * come or go: reading a thousand slots by position costs a fraction of a thousand lookups by names just parsed,
+   * each of which misses the caches of a core that waited between filters.
    */
   private resolved: { readonly names: readonly string[]; readonly slots: readonly (NodeSlot | undefined)[]; readonly membership: number } | undefined;
   /** Moves whenever a slot is added or removed: a list resolved before is then resolved again. */
