@@ -13,6 +13,8 @@ import type { NodeLike, PodLike } from '../engine/types';
 import { BadRequestError, PayloadTooLargeError } from '../errors';
 import { kubeName, kubeNames, kubeNamespace, kubeUid } from '../control/names';
 import { MIN_VIEW_SEQ_HEADER } from '../wire';
+import { isJsonObject, type JsonObject } from '../json';
+import { NodeNamesMemo, splitNodeNames } from './nodeNamesText';
 import { decodePathSegment } from './paths';
 import { json, type HttpResponse, type RouteKind } from './respond';
 
@@ -81,16 +83,34 @@ const bindArgs = z.object({
 
 const outcomeArgs = bindArgs.extend({ error: z.string() });
 
+function assertBodySize(body: string): void {
+  if (Buffer.byteLength(body) > MAX_BODY_BYTES) throw new PayloadTooLargeError(`request body larger than ${MAX_BODY_BYTES} bytes`);
+}
+
 /** Parses a JSON body whose top-level keys may come in any letter case (as Go's decoder accepts). */
 function parseExtenderBody(body: string): Record<string, unknown> {
-  if (Buffer.byteLength(body) > MAX_BODY_BYTES) throw new PayloadTooLargeError(`request body larger than ${MAX_BODY_BYTES} bytes`);
+  assertBodySize(body);
   let parsed: unknown;
   try {
     parsed = JSON.parse(body);
   } catch (err) {
     throw new BadRequestError(`request body is not valid JSON: ${(err as Error).message}`);
   }
-  if (parsed === null || typeof parsed !== 'object' || Array.isArray(parsed)) throw new BadRequestError('request body must be a JSON object');
+  if (!isJsonObject(parsed)) throw new BadRequestError('request body must be a JSON object');
+  return foldKeys(parsed);
+}
+
+/** `parseExtenderBody` without its errors: `undefined` for anything but a JSON object. */
+function tryParseExtenderBody(body: string): Record<string, unknown> | undefined {
+  try {
+    const parsed: unknown = JSON.parse(body);
+    return isJsonObject(parsed) ? foldKeys(parsed) : undefined;
+  } catch {
+    return undefined;
+  }
+}
+
+function foldKeys(parsed: JsonObject): Record<string, unknown> {
   const folded: Record<string, unknown> = {};
   for (const [key, value] of Object.entries(parsed)) folded[key.toLowerCase()] = value;
   return folded;
@@ -131,25 +151,51 @@ function minViewSeq(headers: HttpRequest['headers']): number | undefined {
   return Number(raw.trim());
 }
 
-export const filterRoute: Route = {
-  name: 'filter',
-  kind: 'extender',
-  method: 'POST',
-  path: '/filter',
-  async handle(deps, req, logKeys) {
-    const body = parseExtenderBody(req.body);
-    if (body.pod === undefined || body.pod === null) throw new BadRequestError('extender args missing pod');
-    const args = check(filterArgs, body, 'ExtenderArgs');
-    const pod = normalisePod(args.pod);
-    const podRef = { namespace: pod.metadata.namespace ?? 'default', name: pod.metadata.name, uid: pod.metadata.uid ?? '' };
-    logKeys({ pod: `${podRef.namespace}/${podRef.name}` });
-    const nodes = args.nodes ? ((args.nodes.items ?? []) as unknown as NodeLike[]) : null;
-    const seq = minViewSeq(req.headers);
-    const answer = await filterPod(deps, { pod, podRef, nodeNames: args.nodenames ?? null, nodes, ...(seq !== undefined ? { minViewSeq: seq } : {}) });
-    if (answer.attemptId) logKeys({ attemptId: answer.attemptId });
-    return json(200, { ...answer.result, Effects: answer.effects });
-  },
-};
+/**
+ * ExtenderArgs checked; a `NodeNames` text seen last (lib/http/nodeNamesText.ts) is not parsed or checked again. A body
+ * whose rest repeats the names' key in another letter case is read whole, as Go's decoder would read it.
+ */
+export function readFilterArgs(raw: string, memo: NodeNamesMemo): z.infer<typeof filterArgs> {
+  const split = splitNodeNames(raw);
+  const known = split && memo.reuse(split.namesText);
+  if (split && known) {
+    assertBodySize(raw);
+    const rest = tryParseExtenderBody(split.rest);
+    if (rest && Object.keys(rest).length > 0 && !('nodenames' in rest)) return { ...checkedFilterArgs(rest), nodenames: known as string[] };
+  }
+  const args = checkedFilterArgs(parseExtenderBody(raw));
+  if (split && args.nodenames) return { ...args, nodenames: memo.remember(split.namesText, args.nodenames) as string[] };
+  return args;
+}
+
+function checkedFilterArgs(body: Record<string, unknown>): z.infer<typeof filterArgs> {
+  if (body.pod === undefined || body.pod === null) throw new BadRequestError('extender args missing pod');
+  return check(filterArgs, body, 'ExtenderArgs');
+}
+
+/** The filter route, with its own memo of the last names' text (one per environment: `filterRoute`). */
+export function createFilterRoute(): Route {
+  const memo = new NodeNamesMemo();
+  return {
+    name: 'filter',
+    kind: 'extender',
+    method: 'POST',
+    path: '/filter',
+    async handle(deps, req, logKeys) {
+      const args = readFilterArgs(req.body, memo);
+      const pod = normalisePod(args.pod);
+      const podRef = { namespace: pod.metadata.namespace ?? 'default', name: pod.metadata.name, uid: pod.metadata.uid ?? '' };
+      logKeys({ pod: `${podRef.namespace}/${podRef.name}` });
+      const nodes = args.nodes ? ((args.nodes.items ?? []) as unknown as NodeLike[]) : null;
+      const seq = minViewSeq(req.headers);
+      const answer = await filterPod(deps, { pod, podRef, nodeNames: args.nodenames ?? null, nodes, ...(seq !== undefined ? { minViewSeq: seq } : {}) });
+      if (answer.attemptId) logKeys({ attemptId: answer.attemptId });
+      return json(200, { ...answer.result, Effects: answer.effects });
+    },
+  };
+}
+
+export const filterRoute: Route = createFilterRoute();
 
 export const bindRoute: Route = {
   name: 'bind',
