@@ -15,7 +15,7 @@ import { DecisionArena } from './arena';
 import { deviceKind, deviceKindOf } from './devices';
 import { DecisionTrace } from './evidence';
 import { FitRun, realtimeView } from './fit';
-import { fitMessage, listingPositions, noAvailableNodeMessage, reasonEvents } from './messages';
+import { fitMessage, lastListedPosition, listingPositions, noAvailableNodeMessage, reasonEvents } from './messages';
 import { planPod, type PodContainer } from './plan';
 import type { DeviceScoringWeights } from './podAnnotations';
 import { DeviceScoringWeightsError, deviceScoringWeightsOf } from './podAnnotations';
@@ -100,27 +100,32 @@ export function decide(input: DecideInput): Decision {
       realtime: notes,
     });
   }
-  const listing = listingPositions(plan.nodePolicy, fit);
+  // The whole listing (a sort) only for the message and the fitting nodes, built when first read (after the booking
+  // has left), or where the node listed last is passed over.
+  let sorted: number[] | undefined;
+  const listing = (): number[] => (sorted ??= listingPositions(plan.nodePolicy, fit));
   // HAMi takes the last node listed; asked to, pass over nodes that are busy with another allocation while any other fits.
   const passedOver: { name: string; holder: string }[] = [];
-  let pick = listing.length - 1;
-  if (input.avoid) {
-    for (let i = listing.length - 1; i >= 0; i--) {
-      const name = fit.names[listing[i]!]!;
+  const last = lastListedPosition(plan.nodePolicy, fit);
+  let chosen = last ?? listing()[fit.names.length - 1]!;
+  if (input.avoid && input.avoid(fit.names[chosen]!) !== undefined) {
+    const listed = listing();
+    for (let i = listed.length - 1; i >= 0; i--) {
+      const name = fit.names[listed[i]!]!;
       const holder = input.avoid(name);
       if (holder === undefined) break;
       passedOver.push({ name, holder });
     }
-    if (passedOver.length === listing.length) passedOver.length = 0;
-    else pick = listing.length - 1 - passedOver.length;
+    if (passedOver.length === listed.length) passedOver.length = 0;
+    chosen = listed[listed.length - 1 - passedOver.length]!;
   }
-  const chosen = listing[pick]!;
   const chosenName = fit.names[chosen]!;
   const devices = trace.podDevices(fit.rows[chosen]!);
   const chosenState = input.nodes.get(chosenName)!;
-  // Built when first read, as the evidence is (the filter reads it once its answers are in).
+  // Built when first read, as the evidence is (the filter reads them once the booking is on its way).
   const listedOnFirstRead = (decision: object): readonly { name: string; score: number }[] =>
-    keepOnDecision(decision, 'fitNodes', listing.map((i) => ({ name: fit.names[i]!, score: fit.scores[i]! })));
+    keepOnDecision(decision, 'fitNodes', listing().map((i) => ({ name: fit.names[i]!, score: fit.scores[i]! })));
+  const messageOnFirstRead = (decision: object): string => keepOnDecision(decision, 'message', fitMessage(chosenName, input.candidates.length, fit, listing()));
   return withHiddenFields<Extract<Decision, { kind: 'fit' }>>({
     kind: 'fit',
     node: chosenName,
@@ -135,12 +140,14 @@ export function decide(input: DecideInput): Decision {
     nodePolicy: plan.nodePolicy,
     passedOver,
     failedNodes,
-    message: fitMessage(chosenName, input.candidates.length, fit, listing),
+    get message() {
+      return messageOnFirstRead(this);
+    },
     get evidence() {
       return evidenceOnFirstRead(this);
     },
     realtime: notes,
-  }, listing.length);
+  }, fit.names.length);
 }
 
 /**

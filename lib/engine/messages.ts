@@ -141,6 +141,21 @@ export function listingPositions(policy: NodePolicy, nodes: ScoredNodes): number
   return positions.sort((i, j) => compareListed(spread, scores[i]!, names[i]!, scores[j]!, names[j]!));
 }
 
+/**
+ * The position `listingPositions` lists last (the node HAMi takes), found without sorting; among equal entries (a name
+ * sent twice) the later one, as the stable sort leaves them. `undefined` where a NaN score leaves the order to the sort.
+ */
+export function lastListedPosition(policy: NodePolicy, nodes: ScoredNodes): number | undefined {
+  const spread = policy === 'spread';
+  const { names, scores } = nodes;
+  let last: number | undefined;
+  for (let i = 0; i < names.length; i++) {
+    if (Number.isNaN(scores[i])) return undefined;
+    if (last === undefined || compareListed(spread, scores[i]!, names[i]!, scores[last]!, names[last]!) >= 0) last = i;
+  }
+  return last;
+}
+
 /** `find fit node(<node>), <not fit> nodes not fit, <fit> nodes fit(<a>:<s>,…)` (docs/hami-parity.md §5.5). */
 export function fitNodeMessage(node: string, candidateCount: number, fitNodes: readonly ScoredNode[]): string {
   return fitMessage(node, candidateCount, { names: fitNodes.map((n) => n.name), scores: fitNodes.map((n) => n.score) }, fitNodes.map((_, i) => i));

@@ -1,8 +1,11 @@
+import fc from 'fast-check';
 import {
   fitNodeMessage,
   formatGoFixed2,
   genReason,
   goQuote,
+  lastListedPosition,
+  listingPositions,
   noAvailableNodeMessage,
   parseReason,
   reasonEventMessage,
@@ -92,5 +95,21 @@ describe('filter messages (docs/hami-parity.md §5.5)', () => {
         d: 'node unregistered',
       }),
     ).toEqual(['2 nodes CardInsufficientMemory(a,b)', '1 nodes CardNotHealth(b)']);
+  });
+});
+
+describe('the node listed last, found without sorting', () => {
+  const scored = fc
+    .array(fc.record({ name: fc.constantFrom('n1', 'n2', 'n3', 'n10', 'N2'), score: fc.oneof(fc.constantFrom(0, 1.5, 2, Infinity, -Infinity, NaN), fc.double()) }), { minLength: 1, maxLength: 12 })
+    .map((nodes) => ({ names: nodes.map((n) => n.name), scores: nodes.map((n) => n.score) }));
+
+  it('is the position the listing puts last (HAMi takes it), repeated names and equal scores included', () => {
+    fc.assert(
+      fc.property(scored, fc.constantFrom('spread' as const, 'binpack' as const), (nodes, policy) => {
+        const expected = nodes.scores.some(Number.isNaN) ? undefined : listingPositions(policy, nodes).at(-1);
+        expect(lastListedPosition(policy, nodes)).toBe(expected);
+      }),
+      { numRuns: 2000 },
+    );
   });
 });
