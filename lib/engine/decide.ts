@@ -55,14 +55,17 @@ export function decide(input: DecideInput): Decision {
   for (let position = 0; position < candidates.length; position++) {
     const name = candidates[position]!;
     const state = candidateStates !== undefined ? candidateStates[position] : input.nodes.get(name);
-    if (state === undefined || !state.registration.registered || state.unschedulable !== undefined) {
-      const reason = state?.unschedulable ?? NodeFailure.Unregistered;
-      trace.failedNode(name, reason);
-      failedNodes[name] = reason;
-      continue;
+    // Rows kept for this very state were noted after it passed the check below: copied without reading the state.
+    if (state === undefined || reuse === undefined || !reuse.copy(state, position, trace, outcome)) {
+      if (state === undefined || !state.registration.registered || state.unschedulable !== undefined) {
+        const reason = state?.unschedulable ?? NodeFailure.Unregistered;
+        trace.failedNode(name, reason);
+        failedNodes[name] = reason;
+        continue;
+      }
+      evaluateNode(run, state, prepareNode(state.registration), outcome);
+      reuse?.note(state, position, trace, outcome);
     }
-    if (reuse === undefined || !reuse.copy(state, position, trace, outcome)) evaluateNode(run, state, prepareNode(state.registration), outcome);
-    reuse?.note(state, position, trace, outcome);
     if (outcome.reason === undefined) {
       fit.names.push(name);
       fit.scores.push(outcome.score);

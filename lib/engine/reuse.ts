@@ -141,8 +141,9 @@ export class MemoUse {
   }
 
   /**
-   * Whether an outcome is kept for this very node state: then its rows are copied into `trace` (now its current node)
-   * and `outcome` is filled. Rows this decision noted itself (a node listed twice) are fitted again, not copied.
+   * Whether an outcome is kept for this very node state: then its rows are copied into `trace` (now its current node),
+   * `outcome` is filled, and the kept rows are noted as this decision's (no `note` needed). Rows this decision noted
+   * itself (a node listed twice) are fitted again, not copied.
    */
   copy(state: NodeState, position: number, trace: DecisionTrace, outcome: NodeOutcome): boolean {
     const kept = this.keptAt(state, position);
@@ -154,6 +155,10 @@ export class MemoUse {
     outcome.row = trace.copyNode(kept.trace, kept.row);
     outcome.score = kept.score;
     outcome.reason = kept.reason;
+    this.plan.byPosition[position] = kept;
+    kept.trace = trace;
+    kept.row = outcome.row;
+    kept.decision = this.decision;
     return true;
   }
 
