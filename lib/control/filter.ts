@@ -152,6 +152,7 @@ async function decideAndReserve(deps: ControlDeps, req: FilterRequest, candidate
     const write = booked.value;
     if (!write.ok) {
       // The node changed under us (or its cards filled up): refresh it alone and decide again.
+      decision.release();
       const current = write.current ?? (await deps.ledger.readNodes([decision.node], { consistent: true })).get(decision.node);
       if (current) view.accept(current);
       await runtime.sleep(backoffMs(runtime.random(), round));
@@ -165,6 +166,8 @@ async function decideAndReserve(deps: ControlDeps, req: FilterRequest, candidate
     }
     await releaseEarlierBookings(deps, pod.uid, decision.node, nowMs);
     observe(deps, `${pod.namespace}/${pod.name}`, attemptId, decision, started);
+    // Its record packed and its evidence logged: nothing reads the decision's rows any more (lib/engine/evidence.ts, RowStore).
+    decision.release();
     return {
       attemptId,
       result: result({ NodeNames: [decision.node] }),
@@ -289,6 +292,7 @@ async function finishWithoutFit(
   deps.view.refreshInBackground();
   await deps.records.putAttempt(attemptRecord(pod, attemptId, started, freshness, filter), started);
   observe(deps, `${pod.namespace}/${pod.name}`, attemptId, decision, started);
+  if (decision.kind !== 'error') decision.release();
   if (decision.kind === 'error') {
     return { attemptId, result: result({ Error: decision.message }), effects: [podEvent(pod, 'Warning', 'FilteringFailed', decision.message)] };
   }

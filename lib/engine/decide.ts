@@ -42,7 +42,7 @@ export function decide(input: DecideInput): Decision {
   }
   const plan = planPod(input, weights);
   const notes: RealtimeNote[] = [];
-  const trace = new DecisionTrace(plan.containers, input.candidates.length);
+  const trace = new DecisionTrace(plan.containers, input.candidates.length, input.memo?.rowStore);
   // Side by side, not an object per node: a decision's per-node objects outlive young collections at thousands of nodes.
   const fit = { names: [] as string[], scores: [] as number[], rows: [] as number[] };
   const failedNodes: Record<string, string> = {};
@@ -83,8 +83,15 @@ export function decide(input: DecideInput): Decision {
 
   // Not enumerable: JSON, spreads and key lists of a decision show its evidence and fitting nodes, not the packing
   // function or the count of the fitting nodes.
-  const withHiddenFields = <D extends Extract<Decision, { packEvidence: unknown }>>(decision: Omit<D, 'packEvidence' | 'fitNodeCount'>, fitNodeCount?: number): D => {
+  const withHiddenFields = <D extends Extract<Decision, { packEvidence: unknown }>>(decision: Omit<D, 'packEvidence' | 'fitNodeCount' | 'release'>, fitNodeCount?: number): D => {
     Object.defineProperty(decision, 'packEvidence', { value: () => trace.pack(), enumerable: false });
+    let released = false;
+    const release = (): void => {
+      if (released) return;
+      released = true;
+      trace.drop();
+    };
+    Object.defineProperty(decision, 'release', { value: release, enumerable: false });
     if (fitNodeCount !== undefined) Object.defineProperty(decision, 'fitNodeCount', { value: fitNodeCount, enumerable: false });
     return decision as D;
   };

@@ -34,27 +34,76 @@ export interface TracedContainer {
   readonly request: ContainerRequest | undefined;
 }
 
+/**
+ * The row storage of traces nothing reads any more, for the next traces. A 1,000-node decision records about 0.4 MB
+ * of rows; V8 counts a Float64Array's storage as memory outside its heap, and made anew for every decision it brought
+ * a full collection about twice a second in a filter's environment (measured with `npm run bench`). Kept by the memo
+ * (./reuse.ts), which knows when a trace's rows are no longer read (`DecisionTrace.hold`, `drop`).
+ */
+export class RowStore {
+  private readonly free: Float64Array[] = [];
+
+  /** The smallest stored array of at least `length` numbers (not zeroed), if any. */
+  take(length: number): Float64Array | undefined {
+    let best = -1;
+    for (let i = 0; i < this.free.length; i++) {
+      const candidate = this.free[i]!;
+      if (candidate.length >= length && (best < 0 || candidate.length < this.free[best]!.length)) best = i;
+    }
+    if (best < 0) return undefined;
+    const [taken] = this.free.splice(best, 1);
+    return taken;
+  }
+
+  give(data: Float64Array): void {
+    if (this.free.length < MAX_STORED_ROWS && data.length > 0) this.free.push(data);
+  }
+}
+
+/** A trace has five row sets: a few traces' worth. */
+const MAX_STORED_ROWS = 16;
+const NO_ROWS = new Float64Array(0);
+
 /** Rows of numbers in one growable Float64Array; float64 holds every figure exactly (NaN = absent). */
 class Rows {
   private data: Float64Array;
   private count = 0;
+  /** Storage taken from a `RowStore` holds numbers of an earlier trace: a row is zeroed when appended. */
+  private readonly recycled: boolean;
 
   constructor(
     private readonly width: number,
     initialRows: number,
+    private readonly store?: RowStore,
   ) {
-    this.data = new Float64Array(width * initialRows);
+    const taken = store?.take(width * initialRows);
+    this.recycled = taken !== undefined;
+    this.data = taken ?? new Float64Array(width * initialRows);
   }
 
   get length(): number {
     return this.count;
   }
 
-  /** Adds a row of zeros (rows are never reused, and new arrays start zeroed) and returns its number. */
+  /** Adds a row of zeros and returns its number. */
   append(): number {
+    const row = this.nextRow();
+    if (this.recycled) this.data.fill(0, row * this.width, (row + 1) * this.width);
+    return row;
+  }
+
+  /** The storage back to the store; the rows cannot be read after. */
+  release(): void {
+    this.store?.give(this.data);
+    this.data = NO_ROWS;
+    this.count = 0;
+  }
+
+  private nextRow(): number {
     if ((this.count + 1) * this.width > this.data.length) {
-      const grown = new Float64Array(this.data.length * 2);
-      grown.set(this.data);
+      const grown = new Float64Array(Math.max(this.data.length * 2, this.width));
+      grown.set(this.data.subarray(0, this.count * this.width));
+      this.store?.give(this.data);
       this.data = grown;
     }
     return this.count++;
@@ -62,7 +111,7 @@ class Rows {
 
   /** Adds a copy of row `row` of `from` (rows of the same width) and returns its number. */
   appendCopy(from: Rows, row: number): number {
-    const copy = this.append();
+    const copy = this.nextRow();
     // A loop, not set(subarray(…)): rows are 5 to 9 numbers, and a subarray is an object per row.
     const { data, width } = this;
     for (let column = 0, source = row * width, target = copy * width; column < width; column++) data[target + column] = from.data[source + column]!;
@@ -394,19 +443,45 @@ export class DecisionTrace {
   private readonly texts: string[] = [];
   private currentNode = -1;
 
-  /** `expectedNodes` sizes the rows (they grow when needed): growing copies, and large decisions are the ones that matter. */
+  /** Decisions and memo entries that still read this trace (`hold`, `drop`): at none, its rows go back to the store. */
+  private holders = 1;
+  private released = false;
+
+  /**
+   * `expectedNodes` sizes the rows (they grow when needed): growing copies, and large decisions are the ones that matter.
+   * With a `store`, the rows are taken from it, and given back when the trace is dropped by every holder; the trace
+   * starts held once (by its decision).
+   */
   constructor(
     private readonly containers: readonly TracedContainer[],
     expectedNodes: number,
+    private readonly store?: RowStore,
   ) {
     const nodes = Math.max(expectedNodes, 16);
     const containerCount = Math.max(containers.length, 1);
-    this.nodeRows = new Rows(8, nodes);
-    this.containerRows = new Rows(7, nodes * containerCount);
+    this.nodeRows = new Rows(8, nodes, store);
+    this.containerRows = new Rows(7, nodes * containerCount, store);
     // Fit usually stops after a few cards; a guess, not a bound.
-    this.cardRows = new Rows(9, nodes * containerCount * 2);
-    this.pickRows = new Rows(7, nodes * containerCount);
-    this.deviceRows = new Rows(5, nodes * 2);
+    this.cardRows = new Rows(9, nodes * containerCount * 2, store);
+    this.pickRows = new Rows(7, nodes * containerCount, store);
+    this.deviceRows = new Rows(5, nodes * 2, store);
+  }
+
+  hold(): void {
+    this.holders += 1;
+  }
+
+  /** One holder fewer; the last one gives the rows back to the store (a trace without a store keeps them). */
+  drop(): void {
+    this.holders -= 1;
+    if (this.holders > 0 || this.store === undefined || this.released) return;
+    this.released = true;
+    for (const rows of [this.nodeRows, this.containerRows, this.cardRows, this.pickRows, this.deviceRows]) rows.release();
+  }
+
+  /** A released trace's rows belong to another trace now: reading them would be reading that one. */
+  private assertReadable(): void {
+    if (this.released) throw new Error('decision trace read after its rows were given back');
   }
 
   // ----- recording
@@ -445,6 +520,7 @@ export class DecisionTrace {
    * order Fit adds them (containers', then the node's), so the result packs exactly as Fit's own recording would.
    */
   copyNode(from: DecisionTrace, node: number): number {
+    from.assertReadable();
     this.endNode();
     from.endNode();
     const row = this.nodeRows.appendCopy(from.nodeRows, node);
@@ -567,6 +643,7 @@ export class DecisionTrace {
 
   /** The node's devices aligned per container (`[]` for containers without cards), as recorded so far. */
   podDevices(node: number): ContainerDevice[][] {
+    this.assertReadable();
     const first = this.nodeRows.get(node, NodeColumn.firstContainer);
     const count = this.nodeRows.get(node, NodeColumn.containerCount);
     const aligned: ContainerDevice[][] = [];
@@ -580,6 +657,7 @@ export class DecisionTrace {
    * before the pod.
    */
   claims(node: number, initCount: number): CardClaim[] {
+    this.assertReadable();
     const bounds = new Map<string, { maxSlots: number; maxMem: number; maxCores: number; exclusive: boolean }>();
     const devices = this.nodeDevices[node]!;
     const first = this.nodeRows.get(node, NodeColumn.firstContainer);
@@ -623,6 +701,7 @@ export class DecisionTrace {
 
   /** The packed form of everything recorded (see `PackedEvidence`). */
   pack(): PackedEvidence {
+    this.assertReadable();
     this.endNode();
     const column = (rows: Rows, col: number): Runs => rows.runs(col);
     return {
@@ -708,6 +787,7 @@ export class DecisionTrace {
 
   /** The public evidence, one entry per node recorded, in order. */
   evidence(): NodeEvidence[] {
+    this.assertReadable();
     const nodes: NodeEvidence[] = [];
     for (let row = 0; row < this.nodeRows.length; row++) nodes.push(this.nodeEvidence(row));
     return nodes;

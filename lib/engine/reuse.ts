@@ -11,7 +11,7 @@
  * it. The decision and its evidence are exactly those of a decision without the memo (test/unit/engine/reuse.test.ts
  * checks it on random clusters).
  */
-import type { DecisionTrace } from './evidence';
+import { RowStore, type DecisionTrace } from './evidence';
 import type { PodPlan } from './plan';
 import type { EngineConfig, NodeState } from './types';
 
@@ -60,6 +60,8 @@ const REMEMBERED_PLANS = 8;
 const KEEP_DECISIONS = 32;
 
 export class EvaluationMemo {
+  /** Row storage of traces no longer kept, for the next decisions (`DecisionTrace.hold`, `drop`). */
+  readonly rowStore = new RowStore();
   private config: EngineConfig | undefined;
   /** Per plan; most recently used plan last. */
   private readonly plans = new Map<string, RememberedPlan>();
@@ -70,13 +72,18 @@ export class EvaluationMemo {
   /** What is kept for a plan under this configuration (nothing for a plan not seen yet), now the most recently used. */
   planOf(key: string, config: EngineConfig): RememberedPlan {
     if (config !== this.config) {
+      for (const plan of this.plans.values()) forget(plan);
       this.plans.clear();
       this.config = config;
     }
     const plan = this.plans.get(key) ?? { rows: new Map<string, RememberedRows>(), decisions: 0, list: undefined, byPosition: [] };
     this.plans.delete(key);
     this.plans.set(key, plan);
-    if (this.plans.size > REMEMBERED_PLANS) this.plans.delete(this.plans.keys().next().value!);
+    if (this.plans.size > REMEMBERED_PLANS) {
+      const oldest = this.plans.keys().next().value!;
+      forget(this.plans.get(oldest)!);
+      this.plans.delete(oldest);
+    }
     return plan;
   }
 }
@@ -156,7 +163,7 @@ export class MemoUse {
     outcome.score = kept.score;
     outcome.reason = kept.reason;
     this.plan.byPosition[position] = kept;
-    kept.trace = trace;
+    moveTo(kept, trace);
     kept.row = outcome.row;
     kept.decision = this.decision;
     return true;
@@ -170,13 +177,14 @@ export class MemoUse {
     const kept = this.keptAt(state, position);
     if (kept === undefined) {
       const rows: RememberedRows = { state, trace, row: outcome.row, score: outcome.score, reason: outcome.reason, decision: this.decision };
+      trace.hold();
       this.plan.rows.set(state.name, rows);
       this.plan.byPosition[position] = rows;
       return;
     }
     this.plan.byPosition[position] = kept;
     kept.state = state;
-    kept.trace = trace;
+    moveTo(kept, trace);
     kept.row = outcome.row;
     kept.score = outcome.score;
     kept.reason = outcome.reason;
@@ -187,6 +195,26 @@ export class MemoUse {
   finish(): void {
     const { rows } = this.plan;
     if (this.decision % KEEP_DECISIONS !== 0) return;
-    for (const [name, kept] of rows) if (kept.decision <= this.decision - KEEP_DECISIONS) rows.delete(name);
+    for (const [name, kept] of rows) {
+      if (kept.decision > this.decision - KEEP_DECISIONS) continue;
+      rows.delete(name);
+      kept.trace.drop();
+    }
   }
+}
+
+/** Kept rows now in `trace`: each kept entry holds the trace its rows are in (see `DecisionTrace.hold`). */
+function moveTo(kept: RememberedRows, trace: DecisionTrace): void {
+  if (kept.trace === trace) return;
+  trace.hold();
+  kept.trace.drop();
+  kept.trace = trace;
+}
+
+/** A plan no longer kept lets go of its traces. */
+function forget(plan: RememberedPlan): void {
+  for (const kept of plan.rows.values()) kept.trace.drop();
+  plan.rows.clear();
+  plan.byPosition = [];
+  plan.list = undefined;
 }

@@ -400,6 +400,8 @@ export type Decision =
       readonly realtime: readonly RealtimeNote[];
       /** The evidence packed for storage (not enumerable: JSON and spreads show `evidence`). */
       readonly packEvidence: () => PackedEvidence;
+      /** Done with the decision: its rows may go to later decisions once no memo keeps them (not enumerable; see `RowStore`). */
+      readonly release: () => void;
     }
   | {
       readonly kind: 'noFit';
@@ -414,6 +416,8 @@ export type Decision =
       readonly realtime: readonly RealtimeNote[];
       /** The evidence packed for storage (not enumerable: JSON and spreads show `evidence`). */
       readonly packEvidence: () => PackedEvidence;
+      /** Done with the decision: its rows may go to later decisions once no memo keeps them (not enumerable; see `RowStore`). */
+      readonly release: () => void;
     }
   | {
       /** The pod itself is bad (e.g. invalid `hami.io/device-scoring-weights`): HAMi's error text. */

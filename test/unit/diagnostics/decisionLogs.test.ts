@@ -210,6 +210,7 @@ describe('decision metrics (EMF)', () => {
       },
       realtime: notes,
       packEvidence: notPacked,
+      release: () => undefined,
     };
     const documents = emit((metrics) => recordDecisionMetrics(metrics, decision, 12.5));
     expect(valueOf(documents, 'DecisionLatency')).toEqual([12.5]);
@@ -246,6 +247,7 @@ describe('decision metrics (EMF)', () => {
       bookWholeNode: false,
       podAnnotations: {},
       packEvidence: notPacked,
+      release: () => undefined,
       get fitNodes(): never {
         throw new Error('the metrics built the fitting nodes list to count it');
       },
