@@ -292,10 +292,10 @@ async function finishWithoutFit(
   deps.view.refreshInBackground();
   await deps.records.putAttempt(attemptRecord(pod, attemptId, started, freshness, filter), started);
   observe(deps, `${pod.namespace}/${pod.name}`, attemptId, decision, started);
-  if (decision.kind !== 'error') decision.release();
   if (decision.kind === 'error') {
     return { attemptId, result: result({ Error: decision.message }), effects: [podEvent(pod, 'Warning', 'FilteringFailed', decision.message)] };
   }
+  decision.release();
   return {
     attemptId,
     result: result({ FailedNodes: decision.failedNodes }),

@@ -153,7 +153,7 @@ function minViewSeq(headers: HttpRequest['headers']): number | undefined {
 
 /**
  * ExtenderArgs checked; a `NodeNames` text seen last (lib/http/nodeNamesText.ts) is not parsed or checked again. A body
- * whose rest repeats the names' key in another letter case is read whole, as Go's decoder would read it.
+ * whose rest is empty, not an object, or repeats the names' key (in any letter case) is read whole, as without the memo.
  */
 export function readFilterArgs(raw: string, memo: NodeNamesMemo): z.infer<typeof filterArgs> {
   const split = splitNodeNames(raw);
