@@ -140,15 +140,13 @@ export class DynamoHttpClient implements DocumentClient {
   }
 
   private async post(operation: string, body: string): Promise<Record<string, unknown>> {
-    const signed = this.sign({
+    const headers = await this.sign({
       method: 'POST',
       url: this.url,
       headers: { 'content-type': 'application/x-amz-json-1.0', 'x-amz-target': `DynamoDB_20120810.${operation}` },
       body,
     });
-    // Signed at once (credentials at hand): the request is written before the caller goes on, so a booking leaves
-    // before anything its filter starts next.
-    const { status, checksum, data } = await this.exchange(signed instanceof Promise ? await signed : signed, body);
+    const { status, checksum, data } = await this.exchange(headers, body);
     if (checksum !== undefined && crc32(data) !== checksum) throw new DynamoServiceError('ChecksumMismatch', `${operation} answer failed its CRC32 check`, status);
     const parsed = parseJson(data);
     if (status === 200 && parsed !== undefined) return parsed;
