@@ -35,6 +35,11 @@
  * on a busy machine). `filterGatewayCallsMs` (null without `--gateway-rtt-ms`) does the same for the filters on their
  * way through the gateway's proxy: `controlPlane`, how long the filter's control plane took to answer from the proxy's
  * side (its work, its store calls, and the socket between the two processes), and `delayOverRtt`.
+ * `filterMeanMs` is what pods per second follow (one filter at a time); `filterTail` says where the slower filters
+ * lose their time (bench/proxy.ts, `filterTail`): for the fastest half, the 50th to 90th percentile and the slowest
+ * tenth of filters (each control plane's first left out), the mean filter, its booking's turnaround at the store's
+ * proxy, the store service of its own calls, and that of the other callers' calls overlapping it (dynalite serves
+ * them all on one thread, where DynamoDB serves them side by side).
  * Last line: one JSON object; `{"error": …}` when the run failed (exit code 1, the stack on stderr).
  *
  * `--burst` (docs/locks.md): every pod arrives at once, binpack, and the run is made twice: `lockAware` (our
@@ -57,7 +62,7 @@ import { defaultEngineConfig, type DeviceUsage, type NodeState } from '../lib/en
 import { MIN_VIEW_SEQ_HEADER } from '../lib/wire';
 import { REQUEUE_ANNOTATION } from '../lib/control/effects';
 import { NODE_LOCK_ANNOTATION } from '../lib/control/ledger';
-import { clockMs, isRead, serialRoundTrips, type ObservedCall } from './proxy';
+import { clockMs, filterTail, isRead, serialRoundTrips, type ObservedCall, type TailGroup } from './proxy';
 import { PROXY_ROLE, ROLE_ENV, serveProxies, startProxyProcess, type ProxyTarget, type RemoteProxy } from './proxyProcess';
 import { CARD_MEM, CARDS, candidateRotation, cardId, nodeObject, runningPod, workloadPod, type BenchPod } from './workload';
 import { errorMessage } from '../lib/errors';
@@ -177,6 +182,13 @@ function percentile(values: readonly number[], p: number): number {
 
 const round = (v: number, digits = 2) => Math.round(v * 10 ** digits) / 10 ** digits;
 const spread = (values: readonly number[]) => ({ p50: round(percentile(values, 50)), p99: round(percentile(values, 99)) });
+const roundedGroup = (g: TailGroup): TailGroup => ({
+  filters: g.filters,
+  meanMs: round(g.meanMs),
+  bookingMs: round(g.bookingMs),
+  ownStoreServiceMs: round(g.ownStoreServiceMs),
+  otherStoreServiceMs: round(g.otherStoreServiceMs),
+});
 
 type CpuShare = 'filterControlPlane' | 'otherControlPlane' | 'storeAndProxies' | 'harness';
 const roundedBusy = (busy: CpuBusy): CpuBusy => ({ cores: busy.cores, bench: round(busy.bench), machine: round(busy.machine) });
@@ -486,9 +498,16 @@ async function runOnce(options: Options, mode: Mode): Promise<Record<string, unk
     const lockRetries = results.reduce((sum, r) => sum + r.lockRetries, 0);
     process.stdout.write(`placed ${placed}, unplaced ${unplaced}, binds that met the lock ${lockRetries}, ${round(elapsedS)} s, ${filters} filters\n`);
     const filterMs = results.flatMap((r) => r.filterMs);
+    // Each control plane's first filter loads its view: left out of the tail's account.
+    const timedFilters = results.flatMap((r, s) =>
+      r.filterMs.slice(1).map((ms, i) => ({ ms, fromMs: r.filterWindows[i + 1]![0], toMs: r.filterWindows[i + 1]![1], controlPlaneCalls: runCalls[filterStores[s]!.index] ?? [] })),
+    );
+    const tail = filterTail(timedFilters, storeCalls);
     return {
       filterP50Ms: round(percentile(filterMs, 50)),
       filterP99Ms: round(percentile(filterMs, 99)),
+      filterMeanMs: round(filterMs.reduce((sum, ms) => sum + ms, 0) / Math.max(filterMs.length, 1)),
+      filterTail: { fastestHalf: roundedGroup(tail.fastestHalf), p50To90: roundedGroup(tail.p50To90), slowestTenth: roundedGroup(tail.slowestTenth) },
       // The first filter of each control plane loads its view (what a new Lambda environment's first filter pays).
       firstFilterMs: round(Math.max(...results.map((r) => r.filterMs[0] ?? 0))),
       bindP50Ms: round(percentile(results.flatMap((r) => r.bindMs), 50)),

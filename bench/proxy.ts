@@ -218,3 +218,83 @@ export function serialRoundTrips(calls: readonly ObservedCall[], fromMs: number,
 export function isRead(call: ObservedCall): boolean {
   return READS.has(call.operation);
 }
+
+/** One filter as kube-scheduler's stand-in saw it, and the store calls its control plane made. */
+export interface TimedFilter {
+  readonly ms: number;
+  readonly fromMs: number;
+  readonly toMs: number;
+  /** Every store call of the filter's control plane (the run's, not only this filter's). */
+  readonly controlPlaneCalls: readonly ObservedCall[];
+}
+
+/** Means per filter over a group of filters (`filterTail`). */
+export interface TailGroup {
+  readonly filters: number;
+  /** The filter's time at kube-scheduler's side. */
+  readonly meanMs: number;
+  /** The turnaround of the filter's first write (its booking), at the store's proxy: the round trip and the store's answer. */
+  readonly bookingMs: number;
+  /** Store service (dynalite's work and queue) of the filter's own calls started in its window. */
+  readonly ownStoreServiceMs: number;
+  /**
+   * Store service of the other callers' calls that overlap the window (the other control plane's binds and ingestion,
+   * other schedulers' filters): their whole service, also where part of it fell outside the window.
+   */
+  readonly otherStoreServiceMs: number;
+}
+
+/**
+ * Where a run's slow filters lose their time, by group (the fastest half, the 50th to 90th percentile, the slowest
+ * tenth). dynalite serves every store call of the run on one thread, so a filter whose window overlaps a burst of
+ * the other control plane's writes waits for them; DynamoDB serves them side by side. Pods per second follow the mean
+ * filter, not its median: the slowest tenth is what separates the two.
+ */
+export function filterTail(filters: readonly TimedFilter[], storeCalls: readonly ObservedCall[]): { fastestHalf: TailGroup; p50To90: TailGroup; slowestTenth: TailGroup } {
+  const byStart = [...storeCalls].sort((a, b) => a.startMs - b.startMs);
+  const longest = byStart.reduce((max, c) => Math.max(max, c.endMs - c.startMs), 0);
+  const ownSets = new Map<readonly ObservedCall[], ReadonlySet<ObservedCall>>();
+  const ownSet = (calls: readonly ObservedCall[]) => ownSets.get(calls) ?? ownSets.set(calls, new Set(calls)).get(calls)!;
+  const overlapping = (fromMs: number, toMs: number, own: ReadonlySet<ObservedCall>): number => {
+    // The first call that can reach into the window starts at most `longest` before it.
+    let lo = 0;
+    let hi = byStart.length;
+    while (lo < hi) {
+      const mid = (lo + hi) >> 1;
+      if (byStart[mid]!.startMs < fromMs - longest) lo = mid + 1;
+      else hi = mid;
+    }
+    let service = 0;
+    for (let i = lo; i < byStart.length && byStart[i]!.startMs < toMs; i++) {
+      const call = byStart[i]!;
+      if (call.endMs > fromMs && !own.has(call)) service += call.serviceMs;
+    }
+    return service;
+  };
+  const rows = filters
+    .map((f) => {
+      const own = f.controlPlaneCalls.filter((c) => c.startMs >= f.fromMs && c.startMs < f.toMs);
+      const booking = own.filter((c) => !isRead(c)).sort((a, b) => a.startMs - b.startMs)[0];
+      return {
+        ms: f.ms,
+        bookingMs: booking === undefined ? undefined : booking.endMs - booking.startMs,
+        own: own.reduce((sum, c) => sum + c.serviceMs, 0),
+        other: overlapping(f.fromMs, f.toMs, ownSet(f.controlPlaneCalls)),
+      };
+    })
+    .sort((a, b) => a.ms - b.ms);
+  const mean = (values: readonly number[]) => (values.length === 0 ? 0 : values.reduce((sum, v) => sum + v, 0) / values.length);
+  const group = (from: number, to: number): TailGroup => {
+    const part = rows.slice(from, to);
+    return {
+      filters: part.length,
+      meanMs: mean(part.map((r) => r.ms)),
+      bookingMs: mean(part.flatMap((r) => (r.bookingMs === undefined ? [] : [r.bookingMs]))),
+      ownStoreServiceMs: mean(part.map((r) => r.own)),
+      otherStoreServiceMs: mean(part.map((r) => r.other)),
+    };
+  };
+  const half = Math.floor(rows.length / 2);
+  const tenth = Math.floor(rows.length * 0.9);
+  return { fastestHalf: group(0, half), p50To90: group(half, tenth), slowestTenth: group(tenth, rows.length) };
+}
