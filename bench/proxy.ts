@@ -251,36 +251,23 @@ export interface TailGroup {
  * filter, not its median: the slowest tenth is what separates the two.
  */
 export function filterTail(filters: readonly TimedFilter[], storeCalls: readonly ObservedCall[]): { fastestHalf: TailGroup; p50To90: TailGroup; slowestTenth: TailGroup } {
-  const byStart = [...storeCalls].sort((a, b) => a.startMs - b.startMs);
+  const byStart = sortedByStart(storeCalls);
   const longest = byStart.reduce((max, c) => Math.max(max, c.endMs - c.startMs), 0);
-  const ownSets = new Map<readonly ObservedCall[], ReadonlySet<ObservedCall>>();
-  const ownSet = (calls: readonly ObservedCall[]) => ownSets.get(calls) ?? ownSets.set(calls, new Set(calls)).get(calls)!;
-  const overlapping = (fromMs: number, toMs: number, own: ReadonlySet<ObservedCall>): number => {
-    // The first call that can reach into the window starts at most `longest` before it.
-    let lo = 0;
-    let hi = byStart.length;
-    while (lo < hi) {
-      const mid = (lo + hi) >> 1;
-      if (byStart[mid]!.startMs < fromMs - longest) lo = mid + 1;
-      else hi = mid;
-    }
-    let service = 0;
-    for (let i = lo; i < byStart.length && byStart[i]!.startMs < toMs; i++) {
-      const call = byStart[i]!;
-      if (call.endMs > fromMs && !own.has(call)) service += call.serviceMs;
-    }
-    return service;
-  };
+  // Per control plane (the filters of one scheduler share its calls): its calls sorted, and as a set.
+  const planes = new Map<readonly ObservedCall[], { sorted: readonly ObservedCall[]; all: ReadonlySet<ObservedCall> }>();
+  const plane = (calls: readonly ObservedCall[]) => planes.get(calls) ?? planes.set(calls, { sorted: sortedByStart(calls), all: new Set(calls) }).get(calls)!;
   const rows = filters
     .map((f) => {
-      const own = f.controlPlaneCalls.filter((c) => c.startMs >= f.fromMs && c.startMs < f.toMs);
-      const booking = own.filter((c) => !isRead(c)).sort((a, b) => a.startMs - b.startMs)[0];
-      return {
-        ms: f.ms,
-        bookingMs: booking === undefined ? undefined : booking.endMs - booking.startMs,
-        own: own.reduce((sum, c) => sum + c.serviceMs, 0),
-        other: overlapping(f.fromMs, f.toMs, ownSet(f.controlPlaneCalls)),
-      };
+      const { sorted, all } = plane(f.controlPlaneCalls);
+      const own = sorted.slice(firstStartingAt(sorted, f.fromMs), firstStartingAt(sorted, f.toMs));
+      const booking = own.find((c) => !isRead(c));
+      // Other callers' calls reaching into the window start at most `longest` before it.
+      let other = 0;
+      for (let i = firstStartingAt(byStart, f.fromMs - longest); i < byStart.length && byStart[i]!.startMs < f.toMs; i++) {
+        const call = byStart[i]!;
+        if (call.endMs > f.fromMs && !all.has(call)) other += call.serviceMs;
+      }
+      return { ms: f.ms, bookingMs: booking === undefined ? undefined : booking.endMs - booking.startMs, own: own.reduce((sum, c) => sum + c.serviceMs, 0), other };
     })
     .sort((a, b) => a.ms - b.ms);
   const mean = (values: readonly number[]) => (values.length === 0 ? 0 : values.reduce((sum, v) => sum + v, 0) / values.length);
@@ -297,4 +284,20 @@ export function filterTail(filters: readonly TimedFilter[], storeCalls: readonly
   const half = Math.floor(rows.length / 2);
   const tenth = Math.floor(rows.length * 0.9);
   return { fastestHalf: group(0, half), p50To90: group(half, tenth), slowestTenth: group(tenth, rows.length) };
+}
+
+function sortedByStart(calls: readonly ObservedCall[]): ObservedCall[] {
+  return [...calls].sort((a, b) => a.startMs - b.startMs);
+}
+
+/** The position of the first call (sorted by start) that starts at or after `ms`. */
+function firstStartingAt(sorted: readonly ObservedCall[], ms: number): number {
+  let lo = 0;
+  let hi = sorted.length;
+  while (lo < hi) {
+    const mid = (lo + hi) >> 1;
+    if (sorted[mid]!.startMs < ms) lo = mid + 1;
+    else hi = mid;
+  }
+  return lo;
 }
