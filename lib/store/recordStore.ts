@@ -2,8 +2,14 @@
  * Scheduling records for the scheduler log (records table, keys pk/sk, TTL on `expiresAt`).
  *   pk `POD#<ns>/<name>`, sk `A#<epoch ms>#<attemptId>`: one filter attempt, Brotli-compressed JSON (`enc`
  *     `br`; attempts written before Brotli have no `enc` and are gzip'd): the evidence of a thousand nodes is
- *     about 1.5 KB, far under DynamoDB's 400 KB item limit (a passed filter's HAMi message is left out and rebuilt
- *     from the evidence on read: `encodeRecord`; the tried cards' ids are left out too: lib/engine/evidence.ts);
+ *     about 1 KB, far under DynamoDB's 400 KB item limit (a passed filter's HAMi message is left out and rebuilt
+ *     from the evidence on read: `encodeRecord`; the tried cards' ids are left out too: lib/engine/evidence.ts;
+ *     the evaluated nodes' names are stored apart, below);
+ *   pk `NAMES#<list key>`, sk `L`: a list of node names the attempts refer to by its key (a hash of the list), Brotli-
+ *     compressed JSON. kube-scheduler sends the same names filter after filter, and real node names
+ *     (`ip-10-0-12-34.eu-west-1.compute.internal`) were most of a compressed attempt (5.3 KB of 6.2 at 1,000 nodes):
+ *     each environment writes a list with the first attempt that names it, and again once a retention period has
+ *     passed; it expires two periods after that write, so after every attempt written in between (`NAMES_APART`);
  *   pk `POD#<ns>/<name>`, sk `BIND`: the latest bind outcome (written without a read, so a bind costs
  *     one call); it belongs to the newest attempt made before it.
  *   pk `LOGS#<00..15>` (the namespace's shard), sk `<namespace hash>#<name hash>`: the pod's summary, of its
@@ -13,10 +19,10 @@
  */
 import { createHash } from 'node:crypto';
 import { brotliCompressSync, brotliDecompressSync, constants, gunzipSync } from 'node:zlib';
-import type { BatchWriteCommandInput, PutCommandInput, QueryCommandInput, UpdateCommandInput } from '@aws-sdk/lib-dynamodb';
+import type { BatchGetCommandInput, BatchWriteCommandInput, PutCommandInput, QueryCommandInput, UpdateCommandInput } from '@aws-sdk/lib-dynamodb';
 import { z } from 'zod';
 import type { Sleep } from '../clock';
-import { DecisionTrace, type RegisteredCards } from '../engine/evidence';
+import { DecisionTrace, type PackedEvidence, type RegisteredCards, type StoredEvidence } from '../engine/evidence';
 import { BadRequestError, CorruptItemError, errorMessage, StoreUnavailableError } from '../errors';
 import type { AttemptRecord, BindRecord, FilterRecord, PodRef } from '../diagnostics/record';
 import { fitNodeMessage, listingOrder } from '../engine/messages';
@@ -55,8 +61,8 @@ const summaryBodySchema = z.object({
 
 /** How many partitions the summaries are spread over (one per namespace; a list of all reads them in turn). */
 export const SUMMARY_SHARDS = 16;
-/** Rounds of BatchWriteItem for items the store left unprocessed (throttling) before giving up. */
-const BATCH_WRITE_MAX_ROUNDS = 5;
+/** Rounds of a batch request for what the store left unprocessed (throttling) before giving up. */
+const BATCH_MAX_ROUNDS = 5;
 
 const digest = (text: string) => createHash('sha256').update(text).digest();
 
@@ -125,7 +131,14 @@ export function encodeSummary(summary: AttemptSummary): { s: string; b: string; 
 
 type StoredBind = NonNullable<PodRecords['bind']>;
 
+/** Name lists this environment remembers having written; past it, it forgets them all (it then writes them again). */
+const NAME_LISTS_REMEMBERED = 256;
+
 export class RecordStore implements RecordStorePort {
+  /** The name lists this environment wrote, by key, and when: each is written again once a retention period has passed. */
+  private readonly listsWritten = new Map<string, number>();
+  private readonly keys = new NameListKeys();
+
   constructor(
     private readonly doc: DocumentClient,
     readonly table: string,
@@ -134,8 +147,11 @@ export class RecordStore implements RecordStorePort {
     private readonly sleep: Sleep = (ms) => new Promise((resolve) => setTimeout(resolve, ms)),
   ) {}
 
-  /** The attempt item and the pod's summary item, in one request. */
-  putAttemptParams(record: AttemptRecord, timeMs: number, encoded: Uint8Array = encodeRecord(record)): BatchWriteCommandInput {
+  /**
+   * The attempt item and the pod's summary item, in one request; with them the list of node names the attempt refers
+   * to, where this environment has not written it within a retention period.
+   */
+  putAttemptParams(record: AttemptRecord, timeMs: number, encoded: EncodedRecord = encodeRecordApart(record, this.keys), list = this.listToWrite(encoded, timeMs)): BatchWriteCommandInput {
     const expiresAt = Math.floor(timeMs / 1000) + this.retentionSeconds;
     const key = summaryKey(record.pod.namespace, record.pod.name);
     return {
@@ -146,7 +162,7 @@ export class RecordStore implements RecordStorePort {
               Item: {
                 pk: podKey(record.pod),
                 sk: `A#${String(timeMs).padStart(15, '0')}#${record.attemptId}`,
-                rec: encoded,
+                rec: encoded.body,
                 enc: RECORD_ENCODING,
                 uid: record.pod.uid,
                 time: record.time,
@@ -155,6 +171,7 @@ export class RecordStore implements RecordStorePort {
             },
           },
           { PutRequest: { Item: { pk: summaryPk(key.shard), sk: key.sk, ...encodeSummary(summarizeAttempt(record, timeMs)), expiresAt } } },
+          ...(list ? [{ PutRequest: { Item: { ...nameListKey(list.key), names: encodeNameList(list.names), enc: RECORD_ENCODING, expiresAt: expiresAt + this.retentionSeconds } } }] : []),
         ],
       },
       ReturnConsumedCapacity: 'TOTAL',
@@ -164,14 +181,50 @@ export class RecordStore implements RecordStorePort {
   async putAttempt(record: AttemptRecord, timeMs: number): Promise<void> {
     // Compressed on this thread: a filter's environment serves one request at a time, so the thread pool's
     // hand-offs only delayed the record (by about 1 ms at 1,000 nodes, measured with `npm run bench`).
-    const params = this.putAttemptParams(record, timeMs);
-    let request = params.RequestItems;
+    const encoded = encodeRecordApart(record, this.keys);
+    const list = this.listToWrite(encoded, timeMs);
+    let request = this.putAttemptParams(record, timeMs, encoded, list).RequestItems;
     for (let round = 0; request && Object.keys(request).length > 0; round++) {
-      if (round === BATCH_WRITE_MAX_ROUNDS) throw new StoreUnavailableError('store kept returning unprocessed scheduling records');
+      if (round === BATCH_MAX_ROUNDS) throw new StoreUnavailableError('store kept returning unprocessed scheduling records');
       if (round > 0) await this.sleep(20 * 2 ** round);
       const out = await send(this.doc, this.stats, 'BatchWriteItem', { RequestItems: request, ReturnConsumedCapacity: 'TOTAL' });
       request = out.UnprocessedItems;
     }
+    if (list !== undefined) {
+      if (this.listsWritten.size >= NAME_LISTS_REMEMBERED) this.listsWritten.clear();
+      this.listsWritten.set(list.key, timeMs);
+    }
+  }
+
+  /**
+   * The name list that must go with an attempt written at `timeMs`: one this environment has not written within a
+   * retention period (the list then outlives every attempt written until it is written again).
+   */
+  private listToWrite(encoded: EncodedRecord, timeMs: number): EncodedRecord['list'] {
+    if (encoded.list === undefined) return undefined;
+    const written = this.listsWritten.get(encoded.list.key);
+    return written === undefined || timeMs - written >= this.retentionSeconds * 1000 || timeMs < written ? encoded.list : undefined;
+  }
+
+  /** Name lists by key, as stored (absent: expired, or never written). */
+  private async readNameLists(keys: readonly string[], nowS: number): Promise<ReadonlyMap<string, readonly string[]>> {
+    const lists = new Map<string, readonly string[]>();
+    let request: BatchGetCommandInput['RequestItems'] = { [this.table]: { Keys: keys.map(nameListKey) } };
+    for (let round = 0; request && Object.keys(request).length > 0; round++) {
+      if (round === BATCH_MAX_ROUNDS) throw new StoreUnavailableError('store kept returning unprocessed name lists');
+      if (round > 0) await this.sleep(20 * 2 ** round);
+      const out: { Responses?: Record<string, DocumentItem[]>; UnprocessedKeys?: BatchGetCommandInput['RequestItems'] } = await send(this.doc, this.stats, 'BatchGetItem', {
+        RequestItems: request,
+        ReturnConsumedCapacity: 'TOTAL',
+      });
+      for (const item of out.Responses?.[this.table] ?? []) {
+        if (typeof item.expiresAt === 'number' && item.expiresAt < nowS) continue;
+        const names = decodeNameList(item.names, item.enc);
+        if (names !== undefined) lists.set(String(item.pk).slice(NAME_LIST_PREFIX.length), names);
+      }
+      request = out.UnprocessedKeys;
+    }
+    return lists;
   }
 
   /** The summary's bind part, replaced only while the summary's attempt is not newer than the outcome. */
@@ -276,7 +329,10 @@ export class RecordStore implements RecordStorePort {
       }
     }
     const cards = kept.length > 0 ? await registered?.() : undefined;
-    const found = kept.map((item) => ({ record: decodeRecord(item.rec, item.enc, cards), timeMs: Number(String(item.sk).split('#')[1]) }));
+    const stored = kept.map((item) => ({ record: readStoredRecord(item.rec, item.enc), timeMs: Number(String(item.sk).split('#')[1]) }));
+    const listKeys = [...new Set(stored.flatMap(({ record }) => nameListKeyOf(record) ?? []))];
+    const lists = listKeys.length > 0 ? await this.readNameLists(listKeys, nowS) : undefined;
+    const found = stored.map(({ record, timeMs }) => ({ record: finishRecord(record, cards, lists), timeMs }));
     return bind ? { attempts: found, bind } : { attempts: found };
   }
 }
@@ -303,13 +359,95 @@ const BROTLI = { params: { [constants.BROTLI_PARAM_QUALITY]: 4, [constants.BROTL
  * score (16 KB of a 1,000-node record's 56 KB of JSON), which the evidence holds anyway; `decodeRecord` rebuilds it.
  */
 export function encodeRecord(record: AttemptRecord): Uint8Array {
-  const stored: StoredRecord = canRebuildSummary(record.filter) ? { ...record, filter: { ...record.filter, summary: undefined } } : record;
-  const full = brotliCompressSync(JSON.stringify(stored), BROTLI);
-  return full.byteLength <= MAX_RECORD_BYTES ? full : encodeTrimmed(stored);
+  return compressed(storedForm(record));
+}
+
+/** An attempt's body, and the list of node names it refers to by key (where they are stored apart). */
+export interface EncodedRecord {
+  readonly body: Uint8Array;
+  readonly list?: { readonly key: string; readonly names: readonly string[] };
+}
+
+/**
+ * `encodeRecord` with the packed evidence's node names stored apart (`NAMES_APART`): the body refers to them by the
+ * list's key. Where even that body would be too large, the names stay in it (and the per-card evidence goes).
+ */
+export function encodeRecordApart(record: AttemptRecord, keys: NameListKeys): EncodedRecord {
+  const stored = storedForm(record);
+  const packed = stored.filter.packed;
+  if (packed === undefined || packed.v !== 5 || packed.nodes.name.length === 0) return { body: compressed(stored) };
+  const key = keys.keyOf(packed.nodes.name);
+  const { name, ...nodes } = packed.nodes;
+  const apart: PackedApart = { ...packed, v: NAMES_APART, nodes: { ...nodes, names: key } };
+  const body = brotliCompressSync(JSON.stringify({ ...stored, filter: { ...stored.filter, packed: apart } }), BROTLI);
+  return body.byteLength <= MAX_RECORD_BYTES ? { body, list: { key, names: name } } : { body: encodeTrimmed(stored) };
+}
+
+/**
+ * The stored `v` of packed evidence whose node names are in a list item (`NAMES#<key>`), named by `nodes.names`:
+ * otherwise the packed evidence of version 5. Not a number, so a release that does not know it reads the attempt
+ * with its evidence unreadable (the outcome, node and message still read), not as some other version.
+ */
+const NAMES_APART = 'v5-names-apart';
+
+type PackedApart = Omit<PackedEvidence, 'v' | 'nodes'> & {
+  readonly v: typeof NAMES_APART;
+  readonly nodes: Omit<PackedEvidence['nodes'], 'name'> & { readonly names: string };
+};
+
+/** The key of a list of node names: a hash of the list, remembered for the list seen last (the same filter after filter). */
+export class NameListKeys {
+  private last: { readonly names: readonly string[]; readonly key: string } | undefined;
+
+  keyOf(names: readonly string[]): string {
+    if (this.last !== undefined && sameStrings(this.last.names, names)) return this.last.key;
+    const key = createHash('sha256').update(JSON.stringify(names)).digest().subarray(0, 16).toString('base64url');
+    this.last = { names, key };
+    return key;
+  }
+}
+
+function sameStrings(a: readonly string[], b: readonly string[]): boolean {
+  if (a.length !== b.length) return false;
+  for (let i = 0; i < a.length; i++) if (a[i] !== b[i]) return false;
+  return true;
+}
+
+const NAME_LIST_PREFIX = 'NAMES#';
+
+function nameListKey(key: string): { pk: string; sk: string } {
+  return { pk: `${NAME_LIST_PREFIX}${key}`, sk: 'L' };
+}
+
+function encodeNameList(names: readonly string[]): Uint8Array {
+  return brotliCompressSync(JSON.stringify(names), BROTLI);
+}
+
+/** A stored name list, or undefined where it cannot be read (the attempts that refer to it then read without evidence). */
+function decodeNameList(raw: unknown, encoding: unknown): readonly string[] | undefined {
+  if (!(raw instanceof Uint8Array) || encoding !== RECORD_ENCODING) return undefined;
+  try {
+    const names: unknown = JSON.parse(brotliDecompressSync(raw).toString('utf8'));
+    return Array.isArray(names) && names.every((n) => typeof n === 'string') ? names : undefined;
+  } catch {
+    return undefined;
+  }
 }
 
 /** An attempt as stored: its filter's summary may be left for `decodeRecord` to rebuild. */
 type StoredRecord = Omit<AttemptRecord, 'filter'> & { readonly filter: Omit<FilterRecord, 'summary'> & { readonly summary?: string | undefined } };
+
+/** An attempt as read from its body: its packed evidence may refer to a name list. */
+type ReadRecord = Omit<StoredRecord, 'filter'> & { readonly filter: Omit<StoredRecord['filter'], 'packed'> & { readonly packed?: StoredEvidence | PackedApart } };
+
+function storedForm(record: AttemptRecord): StoredRecord {
+  return canRebuildSummary(record.filter) ? { ...record, filter: { ...record.filter, summary: undefined } } : record;
+}
+
+function compressed(stored: StoredRecord): Uint8Array {
+  const full = brotliCompressSync(JSON.stringify(stored), BROTLI);
+  return full.byteLength <= MAX_RECORD_BYTES ? full : encodeTrimmed(stored);
+}
 
 /** A passed decision's record, with the policy that listed its fitting nodes and its evidence. */
 function canRebuildSummary(filter: FilterRecord): boolean {
@@ -335,21 +473,35 @@ function encodeTrimmed(record: StoredRecord): Uint8Array {
 }
 
 /** A stored attempt (`rec`, compressed as `enc` says), its evidence unpacked into the objects the scheduler log renders. */
-export function decodeRecord(raw: unknown, encoding: unknown, registered?: RegisteredCards): AttemptRecord {
+export function decodeRecord(raw: unknown, encoding: unknown, registered?: RegisteredCards, lists?: ReadonlyMap<string, readonly string[]>): AttemptRecord {
+  return finishRecord(readStoredRecord(raw, encoding), registered, lists);
+}
+
+/** A stored attempt's body, decompressed and parsed (its evidence still packed). */
+export function readStoredRecord(raw: unknown, encoding: unknown): ReadRecord {
   if (!(raw instanceof Uint8Array)) throw new CorruptItemError('stored attempt has no record body');
   if (encoding !== RECORD_ENCODING && encoding !== undefined) throw new CorruptItemError(`stored attempt has an unknown encoding ${JSON.stringify(encoding)}`);
-  let record: StoredRecord;
   try {
     const json = encoding === RECORD_ENCODING ? brotliDecompressSync(raw) : gunzipSync(raw);
-    record = JSON.parse(json.toString('utf8')) as StoredRecord;
+    return JSON.parse(json.toString('utf8')) as ReadRecord;
   } catch (err) {
     throw new CorruptItemError('stored attempt record cannot be decoded', { cause: err });
   }
-  const { packed, summary, ...filter } = record.filter;
-  if (packed) {
+}
+
+/** The key of the name list an attempt's evidence refers to, if it does. */
+function nameListKeyOf(record: ReadRecord): string | undefined {
+  const packed = record.filter.packed;
+  return packed?.v === NAMES_APART ? packed.nodes.names : undefined;
+}
+
+/** An attempt read from its body, its evidence unpacked (with its node names from `lists`, where stored apart). */
+function finishRecord(record: ReadRecord, registered?: RegisteredCards, lists?: ReadonlyMap<string, readonly string[]>): AttemptRecord {
+  const { packed: stored, summary, ...filter } = record.filter;
+  if (stored) {
     let nodes: readonly NodeEvidence[];
     try {
-      nodes = DecisionTrace.unpack(packed, registered).evidence();
+      nodes = DecisionTrace.unpack(withNames(stored, lists), registered).evidence();
     } catch (err) {
       // Only the evidence is lost: the outcome, the node, the bind and the pod's other attempts still read. A later
       // release may pack evidence in a version this one does not know (a rollback while its records live).
@@ -358,6 +510,15 @@ export function decodeRecord(raw: unknown, encoding: unknown, registered?: Regis
     return { ...record, filter: { ...filter, summary: summary ?? fitMessageFromEvidence(filter, nodes), nodes } };
   }
   return { ...record, filter: { ...filter, summary: summary ?? fitMessageFromEvidence(filter, filter.nodes) } };
+}
+
+/** Packed evidence with its node names in it again (version 5), where they were stored apart. */
+function withNames(packed: StoredEvidence | PackedApart, lists: ReadonlyMap<string, readonly string[]> | undefined): StoredEvidence {
+  if (packed.v !== NAMES_APART) return packed;
+  const { names: key, ...nodes } = packed.nodes;
+  const names = lists?.get(key);
+  if (names === undefined) throw new Error('the node names this attempt refers to are no longer stored');
+  return { ...packed, v: 5, nodes: { ...nodes, name: names } };
 }
 
 /** A passed attempt's message when the evidence it is rebuilt from cannot be read: the node HAMi's message names. */

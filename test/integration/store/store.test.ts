@@ -9,12 +9,15 @@ import { emptyLedger, nextLedger, type Booking, type NodeLedger, type NodeLock }
 import type { LedgerStore, RecordStorePort } from '../../../lib/control/ports';
 import type { StoredClaim } from '../../../lib/engine/claims';
 import type { AttemptRecord } from '../../../lib/diagnostics/record';
+import { decide } from '../../../lib/engine/decide';
 import { createDocumentClient, emptyStats } from '../../../lib/store/dynamo';
+import type { DocumentClient } from '../../../lib/store/dynamoHttp';
 import { DynamoLedgerStore } from '../../../lib/store/ledgerStore';
 import { MemoryLedgerStore, MemoryRecordStore } from '../../../lib/store/memory';
 import { RecordStore } from '../../../lib/store/recordStore';
 import { ensureTables } from '../../../lib/store/tables';
 import { backends, type DynamoBackend } from '../../support/dynamo';
+import { card, gpu, input, node as engineNode, pod as enginePod } from '../../unit/engine/fixtures';
 
 const noSleep = async () => undefined;
 const RETENTION_S = 3600;
@@ -26,6 +29,8 @@ interface Stores {
   readonly other: LedgerStore;
   /** The stores' clock (epoch ms), 0 until a test moves it. */
   readonly clock: { now: number };
+  /** The DynamoDB adapter's client (absent for the in-memory store), for a test to reach items directly. */
+  readonly doc?: DocumentClient;
 }
 
 type Factory = { start(): Promise<void>; stop(): Promise<void>; fresh(): Promise<Stores> };
@@ -62,6 +67,7 @@ function dynamoFactory(startBackend: () => Promise<DynamoBackend>): Factory {
         other: new DynamoLedgerStore(doc(), `state-${table}`, emptyStats(), noSleep, () => clock.now),
         records: new RecordStore(doc(), `records-${table}`, RETENTION_S),
         clock,
+        doc: doc(),
       };
     },
   };
@@ -299,6 +305,44 @@ describe.each(implementations)('storage ports on %s', (name, factory) => {
     const later = await stores.records.readPod('default', 'p', 5, t0 + RETENTION_S * 1000 + 5000);
     expect(later.attempts).toEqual([]);
     expect(later.bind).toBeUndefined();
+  });
+
+  it('keeps the node names of packed evidence, stored apart in a list written once per retention period', async () => {
+    const names = Array.from({ length: 40 }, (_, i) => `ip-10-0-${i}-7.eu-west-1.compute.internal`);
+    const decision = decide(input(enginePod([gpu(1, { 'nvidia.com/gpumem': 1000 })]), names.map((n, i) => engineNode(n, [card(`GPU-${i}`)]))));
+    if (decision.kind !== 'fit') throw new Error('expected a fit');
+    const pod = { namespace: 'default', name: 'packed', uid: 'u' };
+    const packed = (id: string): AttemptRecord => ({
+      ...attemptOf(pod, id),
+      filter: { status: 'passed', summary: decision.message, node: decision.node, score: decision.score, nodePolicy: decision.nodePolicy, evaluated: names.length, nodes: [], packed: decision.packEvidence(), devices: decision.devices },
+    });
+    const t0 = 1_800_000_000_000;
+    await stores.records.putAttempt(packed('one'), t0);
+    await stores.records.putAttempt(packed('two'), t0 + 1000);
+    const found = await stores.records.readPod('default', 'packed', 5, t0 + 2000);
+    expect(found.attempts.map((a) => a.record.filter.nodes.map((n) => n.name))).toEqual([names, names]);
+    expect(found.attempts.map((a) => [a.record.filter.summary, a.record.evidenceUnreadable])).toEqual([
+      [decision.message, undefined],
+      [decision.message, undefined],
+    ]);
+
+    const records = stores.records;
+    if (!(records instanceof RecordStore) || stores.doc === undefined) return;
+    // The list went with the first attempt only; it goes again once a retention period has passed.
+    const items = (timeMs: number) => records.putAttemptParams(packed('three'), timeMs).RequestItems?.[records.table]?.map((r) => String(r.PutRequest?.Item?.pk));
+    expect(items(t0 + 2000)).toEqual(['POD#default/packed', expect.stringMatching(/^LOGS#/)]);
+    expect(items(t0 + RETENTION_S * 1000)).toEqual(['POD#default/packed', expect.stringMatching(/^LOGS#/), expect.stringMatching(/^NAMES#/)]);
+    // A list that has expired (DynamoDB deletes it some time after; until then it is absent all the same): the
+    // attempts read without their evidence.
+    const listKey = { pk: items(t0 + RETENTION_S * 1000)![2]!, sk: 'L' };
+    const list = (await stores.doc.send('BatchGetItem', { RequestItems: { [records.table]: { Keys: [listKey] } } })).Responses?.[records.table]?.[0];
+    expect(list).toMatchObject({ ...listKey, enc: 'br', expiresAt: Math.floor(t0 / 1000) + 2 * RETENTION_S });
+    await stores.doc.send('PutItem', { TableName: records.table, Item: { ...list, expiresAt: Math.floor(t0 / 1000) } });
+    const later = await stores.records.readPod('default', 'packed', 5, t0 + 3000);
+    expect(later.attempts.map((a) => [a.record.filter.node, a.record.filter.nodes.length, a.record.evidenceUnreadable])).toEqual([
+      [decision.node, 0, 'the node names this attempt refers to are no longer stored'],
+      [decision.node, 0, 'the node names this attempt refers to are no longer stored'],
+    ]);
   });
 
   it('asks for the nodes’ registrations once, and only when the pod has an attempt to decode', async () => {

@@ -42,7 +42,7 @@ const leastPrivilege: Record<FunctionName, Partial<Record<'StateTable' | 'Record
     RecordsTable: ['Query', 'UpdateItem', 'PutItem'],
   },
   clusterEvents: { StateTable: ['GetItem', 'BatchGetItem', 'UpdateItem', 'PutItem', 'DeleteItem', 'Query'] },
-  schedulerLog: { StateTable: ['BatchGetItem', 'Query'], RecordsTable: ['Query', 'GetItem'] },
+  schedulerLog: { StateTable: ['BatchGetItem', 'Query'], RecordsTable: ['Query', 'GetItem', 'BatchGetItem'] },
   nodeDevices: { StateTable: ['GetItem', 'BatchGetItem'] },
   listNodes: { StateTable: ['BatchGetItem'] },
   namespaceSchedulerLogs: { RecordsTable: ['Query'] },

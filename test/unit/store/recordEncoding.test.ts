@@ -9,7 +9,7 @@ import type { AttemptRecord } from '../../../lib/diagnostics/record';
 import { decide } from '../../../lib/engine/decide';
 import type { Decision, NodeState } from '../../../lib/engine/types';
 import { CorruptItemError } from '../../../lib/errors';
-import { decodeRecord, encodeRecord, RECORD_ENCODING } from '../../../lib/store/recordStore';
+import { decodeRecord, encodeRecord, encodeRecordApart, NameListKeys, RECORD_ENCODING } from '../../../lib/store/recordStore';
 import { card, cardFiguresArb, config, gpu, input, node, pod } from '../engine/fixtures';
 
 const record: AttemptRecord = {
@@ -100,6 +100,38 @@ describe('attempt record bodies', () => {
       expect([failed.filter.summary, failed.filter.nodes, failed.evidenceUnreadable]).toEqual([record.filter.summary, [], expect.stringMatching(/^packed evidence column nodes\.failed/)]);
     });
 
+    it('stores the evaluated nodes\' names apart, by the key of their list, and reads the same record with them', () => {
+      const registered = (name: string) => ({ 'n-b': { registrationVersion: 1, cards: [card('b0')] }, 'n-a': { registrationVersion: 1, cards: [card('a0')] } })[name];
+      const decision = twoNodes('spread');
+      const stored = passed(decision, 2);
+      const keys = new NameListKeys();
+      const encoded = encodeRecordApart(stored, keys);
+      expect(encoded.list?.names).toEqual(['n-b', 'n-a']);
+      const body = storedJson(encoded.body).filter as { packed: { v: unknown; nodes: Record<string, unknown> } };
+      expect(body.packed.v).toBe('v5-names-apart');
+      expect(body.packed.nodes).not.toHaveProperty('name');
+      expect(body.packed.nodes.names).toBe(encoded.list?.key);
+      const lists = new Map([[encoded.list!.key, encoded.list!.names]]);
+      expect(decodeRecord(encoded.body, RECORD_ENCODING, registered, lists)).toEqual(decodeRecord(encodeRecord(stored), RECORD_ENCODING, registered));
+      // Without its list (gone, or read by a release that does not know the form): the outcome reads, the evidence does not.
+      const alone = decodeRecord(encoded.body, RECORD_ENCODING, registered);
+      expect(alone.evidenceUnreadable).toBe('the node names this attempt refers to are no longer stored');
+      expect([alone.filter.node, alone.filter.nodes]).toEqual([decision.node, []]);
+      // An attempt without packed evidence has no list.
+      expect(encodeRecordApart(record, keys).list).toBeUndefined();
+    });
+
+    it('keys a list by its names: the same names give the same key, any change another', () => {
+      const keys = new NameListKeys();
+      const names = ['n-a', 'n-b', 'n-c'];
+      const key = keys.keyOf(names);
+      expect(keys.keyOf([...names])).toBe(key);
+      expect(new NameListKeys().keyOf([...names])).toBe(key);
+      expect(keys.keyOf(['n-a', 'n-c', 'n-b'])).not.toBe(key);
+      expect(keys.keyOf(['n-a', 'n-b'])).not.toBe(key);
+      expect(keys.keyOf(names)).toBe(key);
+    });
+
     it('calls a passed record with neither a summary nor a policy corrupt', () => {
       const decision = twoNodes('binpack');
       const { nodePolicy: _policy, summary: _summary, ...neither } = passed(decision, 2).filter;
@@ -130,6 +162,10 @@ describe('attempt record bodies', () => {
             if (decision.kind !== 'fit') return;
             const read = decodeRecord(encodeRecord(passed(decision, cluster.length)), RECORD_ENCODING);
             expect(read.filter.summary).toBe(decision.message);
+            // The same with the node names stored apart.
+            const apart = encodeRecordApart(passed(decision, cluster.length), new NameListKeys());
+            const lists = new Map(apart.list ? [[apart.list.key, apart.list.names]] : []);
+            expect(decodeRecord(apart.body, RECORD_ENCODING, undefined, lists)).toEqual(read);
           },
         ),
         { numRuns: 300 },
