@@ -47,7 +47,11 @@
  * binds that fail at once on the lock, no nudges); the last line holds both.
  *
  * Flags: --nodes 100 --pods 1000 --policy binpack|spread --store-rtt-ms 0 --gateway-rtt-ms 0
- *        --running-per-card 1 --plugin-delay-ms 20 --schedulers 1 --percentage-of-nodes-to-score 100 --burst
+ *        --running-per-card 1 --plugin-delay-ms 20 --schedulers 1 --percentage-of-nodes-to-score 100 --node-names short
+ *        --burst
+ *
+ * `--node-names aws` names the nodes as EKS does (`ip-10-0-187-33.eu-west-1.compute.internal`) instead of `node-00042`:
+ * long names cost every request and the decision records that name them, where short ones compress to nothing.
  *
  * `--percentage-of-nodes-to-score` is kube-scheduler's setting of that name: it sends the extender only the first
  * feasible nodes it finds, from where its last search stopped (bench/workload.ts). 100, the default here, sends
@@ -64,7 +68,7 @@ import { REQUEUE_ANNOTATION } from '../lib/control/effects';
 import { NODE_LOCK_ANNOTATION } from '../lib/control/ledger';
 import { clockMs, filterTail, isRead, serialRoundTrips, type ObservedCall, type TailGroup } from './proxy';
 import { PROXY_ROLE, ROLE_ENV, serveProxies, startProxyProcess, type ProxyTarget, type RemoteProxy } from './proxyProcess';
-import { CARD_MEM, CARDS, candidateRotation, cardId, nodeObject, runningPod, workloadPod, type BenchPod } from './workload';
+import { CARD_MEM, CARDS, candidateRotation, cardId, nodeNames, nodeObject, runningPod, workloadPod, type BenchPod, type NodeNameStyle } from './workload';
 import { errorMessage } from '../lib/errors';
 import { cpuBusy, readCpu, type CpuBusy } from './cpu';
 
@@ -79,6 +83,8 @@ interface Options {
   schedulers: number;
   /** kube-scheduler's percentageOfNodesToScore: 100 sends every node; 0 is its adaptive default. */
   percentageOfNodesToScore: number;
+  /** `short` (`node-00042`) or `aws` (EC2's private DNS names, as EKS nodes are named: bench/workload.ts). */
+  nodeNames: NodeNameStyle;
   burst: boolean;
 }
 
@@ -94,11 +100,12 @@ const FLAGS: Record<string, keyof Options> = {
   '--plugin-delay-ms': 'pluginDelayMs',
   '--schedulers': 'schedulers',
   '--percentage-of-nodes-to-score': 'percentageOfNodesToScore',
+  '--node-names': 'nodeNames',
   '--burst': 'burst',
 };
 
 function parseArgs(argv: readonly string[]): Options {
-  const options: Options = { nodes: 100, pods: 1000, policy: 'binpack', storeRttMs: 0, gatewayRttMs: 0, runningPerCard: 1, pluginDelayMs: 20, schedulers: 1, percentageOfNodesToScore: 100, burst: false };
+  const options: Options = { nodes: 100, pods: 1000, policy: 'binpack', storeRttMs: 0, gatewayRttMs: 0, runningPerCard: 1, pluginDelayMs: 20, schedulers: 1, percentageOfNodesToScore: 100, nodeNames: 'short', burst: false };
   for (let i = 0; i < argv.length; i++) {
     const key = FLAGS[argv[i] ?? ''];
     if (!key) throw new Error(`unknown flag ${argv[i]}; use ${Object.keys(FLAGS).join(', ')}`);
@@ -110,6 +117,11 @@ function parseArgs(argv: readonly string[]): Options {
     if (key === 'policy') {
       if (value !== 'binpack' && value !== 'spread') throw new Error('--policy must be binpack or spread');
       options.policy = value;
+      continue;
+    }
+    if (key === 'nodeNames') {
+      if (value !== 'short' && value !== 'aws') throw new Error('--node-names must be short or aws');
+      options.nodeNames = value;
       continue;
     }
     const n = Number(value);
@@ -446,7 +458,7 @@ async function runOnce(options: Options, mode: Mode): Promise<Record<string, unk
     };
 
     // Take the cluster over as the relay's first list does: nodes, then running pods sorted by node.
-    const names = Array.from({ length: options.nodes }, (_, i) => `node-${String(i).padStart(5, '0')}`);
+    const names = nodeNames(options.nodes, options.nodeNames);
     const relist: unknown[] = names.map((name) => ({ type: 'ADDED', object: nodeObject(name, 1) }));
     for (const name of names) for (let card = 0; card < CARDS; card++) for (let k = 0; k < options.runningPerCard; k++) relist.push({ type: 'ADDED', object: runningPod(name, card, k) });
     const relistStarted = now();
@@ -541,6 +553,7 @@ async function runOnce(options: Options, mode: Mode): Promise<Record<string, unk
       latency: { storeRttMs: options.storeRttMs, gatewayRttMs: options.gatewayRttMs },
       runningPodsPerCard: options.runningPerCard,
       nodeNamesPerFilter: candidateRotation(names, options.percentageOfNodesToScore)().length,
+      nodeNameStyle: options.nodeNames,
       cardMemMiB: CARD_MEM,
     };
   } finally {

@@ -12,6 +12,22 @@ export function cardId(node: string, card: number): string {
   return `GPU-${hex.slice(0, 8)}-${hex.slice(8, 12)}-${hex.slice(12, 16)}-${hex.slice(16, 20)}-${hex.slice(20, 32)}`;
 }
 
+export type NodeNameStyle = 'short' | 'aws';
+
+/**
+ * The cluster's node names. `short`: `node-00042`, which compresses to almost nothing. `aws`: EC2's private DNS names
+ * (`ip-10-0-187-33.eu-west-1.compute.internal`), as EKS names its nodes, their addresses scattered over the subnet as
+ * a cluster's are (a fixed permutation: every run the same names, all distinct, up to 65,536 nodes).
+ */
+export function nodeNames(count: number, style: NodeNameStyle): string[] {
+  if (style === 'aws' && count > 65_536) throw new Error('--node-names aws names at most 65,536 nodes');
+  return Array.from({ length: count }, (_, i) => {
+    if (style === 'short') return `node-${String(i).padStart(5, '0')}`;
+    const address = (i * 40_503 + 12_345) % 65_536;
+    return `ip-10-0-${address >> 8}-${address & 255}.eu-west-1.compute.internal`;
+  });
+}
+
 export const CARDS = 8;
 export const CARD_MEM = 81920;
 
