@@ -402,7 +402,8 @@ export class NameListKeys {
   keyOf(names: readonly string[]): string {
     if (this.last !== undefined && sameStrings(this.last.names, names)) return this.last.key;
     const key = createHash('sha256').update(JSON.stringify(names)).digest().subarray(0, 16).toString('base64url');
-    this.last = { names, key };
+    // A copy: the caller's array (a decision's) is not ours to keep unchanged.
+    this.last = { names: [...names], key };
     return key;
   }
 }

@@ -130,6 +130,11 @@ describe('attempt record bodies', () => {
       expect(keys.keyOf(['n-a', 'n-c', 'n-b'])).not.toBe(key);
       expect(keys.keyOf(['n-a', 'n-b'])).not.toBe(key);
       expect(keys.keyOf(names)).toBe(key);
+      // The list remembered is its own: changing the array given does not make another list match the old key.
+      const changing = ['n-x', 'n-y'];
+      const before = keys.keyOf(changing);
+      changing[1] = 'n-z';
+      expect(keys.keyOf(changing)).not.toBe(before);
     });
 
     it('calls a passed record with neither a summary nor a policy corrupt', () => {
