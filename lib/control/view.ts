@@ -15,6 +15,7 @@
  * booking and answers without waiting for it; the next decision waits for it only when the view is not fit
  * without it, so in steady state a decision's view misses at most what the last two filters' syncs brought.
  */
+import { sameItems } from '../arrays';
 import type { Clock } from '../clock';
 import { EvaluationMemo } from '../engine/reuse';
 import type { NodeState } from '../engine/types';
@@ -245,7 +246,7 @@ export class ClusterView {
   /** `names`' slots by position: those of the last list resolved when the names and the view's nodes are the same. */
   private resolve(names: readonly string[]): { names: readonly string[]; slots: readonly (NodeSlot | undefined)[] } {
     const last = this.resolved;
-    if (last !== undefined && last.membership === this.membership && sameNames(last.names, names)) return last;
+    if (last !== undefined && last.membership === this.membership && sameItems(last.names, names)) return last;
     const slots = names.map((name) => this.nodes.get(name));
     this.resolved = { names, slots, membership: this.membership };
     return this.resolved;
@@ -330,14 +331,6 @@ export class ClusterView {
 /** The engine's state of a node; computed afresh, the pod's own bookings left out, where the pod holds one. */
 function engineState(slot: NodeSlot, name: string, nowMs: number, excludeUid: string | undefined, holding: readonly string[]): NodeState {
   return holding.includes(name) ? toNodeState(slot.ledger, nowMs, excludeUid) : nodeState(slot, nowMs);
-}
-
-/** The same names in the same order (compared one by one: both lists are read in order, where lookups jump around the map). */
-function sameNames(a: readonly string[], b: readonly string[]): boolean {
-  if (a === b) return true;
-  if (a.length !== b.length) return false;
-  for (let i = 0; i < a.length; i++) if (a[i] !== b[i]) return false;
-  return true;
 }
 
 /** The engine's state of a node, computed again when its ledger changed or a reservation in it expired. */

@@ -6,8 +6,10 @@
  * fault of ours (StoreFaultError, 500, not "retry" either).
  */
 import { defaultCredentials } from '../aws/sigv4';
+import type { Sleep } from '../clock';
+import { forEachAtMost } from '../concurrency';
 import { StoreFaultError, StoreRejectedError, StoreUnavailableError, errorMessage } from '../errors';
-import { DynamoHttpClient, type DocumentClient, type DocumentOperation, type DocumentOperations } from './dynamoHttp';
+import { DynamoHttpClient, type DocumentClient, type DocumentItem, type DocumentOperation, type DocumentOperations } from './dynamoHttp';
 
 export interface DynamoOptions {
   readonly region: string;
@@ -70,6 +72,36 @@ export async function send<O extends DocumentOperation>(
     }
     throw classifyStoreError(operation, err);
   }
+}
+
+const BATCH_GET_MAX_KEYS = 100;
+const BATCH_GET_MAX_ROUNDS = 6;
+const PARALLEL_BATCH_GETS = 8;
+
+/** Every key's item (absent keys have none), in chunks of 100 sent a few at a time; unprocessed keys are fetched again with backoff. */
+export async function batchGetAll(
+  doc: DocumentClient,
+  stats: StoreStats,
+  sleep: Sleep,
+  table: string,
+  keys: readonly DocumentItem[],
+  consistent: boolean,
+): Promise<DocumentItem[]> {
+  const chunks: DocumentItem[][] = [];
+  for (let i = 0; i < keys.length; i += BATCH_GET_MAX_KEYS) chunks.push(keys.slice(i, i + BATCH_GET_MAX_KEYS));
+  const found: DocumentItem[] = [];
+  await forEachAtMost(chunks, PARALLEL_BATCH_GETS, async (chunk) => {
+    let request: DocumentOperations['BatchGetItem']['input']['RequestItems'] = { [table]: { Keys: chunk, ConsistentRead: consistent } };
+    for (let round = 0; request && Object.keys(request).length > 0; round++) {
+      if (round === BATCH_GET_MAX_ROUNDS) throw new StoreUnavailableError('store kept returning unprocessed keys');
+      // Keys left over for size are fetched again at once; a second leftover round is throttling: back off.
+      if (round > 1) await sleep(20 * 2 ** round);
+      const out: DocumentOperations['BatchGetItem']['output'] = await send(doc, stats, 'BatchGetItem', { RequestItems: request, ReturnConsumedCapacity: 'TOTAL' });
+      found.push(...(out.Responses?.[table] ?? []));
+      request = out.UnprocessedKeys;
+    }
+  });
+  return found;
 }
 
 export function isConditionFailed(err: unknown): boolean {

@@ -5,14 +5,13 @@
  * write returns the node as stored where the store supports it (`ReturnValuesOnConditionCheckFailure`;
  * dynalite ignores it and the caller reads the node instead).
  */
-import type { BatchGetCommandInput, PutCommandInput, QueryCommandInput, UpdateCommandInput } from '@aws-sdk/lib-dynamodb';
+import type { PutCommandInput, QueryCommandInput, UpdateCommandInput } from '@aws-sdk/lib-dynamodb';
 import type { Sleep } from '../clock';
-import { forEachAtMost } from '../concurrency';
 import type { StoredClaim } from '../engine/claims';
 import { StoreUnavailableError } from '../errors';
 import type { Booking, NodeLedger, NodeLock, QuotaLedger } from '../control/ledger';
 import type { JournalEntry, LedgerStore, LockRelease, NodeWrite, ReadOptions, Reservation } from '../control/ports';
-import { isConditionFailed, send, type StoreStats } from './dynamo';
+import { batchGetAll, isConditionFailed, send, type StoreStats } from './dynamo';
 import { DynamoServiceError, type DocumentClient } from './dynamoHttp';
 import {
   CounterAttr,
@@ -43,9 +42,6 @@ import {
   type Item,
 } from './codec';
 
-const BATCH_GET_MAX_KEYS = 100;
-const BATCH_GET_MAX_ROUNDS = 6;
-const PARALLEL_BATCH_GETS = 8;
 const JOURNAL_APPEND_ROUNDS = 30;
 
 export class DynamoLedgerStore implements LedgerStore {
@@ -65,27 +61,8 @@ export class DynamoLedgerStore implements LedgerStore {
 
   // ---- reads -------------------------------------------------------------------------------------
 
-  batchGetParams(keys: readonly Item[], consistent: boolean): BatchGetCommandInput {
-    return { RequestItems: { [this.table]: { Keys: [...keys], ConsistentRead: consistent } }, ReturnConsumedCapacity: 'TOTAL' };
-  }
-
-  /** Every key, in chunks of 100 sent a few at a time; unprocessed keys are fetched again with backoff. */
-  private async batchGet(keys: readonly Item[], consistent: boolean): Promise<Item[]> {
-    const chunks: Item[][] = [];
-    for (let i = 0; i < keys.length; i += BATCH_GET_MAX_KEYS) chunks.push(keys.slice(i, i + BATCH_GET_MAX_KEYS));
-    const found: Item[] = [];
-    await forEachAtMost(chunks, PARALLEL_BATCH_GETS, async (chunk) => {
-      let request = this.batchGetParams(chunk, consistent).RequestItems;
-      for (let round = 0; request && Object.keys(request).length > 0; round++) {
-        if (round === BATCH_GET_MAX_ROUNDS) throw new StoreUnavailableError('store kept returning unprocessed keys');
-        // Keys left over for size are fetched again at once; a second leftover round is throttling: back off.
-        if (round > 1) await this.sleep(20 * 2 ** round);
-        const out = await send(this.doc, this.stats, 'BatchGetItem', { RequestItems: request, ReturnConsumedCapacity: 'TOTAL' });
-        found.push(...((out.Responses?.[this.table] ?? []) as Item[]));
-        request = out.UnprocessedKeys;
-      }
-    });
-    return found;
+  private batchGet(keys: readonly Item[], consistent: boolean): Promise<Item[]> {
+    return batchGetAll(this.doc, this.stats, this.sleep, this.table, keys, consistent);
   }
 
   async readNodes(names: readonly string[], options: ReadOptions): Promise<ReadonlyMap<string, NodeLedger>> {

@@ -19,8 +19,9 @@
  */
 import { createHash } from 'node:crypto';
 import { brotliCompressSync, brotliDecompressSync, constants, gunzipSync } from 'node:zlib';
-import type { BatchGetCommandInput, BatchWriteCommandInput, PutCommandInput, QueryCommandInput, UpdateCommandInput } from '@aws-sdk/lib-dynamodb';
+import type { BatchWriteCommandInput, PutCommandInput, QueryCommandInput, UpdateCommandInput } from '@aws-sdk/lib-dynamodb';
 import { z } from 'zod';
+import { sameItems } from '../arrays';
 import type { Sleep } from '../clock';
 import { DecisionTrace, type PackedEvidence, type RegisteredCards, type StoredEvidence } from '../engine/evidence';
 import { BadRequestError, CorruptItemError, errorMessage, StoreUnavailableError } from '../errors';
@@ -29,7 +30,7 @@ import { fitNodeMessage, listingOrder } from '../engine/messages';
 import type { NodeEvidence } from '../engine/types';
 import { shortBind, summarizeAttempt, type AttemptSummary } from '../diagnostics/summary';
 import type { PodRecords, RecordStorePort, SummaryPage, SummaryQuery } from '../control/ports';
-import { emptyStats, isConditionFailed, send, type StoreStats } from './dynamo';
+import { batchGetAll, emptyStats, isConditionFailed, send, type StoreStats } from './dynamo';
 import type { DocumentClient, DocumentItem } from './dynamoHttp';
 
 /** Items above this are stored without per-card evidence rather than rejected by DynamoDB. */
@@ -61,8 +62,8 @@ const summaryBodySchema = z.object({
 
 /** How many partitions the summaries are spread over (one per namespace; a list of all reads them in turn). */
 export const SUMMARY_SHARDS = 16;
-/** Rounds of a batch request for what the store left unprocessed (throttling) before giving up. */
-const BATCH_MAX_ROUNDS = 5;
+/** Rounds of BatchWriteItem for items the store left unprocessed (throttling) before giving up. */
+const BATCH_WRITE_MAX_ROUNDS = 5;
 
 const digest = (text: string) => createHash('sha256').update(text).digest();
 
@@ -185,7 +186,7 @@ export class RecordStore implements RecordStorePort {
     const list = this.listToWrite(encoded, timeMs);
     let request = this.putAttemptParams(record, timeMs, encoded, list).RequestItems;
     for (let round = 0; request && Object.keys(request).length > 0; round++) {
-      if (round === BATCH_MAX_ROUNDS) throw new StoreUnavailableError('store kept returning unprocessed scheduling records');
+      if (round === BATCH_WRITE_MAX_ROUNDS) throw new StoreUnavailableError('store kept returning unprocessed scheduling records');
       if (round > 0) await this.sleep(20 * 2 ** round);
       const out = await send(this.doc, this.stats, 'BatchWriteItem', { RequestItems: request, ReturnConsumedCapacity: 'TOTAL' });
       request = out.UnprocessedItems;
@@ -206,23 +207,16 @@ export class RecordStore implements RecordStorePort {
     return written === undefined || timeMs - written >= this.retentionSeconds * 1000 || timeMs < written ? encoded.list : undefined;
   }
 
-  /** Name lists by key, as stored (absent: expired, or never written). */
+  /**
+   * Name lists by key, as stored (absent: expired, or never written). Read consistently: a list is written with the
+   * first attempt that refers to it, and an eventually consistent read right after could miss it.
+   */
   private async readNameLists(keys: readonly string[], nowS: number): Promise<ReadonlyMap<string, readonly string[]>> {
     const lists = new Map<string, readonly string[]>();
-    let request: BatchGetCommandInput['RequestItems'] = { [this.table]: { Keys: keys.map(nameListKey) } };
-    for (let round = 0; request && Object.keys(request).length > 0; round++) {
-      if (round === BATCH_MAX_ROUNDS) throw new StoreUnavailableError('store kept returning unprocessed name lists');
-      if (round > 0) await this.sleep(20 * 2 ** round);
-      const out: { Responses?: Record<string, DocumentItem[]>; UnprocessedKeys?: BatchGetCommandInput['RequestItems'] } = await send(this.doc, this.stats, 'BatchGetItem', {
-        RequestItems: request,
-        ReturnConsumedCapacity: 'TOTAL',
-      });
-      for (const item of out.Responses?.[this.table] ?? []) {
-        if (typeof item.expiresAt === 'number' && item.expiresAt < nowS) continue;
-        const names = decodeNameList(item.names, item.enc);
-        if (names !== undefined) lists.set(String(item.pk).slice(NAME_LIST_PREFIX.length), names);
-      }
-      request = out.UnprocessedKeys;
+    for (const item of await batchGetAll(this.doc, this.stats, this.sleep, this.table, keys.map(nameListKey), true)) {
+      if (typeof item.expiresAt === 'number' && item.expiresAt < nowS) continue;
+      const names = decodeNameList(item.names, item.enc);
+      if (names !== undefined) lists.set(String(item.pk).slice(NAME_LIST_PREFIX.length), names);
     }
     return lists;
   }
@@ -400,18 +394,12 @@ export class NameListKeys {
   private last: { readonly names: readonly string[]; readonly key: string } | undefined;
 
   keyOf(names: readonly string[]): string {
-    if (this.last !== undefined && sameStrings(this.last.names, names)) return this.last.key;
+    if (this.last !== undefined && sameItems(this.last.names, names)) return this.last.key;
     const key = createHash('sha256').update(JSON.stringify(names)).digest().subarray(0, 16).toString('base64url');
     // A copy: the caller's array (a decision's) is not ours to keep unchanged.
     this.last = { names: [...names], key };
     return key;
   }
-}
-
-function sameStrings(a: readonly string[], b: readonly string[]): boolean {
-  if (a.length !== b.length) return false;
-  for (let i = 0; i < a.length; i++) if (a[i] !== b[i]) return false;
-  return true;
 }
 
 const NAME_LIST_PREFIX = 'NAMES#';
