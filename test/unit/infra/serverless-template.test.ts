@@ -32,18 +32,12 @@ type FunctionName = (typeof contractRoutes)[number]['fn'];
 
 /** The team's least-privilege table: DynamoDB actions per function and table, nothing else. */
 const leastPrivilege: Record<FunctionName, Partial<Record<'StateTable' | 'RecordsTable', string[]>>> = {
-  filter: {
-    StateTable: ['GetItem', 'BatchGetItem', 'UpdateItem', 'PutItem', 'Query'],
-    RecordsTable: ['PutItem', 'BatchWriteItem', 'Query', 'UpdateItem'],
-  },
-  bind: { StateTable: ['GetItem', 'UpdateItem', 'BatchGetItem'], RecordsTable: ['Query', 'UpdateItem', 'PutItem'] },
-  bindOutcome: {
-    StateTable: ['GetItem', 'UpdateItem', 'BatchGetItem'],
-    RecordsTable: ['Query', 'UpdateItem', 'PutItem'],
-  },
-  clusterEvents: { StateTable: ['GetItem', 'BatchGetItem', 'UpdateItem', 'PutItem', 'DeleteItem', 'Query'] },
-  schedulerLog: { StateTable: ['BatchGetItem', 'Query'], RecordsTable: ['Query', 'GetItem', 'BatchGetItem'] },
-  nodeDevices: { StateTable: ['GetItem', 'BatchGetItem'] },
+  filter: { StateTable: ['BatchGetItem', 'UpdateItem', 'Query'], RecordsTable: ['BatchWriteItem'] },
+  bind: { StateTable: ['UpdateItem', 'BatchGetItem'], RecordsTable: ['UpdateItem', 'PutItem'] },
+  bindOutcome: { StateTable: ['UpdateItem'], RecordsTable: ['UpdateItem', 'PutItem'] },
+  clusterEvents: { StateTable: ['BatchGetItem', 'UpdateItem', 'PutItem', 'Query'] },
+  schedulerLog: { StateTable: ['BatchGetItem', 'Query'], RecordsTable: ['Query', 'BatchGetItem'] },
+  nodeDevices: { StateTable: ['BatchGetItem'] },
   listNodes: { StateTable: ['BatchGetItem'] },
   namespaceSchedulerLogs: { RecordsTable: ['Query'] },
   allSchedulerLogs: { RecordsTable: ['Query'] },
