@@ -48,7 +48,12 @@
  *
  * Flags: --nodes 100 --pods 1000 --policy binpack|spread --store-rtt-ms 0 --gateway-rtt-ms 0
  *        --running-per-card 1 --plugin-delay-ms 20 --schedulers 1 --percentage-of-nodes-to-score 100 --node-names short
- *        --burst
+ *        --burst --filters-only
+ *
+ * `--filters-only`: kube-scheduler's stand-in only filters, and no pod is bound: the other control plane, the relay and the
+ * device plugin stand-ins stay idle after the take-over, and the store serves the filters' calls alone. Not how a cluster
+ * runs (bookings stay reservations, `placed` counts pods booked): it shows what the filter's own path costs on this
+ * machine, apart from the work that shares its cores.
  *
  * `--node-names aws` names the nodes as EKS does (`ip-10-0-187-33.eu-west-1.compute.internal`) instead of `node-00042`:
  * long names cost every request and the decision records that name them, where short ones compress to nothing.
@@ -86,6 +91,8 @@ interface Options {
   /** `short` (`node-00042`) or `aws` (EC2's private DNS names, as EKS nodes are named: bench/workload.ts). */
   nodeNames: NodeNameStyle;
   burst: boolean;
+  /** kube-scheduler's stand-in only filters: no binds, so nothing else runs beside the filters (see the header). */
+  filtersOnly: boolean;
 }
 
 type Mode = 'default' | 'lockAware' | 'hamiExact';
@@ -102,15 +109,16 @@ const FLAGS: Record<string, keyof Options> = {
   '--percentage-of-nodes-to-score': 'percentageOfNodesToScore',
   '--node-names': 'nodeNames',
   '--burst': 'burst',
+  '--filters-only': 'filtersOnly',
 };
 
 function parseArgs(argv: readonly string[]): Options {
-  const options: Options = { nodes: 100, pods: 1000, policy: 'binpack', storeRttMs: 0, gatewayRttMs: 0, runningPerCard: 1, pluginDelayMs: 20, schedulers: 1, percentageOfNodesToScore: 100, nodeNames: 'short', burst: false };
+  const options: Options = { nodes: 100, pods: 1000, policy: 'binpack', storeRttMs: 0, gatewayRttMs: 0, runningPerCard: 1, pluginDelayMs: 20, schedulers: 1, percentageOfNodesToScore: 100, nodeNames: 'short', burst: false, filtersOnly: false };
   for (let i = 0; i < argv.length; i++) {
     const key = FLAGS[argv[i] ?? ''];
     if (!key) throw new Error(`unknown flag ${argv[i]}; use ${Object.keys(FLAGS).join(', ')}`);
-    if (key === 'burst') {
-      options.burst = true;
+    if (key === 'burst' || key === 'filtersOnly') {
+      options[key] = true;
       continue;
     }
     const value = argv[++i] ?? '';
@@ -130,6 +138,7 @@ function parseArgs(argv: readonly string[]): Options {
     if (!Number.isInteger(n) || n < min || n > max) throw new Error(`${argv[i - 1]} needs an integer from ${min}${max < Number.MAX_SAFE_INTEGER ? ` to ${max}` : ' up'}`);
     options[key] = n as never;
   }
+  if (options.burst && options.filtersOnly) throw new Error('--burst measures binds on the node lock; --filters-only makes none: use one of them');
   return options;
 }
 
@@ -362,6 +371,11 @@ async function runScheduler(queue: QueuedPod[], nodeNames: readonly string[], fi
       else out.unplaced += 1;
       continue;
     }
+    if (options.filtersOnly) {
+      out.placed += 1;
+      out.lastPlacedAt = now();
+      continue;
+    }
     const patch = (answer.Effects as { kind: string; annotations?: Record<string, string> }[]).find((e) => e.kind === 'PatchPodAnnotations')?.annotations ?? {};
     void relay.forward(podUpdate(item.pod, patch, undefined, undefined, '2'));
     const task: Promise<void> = bind(item, node, patch).finally(() => binds.delete(task));
@@ -522,7 +536,8 @@ async function runOnce(options: Options, mode: Mode): Promise<Record<string, unk
       filterTail: { fastestHalf: roundedGroup(tail.fastestHalf), p50To90: roundedGroup(tail.p50To90), slowestTenth: roundedGroup(tail.slowestTenth) },
       // The first filter of each control plane loads its view (what a new Lambda environment's first filter pays).
       firstFilterMs: round(Math.max(...results.map((r) => r.filterMs[0] ?? 0))),
-      bindP50Ms: round(percentile(results.flatMap((r) => r.bindMs), 50)),
+      // No binds (`--filters-only`): null, not a time.
+      bindP50Ms: options.filtersOnly ? null : round(percentile(results.flatMap((r) => r.bindMs), 50)),
       podsPerSecond: round(placed / Math.max(elapsedS, 1e-9), 1),
       engineP50Ms: round(engineP50Ms, 3),
       storeRoundTripsPerFilter: { p50: percentile(roundTrips, 50), p99: percentile(roundTrips, 99) },
@@ -554,6 +569,7 @@ async function runOnce(options: Options, mode: Mode): Promise<Record<string, unk
       runningPodsPerCard: options.runningPerCard,
       nodeNamesPerFilter: candidateRotation(names, options.percentageOfNodesToScore)().length,
       nodeNameStyle: options.nodeNames,
+      filtersOnly: options.filtersOnly,
       cardMemMiB: CARD_MEM,
     };
   } finally {
