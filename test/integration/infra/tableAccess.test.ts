@@ -2,7 +2,8 @@
  * Each function's IAM role (`custom.tableAccess` in serverless.yml) grants every operation its code makes on each
  * table. The control code behind each function runs on the DynamoDB adapters against dynalite, from a cold execution
  * environment (its warm view loads first, as after a deployment), and every call the adapters send is noted with the
- * tables it names. A grant missing here is an AccessDenied on AWS that no local run would show.
+ * tables it names. A grant missing here is an AccessDenied on AWS that no local run would show; a grant that none of
+ * the function's paths uses is a privilege it does not need.
  */
 import { readFileSync } from 'node:fs';
 import path from 'node:path';
@@ -53,7 +54,7 @@ const scenarios: Record<string, ((deps: ControlDeps) => Promise<unknown>)[]> = {
   allSchedulerLogs: [(deps) => listSchedulerLogs(deps, { limit: 10 })],
 };
 
-describe('IAM grants cover what each function does to each table', () => {
+describe('IAM grants are exactly what each function does to each table', () => {
   let backend: DynamoBackend;
   let doc: DocumentClient;
   let now = 1_800_000_000_000;
