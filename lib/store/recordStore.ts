@@ -322,10 +322,13 @@ export class RecordStore implements RecordStorePort {
         kept.push(item);
       }
     }
-    const cards = kept.length > 0 ? await registered?.() : undefined;
     const stored = kept.map((item) => ({ record: readStoredRecord(item.rec, item.enc), timeMs: Number(String(item.sk).split('#')[1]) }));
     const listKeys = [...new Set(stored.flatMap(({ record }) => nameListKeyOf(record) ?? []))];
-    const lists = listKeys.length > 0 ? await this.readNameLists(listKeys, nowS) : undefined;
+    // The cards' ids and the name lists come from different items: read side by side.
+    const [cards, lists] = await Promise.all([
+      kept.length > 0 ? registered?.() : undefined,
+      listKeys.length > 0 ? this.readNameLists(listKeys, nowS) : undefined,
+    ]);
     const found = stored.map(({ record, timeMs }) => ({ record: finishRecord(record, cards, lists), timeMs }));
     return bind ? { attempts: found, bind } : { attempts: found };
   }
@@ -346,6 +349,11 @@ export const RECORD_ENCODING = 'br';
 // from node names). On random GPU UUIDs quality 2 was as small and faster, one reason the ids are no longer stored
 // (docs/state.md).
 const BROTLI = { params: { [constants.BROTLI_PARAM_QUALITY]: 4, [constants.BROTLI_PARAM_MODE]: constants.BROTLI_MODE_TEXT } };
+
+/** How every body of the records table is stored: JSON, Brotli-compressed as `RECORD_ENCODING` says. */
+function brotliJson(value: unknown): Buffer {
+  return brotliCompressSync(JSON.stringify(value), BROTLI);
+}
 
 /**
  * Brotli-compressed JSON; when even that is too large, per-card evidence is dropped (containers and reasons stay).
@@ -373,7 +381,7 @@ export function encodeRecordApart(record: AttemptRecord, keys: NameListKeys): En
   const key = keys.keyOf(packed.nodes.name);
   const { name, ...nodes } = packed.nodes;
   const apart: PackedApart = { ...packed, v: NAMES_APART, nodes: { ...nodes, names: key } };
-  const body = brotliCompressSync(JSON.stringify({ ...stored, filter: { ...stored.filter, packed: apart } }), BROTLI);
+  const body = brotliJson({ ...stored, filter: { ...stored.filter, packed: apart } });
   return body.byteLength <= MAX_RECORD_BYTES ? { body, list: { key, names: name } } : { body: encodeTrimmed(stored) };
 }
 
@@ -409,7 +417,7 @@ function nameListKey(key: string): { pk: string; sk: string } {
 }
 
 function encodeNameList(names: readonly string[]): Uint8Array {
-  return brotliCompressSync(JSON.stringify(names), BROTLI);
+  return brotliJson(names);
 }
 
 /** A stored name list, or undefined where it cannot be read (the attempts that refer to it then read without evidence). */
@@ -434,7 +442,7 @@ function storedForm(record: AttemptRecord): StoredRecord {
 }
 
 function compressed(stored: StoredRecord): Uint8Array {
-  const full = brotliCompressSync(JSON.stringify(stored), BROTLI);
+  const full = brotliJson(stored);
   return full.byteLength <= MAX_RECORD_BYTES ? full : encodeTrimmed(stored);
 }
 
@@ -458,7 +466,7 @@ function encodeTrimmed(record: StoredRecord): Uint8Array {
     evidenceTrimmed: true,
     filter: { ...filter, nodes: nodes.map((n) => ({ ...n, containers: n.containers.map((c) => ({ ...c, cards: [] })) })) },
   };
-  return brotliCompressSync(JSON.stringify(trimmed), BROTLI);
+  return brotliJson(trimmed);
 }
 
 /** A stored attempt (`rec`, compressed as `enc` says), its evidence unpacked into the objects the scheduler log renders. */
