@@ -30,7 +30,7 @@ export interface LocalServerOptions {
   readonly env?: Readonly<Record<string, string | undefined>>;
   /** Use this DynamoDB-compatible endpoint instead of an embedded dynalite (default: DDB_ENDPOINT from `env`). */
   readonly ddbEndpoint?: string;
-  /** Where the embedded dynalite runs (default: in this process). */
+  /** Where the embedded dynalite runs (default: in this process); a data directory is always served by a child process. */
   readonly storeMode?: EmbeddedStoreMode;
   /** The embedded store keeps its data in this directory (default: HAMI_DATA_DIR from `env`; unset: in memory). */
   readonly dataDir?: string;
@@ -55,7 +55,7 @@ export async function startLocalServer(options: LocalServerOptions = {}): Promis
   const env = options.env ?? process.env;
   const external = options.ddbEndpoint ?? nonEmpty(env.DDB_ENDPOINT);
   const dataDir = options.dataDir ?? nonEmpty(env.HAMI_DATA_DIR);
-  const embedded = external ? undefined : await startEmbeddedStore(options.storeMode ?? 'in-process', dataDir);
+  const embedded = external ? undefined : await startEmbeddedStore(dataDir ? { mode: 'child-process', dataDir } : { mode: options.storeMode ?? 'in-process' });
   const endpoint = external ?? embedded?.endpoint ?? '';
   const config = loadConfig({ ...env, DDB_ENDPOINT: endpoint, ...(options.token !== undefined ? { HAMI_API_TOKEN: options.token } : {}) });
   const raw = new DynamoDBClient({
