@@ -2,7 +2,7 @@
  * kube-scheduler's filter body ends with the candidate node names (`…,"NodeNames":["a","b"]}`: Go writes the
  * fields of ExtenderArgs in order, compactly), and where it sends every feasible node that list is the same text on
  * every filter. Parsing and checking a thousand names cost about 0.2 ms of each filter's critical path (measured with
- * `npm run bench`, README "Benchmarks"); a list whose text is the one checked last is taken again instead, and only
+ * `npm run bench`, docs/performance.md); a list whose text is the one checked last is taken again instead, and only
  * the rest of the body is parsed.
  */
 
