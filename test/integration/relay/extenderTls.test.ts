@@ -104,21 +104,21 @@ describe('mutual TLS on the extender port (self-managed)', () => {
   });
 
   it.each([
-    ['no client certificate', (c: Client): Client => ({ ca: c.ca }), /^no client certificate was presented/],
+    ['no client certificate', async (c: Client): Promise<Client> => ({ ca: c.ca }), /^no client certificate was presented/],
     [
       'a certificate from another CA',
-      (c: Client): Client => {
-        const other = createCertificateAuthority({ commonName: 'someone else', validDays: 30, now: T0 });
-        return asClient(c.ca, issueCertificate(other, { commonName: 'hami-scheduler', usage: 'client', validDays: 30, now: T0 }));
+      async (c: Client): Promise<Client> => {
+        const other = await createCertificateAuthority({ commonName: 'someone else', validDays: 30, now: T0 });
+        return asClient(c.ca, await issueCertificate(other, { commonName: 'hami-scheduler', usage: 'client', validDays: 30, now: T0 }));
       },
       /^the client certificate is not issued by the relay's CA/,
     ],
     [
       "the relay CA's certificate for another name",
-      (c: Client): Client => {
+      async (c: Client): Promise<Client> => {
         const secret = kube.get('Secret', NAMESPACE, 'hami-relay-webhook-tls')?.data as Record<string, string>;
         const ca = { certPem: splitPemBundle(decode(secret['ca.crt']))[0]!, keyPem: decode(secret['ca.key']) };
-        return asClient(c.ca, issueCertificate(ca, { commonName: 'intruder', usage: 'client', validDays: 30, now: T0 }));
+        return asClient(c.ca, await issueCertificate(ca, { commonName: 'intruder', usage: 'client', validDays: 30, now: T0 }));
       },
       /^the client certificate is for "intruder", not "hami-scheduler"/,
     ],
@@ -127,8 +127,8 @@ describe('mutual TLS on the extender port (self-managed)', () => {
     const p = kube.create('Pod', gpuPod('job-1'));
     const writesBefore = kube.writes().length;
 
-    const filter = await post(url, '/filter', clientOf(schedulerClient()), { Pod: p, NodeNames: ['node-1'] });
-    const bind = await post(url, '/bind', clientOf(schedulerClient()), { PodName: 'job-1', PodNamespace: 'team-a', PodUID: p.metadata?.uid, Node: 'node-1' });
+    const filter = await post(url, '/filter', await clientOf(schedulerClient()), { Pod: p, NodeNames: ['node-1'] });
+    const bind = await post(url, '/bind', await clientOf(schedulerClient()), { PodName: 'job-1', PodNamespace: 'team-a', PodUID: p.metadata?.uid, Node: 'node-1' });
 
     for (const answer of [filter, bind]) {
       expect(answer.status).toBe(401);
@@ -153,9 +153,9 @@ describe('mutual TLS on the extender port (cert-manager files)', () => {
   it("verifies clients against the mounted ca.crt: the scheduler's certificate passes, another CA's does not", async () => {
     const dir = mkdtempSync(join(tmpdir(), 'extender-tls-'));
     try {
-      const ca = createCertificateAuthority({ commonName: 'cert-manager CA', validDays: 30, now: T0 });
-      const serving = issueCertificate(ca, { commonName: SERVER_NAME, dnsNames: [SERVER_NAME], usage: 'server', validDays: 30, now: T0 });
-      const scheduler = issueCertificate(ca, { commonName: 'hami-scheduler', usage: 'client', validDays: 30, now: T0 });
+      const ca = await createCertificateAuthority({ commonName: 'cert-manager CA', validDays: 30, now: T0 });
+      const serving = await issueCertificate(ca, { commonName: SERVER_NAME, dnsNames: [SERVER_NAME], usage: 'server', validDays: 30, now: T0 });
+      const scheduler = await issueCertificate(ca, { commonName: 'hami-scheduler', usage: 'client', validDays: 30, now: T0 });
       writeFileSync(join(dir, 'tls.crt'), serving.certPem);
       writeFileSync(join(dir, 'tls.key'), serving.keyPem);
       writeFileSync(join(dir, 'ca.crt'), ca.certPem);
@@ -164,8 +164,8 @@ describe('mutual TLS on the extender port (cert-manager files)', () => {
       const p = kube.create('Pod', gpuPod('job-2'));
 
       const ok = await post(url, '/filter', asClient(ca.certPem, scheduler), { Pod: p, NodeNames: ['node-1'] });
-      const other = createCertificateAuthority({ commonName: 'other', validDays: 30, now: T0 });
-      const refused = await post(url, '/filter', asClient(ca.certPem, issueCertificate(other, { commonName: 'hami-scheduler', usage: 'client', validDays: 30, now: T0 })), { Pod: p, NodeNames: ['node-1'] });
+      const other = await createCertificateAuthority({ commonName: 'other', validDays: 30, now: T0 });
+      const refused = await post(url, '/filter', asClient(ca.certPem, await issueCertificate(other, { commonName: 'hami-scheduler', usage: 'client', validDays: 30, now: T0 })), { Pod: p, NodeNames: ['node-1'] });
 
       expect(ok.status).toBe(200);
       expect(refused.status).toBe(401);

@@ -235,8 +235,8 @@ describe('certificates from files (cert-manager)', () => {
   it('serves the mounted certificate', async () => {
     const dir = mkdtempSync(join(tmpdir(), 'webhook-tls-'));
     try {
-      const ca = createCertificateAuthority({ commonName: 'cert-manager CA', validDays: 30, now: new Date() });
-      const serving = issueCertificate(ca, { commonName: SERVICE_NAME, dnsNames: [SERVICE_NAME], usage: 'server', validDays: 30, now: new Date() });
+      const ca = await createCertificateAuthority({ commonName: 'cert-manager CA', validDays: 30, now: new Date() });
+      const serving = await issueCertificate(ca, { commonName: SERVICE_NAME, dnsNames: [SERVICE_NAME], usage: 'server', validDays: 30, now: new Date() });
       writeFileSync(join(dir, 'tls.crt'), serving.certPem);
       writeFileSync(join(dir, 'tls.key'), serving.keyPem);
       writeFileSync(join(dir, 'ca.crt'), ca.certPem);

@@ -22,12 +22,12 @@ const instruction = (stage: string[], name: string) => stage.filter((l) => l.toU
 describe('Dockerfile', () => {
   it('builds in one stage and ships from another', () => {
     expect(stages.length).toBeGreaterThanOrEqual(2);
-    expect(stages[0]?.[0]).toMatch(/^FROM node:20[\w.-]*-slim AS build$/);
+    expect(stages[0]?.[0]).toMatch(/^FROM node:24[\w.-]*-slim AS build$/);
     expect(stages[0]).toContain('RUN node scripts/build.mjs relay');
   });
 
   it('ships from a small base without a shell or package manager, as a non-root user', () => {
-    expect(final[0]).toMatch(/^FROM gcr\.io\/distroless\/nodejs20-debian12:nonroot$/);
+    expect(final[0]).toMatch(/^FROM gcr\.io\/distroless\/nodejs24-debian12:nonroot$/);
     expect(instruction(final, 'USER')).toEqual(['USER 65532:65532']);
   });
 

@@ -1,5 +1,5 @@
 /**
- * Runs `serverless package` the way `npm run package` does (offline, no AWS credentials) and reads the
+ * Runs `osls package` the way `npm run package` does (offline, no AWS credentials) and reads the
  * generated CloudFormation template, for tests that check what would be deployed.
  */
 import { execFile } from 'node:child_process';
@@ -42,13 +42,15 @@ export interface PackageOptions {
 
 export interface PackagedService {
   readonly template: CfnTemplate;
+  /** What the packaging printed (stdout and stderr), where a warning about the runtime would show. */
+  readonly output: string;
   /** Removes the package output and serverless's scratch files. */
   readonly cleanup: () => void;
 }
 
 /**
- * The child's environment: the stack's required switches, and nothing from the caller that could change
- * the result (AWS credentials or profiles, HAMi or Powertools settings that `${env:...}` defaults read).
+ * The child's environment: nothing from the caller that could change the result (AWS credentials or profiles,
+ * HAMi or Powertools settings that `${env:...}` defaults read).
  */
 function packagingEnvironment(scratchDir: string): NodeJS.ProcessEnv {
   const env: NodeJS.ProcessEnv = {};
@@ -56,18 +58,16 @@ function packagingEnvironment(scratchDir: string): NodeJS.ProcessEnv {
     if (/^(AWS_|HAMI_|POWERTOOLS_)/.test(key)) continue;
     env[key] = value;
   }
-  env.SLS_TELEMETRY_DISABLED = '1';
-  env.SLS_NOTIFICATIONS_MODE = 'off';
-  // serverless leaves `<function>-<pid>-…` directories in the temp folder; keep them in ours.
+  // osls leaves `<function>-<pid>-…` directories in the temp folder; keep them in ours.
   env.TMPDIR = scratchDir;
   return env;
 }
 
-/** What `serverless package` reads from the service directory (serverless.yml, handlers, their code, configs). */
+/** What `osls package` reads from the service directory (serverless.yml, handlers, their code, configs). */
 const SERVICE_ENTRIES = ['serverless.yml', 'package.json', 'tsconfig.json', 'functions', 'lib', 'infra', 'types'] as const;
 
 /**
- * A private copy of the service to package from. serverless and serverless-esbuild write scratch directories
+ * A private copy of the service to package from. osls and serverless-esbuild write scratch directories
  * (`.serverless/`, `.esbuild/`) into the service directory and delete them when done; two packagings of one
  * checkout at the same time (a second `npm test` beside this one) would pull them from under each other.
  */
@@ -89,22 +89,22 @@ export async function packageService(options: PackageOptions): Promise<PackagedS
   const scratchDir = path.join(workDir, 'tmp');
   mkdirSync(scratchDir);
   const serviceDir = stageService(options.serviceDir, workDir);
-  const cli = path.join(serviceDir, 'node_modules', 'serverless', 'bin', 'serverless.js');
+  const cli = path.join(serviceDir, 'node_modules', 'osls', 'bin', 'serverless.js');
   const args = [cli, 'package', '--package', outDir, '--stage', options.stage, '--region', options.region];
   for (const [key, value] of Object.entries(options.params ?? {})) args.push(`--param=${key}=${value}`);
   try {
-    await promisify(execFile)(process.execPath, args, {
+    const { stdout, stderr } = await promisify(execFile)(process.execPath, args, {
       cwd: serviceDir,
       env: packagingEnvironment(scratchDir),
       maxBuffer: 16 * 1024 * 1024,
     });
     const raw: unknown = JSON.parse(readFileSync(path.join(outDir, 'cloudformation-template-update-stack.json'), 'utf8'));
-    return { template: templateSchema.parse(raw), cleanup };
+    return { template: templateSchema.parse(raw), output: `${stdout}${stderr}`, cleanup };
   } catch (error) {
     cleanup();
-    // execFile's error carries the child's output; serverless prints the reason there, not in `message`.
+    // execFile's error carries the child's output; osls prints the reason there, not in `message`.
     const { stdout = '', stderr = '' } = error as { stdout?: string; stderr?: string };
-    throw new ServerlessPackageError(`serverless package failed in ${options.serviceDir}\n${stdout}${stderr}`, {
+    throw new ServerlessPackageError(`osls package failed in ${options.serviceDir}\n${stdout}${stderr}`, {
       cause: error,
     });
   }

@@ -279,13 +279,20 @@ describe('serverless.yml packaged offline (stage test, eu-west-1, --param logVer
     expect(others).toHaveLength(2);
   });
 
+  it('packages with osls on the current Node.js runtime and prints no warning', () => {
+    // A runtime the tool does not know, or one AWS deprecated, shows up as a warning in the packaging output.
+    expect(packaged?.output ?? '').not.toMatch(/warn|deprecat|runtime/i);
+    const runtimes = new Set([...resourcesOfType(template, 'AWS::Lambda::Function').keys()].map((id) => propertiesOf(template, id, functionProperties).Runtime));
+    expect([...runtimes]).toEqual(['nodejs24.x']);
+  });
+
   it('runs every function on arm64 with active tracing, sized as planned, logs kept 30 days', () => {
     const sizes = Object.fromEntries(
       contractRoutes.map((r) => {
         const props = propertiesOf(template, `${pascal(r.fn)}LambdaFunction`, functionProperties);
         expect(props.Architectures).toEqual(['arm64']);
         expect(props.TracingConfig).toEqual({ Mode: 'Active' });
-        expect(props.Runtime).toBe('nodejs20.x');
+        expect(props.Runtime).toBe('nodejs24.x');
         // The HTTP API gives up at 30 s; a longer Lambda timeout would only hide a dead request.
         expect(props.Timeout).toBeLessThan(30);
         return [r.fn, { memory: props.MemorySize, timeout: props.Timeout }];
