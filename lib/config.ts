@@ -5,6 +5,7 @@
 import { z } from 'zod';
 import { ConfigError } from './errors';
 import type { EngineConfig } from './engine/types';
+import { DynamoEndpointError, realRegion, resolveDynamoEndpoint, type EndpointSetting } from './store/dynamoEndpoint';
 
 const intIn = (min: number, max: number, fallback: number) =>
   z
@@ -26,14 +27,28 @@ const bool = (fallback: boolean) =>
     .pipe(z.enum(['true', 'false', '1', '0', 'yes', 'no'], { message: 'must be true or false' }))
     .transform((v) => v === 'true' || v === '1' || v === 'yes');
 
+/** `true` or `false` exactly, as the AWS SDK reads its boolean variables (it refuses anything else too). */
+const awsBool = z
+  .enum(['true', 'false'], { message: 'must be true or false' })
+  .default('false')
+  .transform((v) => v === 'true');
+
+const endpointUrl = () => z.url({ message: 'must be a URL such as http://127.0.0.1:8000' }).optional();
+
 const name = (fallback: string) => z.string().trim().min(1, 'must not be empty').default(fallback);
 
 const envSchema = z.object({
   STATE_TABLE: name('hami-state'),
   RECORDS_TABLE: name('hami-records'),
-  /** A DynamoDB-compatible endpoint (dynalite, DynamoDB Local, LocalStack); unset in AWS. */
-  DDB_ENDPOINT: z.url({ message: 'must be a URL such as http://127.0.0.1:8000' }).optional(),
+  /** A DynamoDB-compatible endpoint (dynalite, DynamoDB Local, LocalStack); unset in AWS. Wins over the AWS variables below. */
+  DDB_ENDPOINT: endpointUrl(),
   AWS_REGION: name('us-east-1'),
+  // The AWS SDK's endpoint settings, read as it reads them for DynamoDB (lib/store/dynamoEndpoint.ts).
+  AWS_ENDPOINT_URL_DYNAMODB: endpointUrl(),
+  AWS_ENDPOINT_URL: endpointUrl(),
+  AWS_IGNORE_CONFIGURED_ENDPOINT_URLS: awsBool,
+  AWS_USE_FIPS_ENDPOINT: awsBool,
+  AWS_USE_DUALSTACK_ENDPOINT: awsBool,
   HAMI_LOG_VERBOSITY: intIn(0, 5, 0),
   HAMI_NODE_SCHEDULER_POLICY: z.enum(['binpack', 'spread'], { message: 'must be binpack or spread' }).default('binpack'),
   HAMI_GPU_SCHEDULER_POLICY: z
@@ -74,9 +89,15 @@ const envSchema = z.object({
 export interface AppConfig {
   readonly stateTable: string;
   readonly recordsTable: string;
+  /**
+   * Where the store is, resolved once at start (`storeEndpoint`): DDB_ENDPOINT, else AWS_ENDPOINT_URL_DYNAMODB, else
+   * AWS_ENDPOINT_URL (unless AWS_IGNORE_CONFIGURED_ENDPOINT_URLS), else DynamoDB's endpoint for the region,
+   * FIPS and dual-stack as AWS_USE_FIPS_ENDPOINT and AWS_USE_DUALSTACK_ENDPOINT say.
+   */
   readonly ddbEndpoint?: string;
   /** A local endpoint without AWS credentials in the environment gets placeholder credentials (DynamoDB Local, dynalite). */
   readonly localCredentials: boolean;
+  /** AWS_REGION; a FIPS pseudo-region (`us-east-1-fips`) as its real region, FIPS being in `ddbEndpoint`. */
   readonly region: string;
   readonly logVerbosity: number;
   readonly engine: EngineConfig;
@@ -96,6 +117,39 @@ function hasAwsCredentials(env: Readonly<Record<string, string | undefined>>): b
   );
 }
 
+type Env = z.infer<typeof envSchema>;
+
+/** The store's endpoint and the region to sign for, by DynamoDB's endpoint rules; a clash fails start-up naming its variables. */
+function storeEndpoint(e: Env): { readonly endpoint: string; readonly region: string } {
+  const ignoreAws = e.AWS_IGNORE_CONFIGURED_ENDPOINT_URLS;
+  const custom =
+    e.DDB_ENDPOINT !== undefined
+      ? { variable: 'DDB_ENDPOINT', url: e.DDB_ENDPOINT }
+      : !ignoreAws && e.AWS_ENDPOINT_URL_DYNAMODB !== undefined
+        ? { variable: 'AWS_ENDPOINT_URL_DYNAMODB', url: e.AWS_ENDPOINT_URL_DYNAMODB }
+        : !ignoreAws && e.AWS_ENDPOINT_URL !== undefined
+          ? { variable: 'AWS_ENDPOINT_URL', url: e.AWS_ENDPOINT_URL }
+          : undefined;
+  try {
+    const resolved = resolveDynamoEndpoint({
+      region: e.AWS_REGION,
+      ...(custom ? { endpoint: custom.url } : {}),
+      useFipsEndpoint: e.AWS_USE_FIPS_ENDPOINT,
+      useDualStackEndpoint: e.AWS_USE_DUALSTACK_ENDPOINT,
+    });
+    return { endpoint: resolved.url, region: realRegion(e.AWS_REGION).region };
+  } catch (err) {
+    if (!(err instanceof DynamoEndpointError)) throw err;
+    const variables: Record<EndpointSetting, string> = {
+      region: 'AWS_REGION',
+      endpoint: custom?.variable ?? 'DDB_ENDPOINT',
+      fips: 'AWS_USE_FIPS_ENDPOINT',
+      dualStack: 'AWS_USE_DUALSTACK_ENDPOINT',
+    };
+    throw new ConfigError([`${err.settings.map((setting) => variables[setting]).join(', ')}: ${err.message}`]);
+  }
+}
+
 /** Parses the environment; throws ConfigError listing every bad variable. */
 export function loadConfig(env: Readonly<Record<string, string | undefined>> = process.env): AppConfig {
   const present: Record<string, string> = {};
@@ -108,12 +162,13 @@ export function loadConfig(env: Readonly<Record<string, string | undefined>> = p
     throw new ConfigError(parsed.error.issues.map((i) => `${i.path.join('.')}: ${i.message}`));
   }
   const e = parsed.data;
+  const store = storeEndpoint(e);
   return {
     stateTable: e.STATE_TABLE,
     recordsTable: e.RECORDS_TABLE,
-    ...(e.DDB_ENDPOINT ? { ddbEndpoint: e.DDB_ENDPOINT } : {}),
+    ddbEndpoint: store.endpoint,
     localCredentials: e.DDB_ENDPOINT !== undefined && !hasAwsCredentials(env),
-    region: e.AWS_REGION,
+    region: store.region,
     logVerbosity: e.HAMI_LOG_VERBOSITY,
     engine: {
       resourceCountName: e.HAMI_RESOURCE_COUNT_NAME,

@@ -1,11 +1,13 @@
 /**
  * AWS Signature Version 4 for the requests we send ourselves: the relay's calls to API Gateway (IAM auth) and the
  * control plane's calls to DynamoDB (./../store/dynamoHttp.ts). Hashing uses Node's crypto (native), not a
- * JavaScript SHA-256: the store signs every call on a decision's path.
+ * JavaScript SHA-256: the store signs every call on a decision's path. Requests are dated by a skew-corrected
+ * clock (./clockSkew.ts) that the caller corrects from AWS's clock-skew refusals.
  */
 import { createHash, createHmac, type Hash, type Hmac } from 'node:crypto';
 import { fromNodeProviderChain } from '@aws-sdk/credential-providers';
 import { SignatureV4 } from '@smithy/signature-v4';
+import { AwsClock } from './clockSkew';
 
 export interface AwsCredentials {
   readonly accessKeyId: string;
@@ -20,8 +22,14 @@ export interface OutgoingRequest {
   readonly body?: string;
 }
 
-/** Adds authentication headers to a request (returns the full header set to send). */
-export type RequestSigner = (req: OutgoingRequest) => Promise<Record<string, string>>;
+/**
+ * Adds authentication headers to a request (returns the full header set to send). A SigV4 signer carries the clock
+ * it dates requests with, for its caller to correct after a clock-skew refusal; other signers have none.
+ */
+export interface RequestSigner {
+  (req: OutgoingRequest): Promise<Record<string, string>>;
+  readonly clock?: AwsClock;
+}
 
 /**
  * The AWS SDK's default credential chain: environment keys, web identity (IRSA on EKS), EKS Pod Identity or
@@ -35,8 +43,10 @@ export function defaultCredentials(): () => Promise<AwsCredentials> {
 export interface SigV4Options {
   readonly region: string;
   readonly credentials: () => AwsCredentials | Promise<AwsCredentials>;
-  /** Injected for tests; defaults to the wall clock. */
+  /** The local clock, injected for tests; defaults to the wall clock. Ignored when `clock` is given. */
   readonly now?: () => Date;
+  /** The skew-corrected clock requests are dated with; a new one (offset 0) on `now` unless given. */
+  readonly clock?: AwsClock;
   /** `execute-api` (API Gateway) unless given. */
   readonly service?: string;
 }
@@ -73,8 +83,9 @@ export function sigV4Signer(opts: SigV4Options): RequestSigner {
     credentials: async () => opts.credentials(),
     sha256: NodeSha256,
   });
-  const now = opts.now ?? (() => new Date());
-  return async (req) => {
+  const localNow = opts.now;
+  const clock = opts.clock ?? new AwsClock(localNow ? () => localNow().getTime() : Date.now);
+  const sign = async (req: OutgoingRequest): Promise<Record<string, string>> => {
     const query: Record<string, string> = {};
     req.url.searchParams.forEach((value, key) => {
       query[key] = value;
@@ -90,8 +101,9 @@ export function sigV4Signer(opts: SigV4Options): RequestSigner {
         headers: { ...req.headers, host: req.url.host },
         ...(req.body !== undefined ? { body: req.body } : {}),
       },
-      { signingDate: now() },
+      { signingDate: new Date(clock.now()) },
     );
     return signed.headers;
   };
+  return Object.assign(sign, { clock });
 }

@@ -1,7 +1,10 @@
 /**
  * HTTP client for the control plane (docs/api.md §2): API Gateway with IAM auth (SigV4-signed) or the
- * local server (bearer token). Every call is bounded by a deadline so no caller can hang on it.
+ * local server (bearer token). Every call is bounded by a deadline so no caller can hang on it. A SigV4 call that
+ * API Gateway refuses for a skewed clock (`Signature expired: …`) is signed again at once with the time its `Date`
+ * header shows, once; later calls keep the correction (../aws/clockSkew.ts).
  */
+import { errorTypeFromHeader, isClockSkewError } from '../aws/clockSkew';
 import { defaultCredentials, sigV4Signer, type RequestSigner } from '../aws/sigv4';
 import type { RelayConfig } from './config';
 import { ControlPlaneError, ControlPlaneTimeoutError } from './errors';
@@ -59,9 +62,12 @@ export function createControlPlaneClient(baseUrl: string, sign: RequestSigner): 
     let res: Response;
     let text: string;
     try {
-      const signedHeaders = await sign({ method, url, headers, ...(payload !== undefined ? { body: payload } : {}) });
-      res = await fetch(url, { method, headers: signedHeaders, ...(payload !== undefined ? { body: payload } : {}), signal });
-      text = await res.text();
+      for (let clockCorrected = false; ; clockCorrected = true) {
+        const signedHeaders = await sign({ method, url, headers, ...(payload !== undefined ? { body: payload } : {}) });
+        res = await fetch(url, { method, headers: signedHeaders, ...(payload !== undefined ? { body: payload } : {}), signal });
+        text = await res.text();
+        if (clockCorrected || !signedTooEarlyOrLate(sign, res, text, signedHeaders)) break;
+      }
     } catch (err) {
       if (opts.signal?.aborted) throw new ControlPlaneError(`stopped waiting for the control plane's answer to ${path}`, path, undefined, { cause: err });
       if (timeout?.aborted && opts.timeoutMs !== undefined) throw new ControlPlaneTimeoutError(path, opts.timeoutMs, { cause: err });
@@ -80,6 +86,28 @@ export function createControlPlaneClient(baseUrl: string, sign: RequestSigner): 
     post: (path, body, opts) => call('POST', path, body, opts),
     get: (path, opts) => call('GET', path, undefined, opts),
   };
+}
+
+/**
+ * Whether API Gateway refused a SigV4 call for its time (403, `x-amzn-errortype: InvalidSignatureException` or
+ * `{"message":"Signature expired: …"}`) and its `Date` header shows the signing clock off: the signer's clock is
+ * then corrected, and the call worth signing again.
+ */
+function signedTooEarlyOrLate(sign: RequestSigner, res: Response, text: string, signedHeaders: Record<string, string>): boolean {
+  if (sign.clock === undefined || res.status !== 403) return false;
+  if (!isClockSkewError(errorTypeFromHeader(res.headers.get('x-amzn-errortype')), messageOf(text))) return false;
+  return sign.clock.correct(res.headers.get('date'), signedHeaders['x-amz-date']);
+}
+
+function messageOf(text: string): string | undefined {
+  try {
+    const body: unknown = JSON.parse(text);
+    if (typeof body !== 'object' || body === null) return undefined;
+    const { message, Message } = body as { message?: unknown; Message?: unknown };
+    return typeof message === 'string' ? message : typeof Message === 'string' ? Message : undefined;
+  } catch {
+    return undefined;
+  }
 }
 
 function describe(err: unknown): string {

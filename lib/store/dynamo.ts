@@ -13,7 +13,10 @@ import { DynamoHttpClient, type DocumentClient, type DocumentItem, type Document
 
 export interface DynamoOptions {
   readonly region: string;
-  /** dynalite / DynamoDB Local / another compatible endpoint; unset in AWS. */
+  /**
+   * Where the store is: the control plane passes the endpoint its configuration resolved once (lib/config.ts,
+   * DDB_ENDPOINT or the AWS SDK's endpoint variables); unset: DynamoDB's endpoint for the region.
+   */
   readonly endpoint?: string;
   /** Static credentials for a local endpoint; unset: the SDK's default chain. */
   readonly localCredentials?: boolean;

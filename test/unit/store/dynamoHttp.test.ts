@@ -126,7 +126,8 @@ describe('DynamoHttpClient', () => {
     const c = client();
     await expect(c.send('Query', { TableName: 't', KeyConditionExpression: 'pk = :p', ExpressionAttributeValues: { ':p': 'x' } })).resolves.toEqual({ Items: [] });
     expect(seen).toHaveLength(3);
-    expect(slept).toEqual([50, 100]);
+    // Full jitter (random 0.5) over the SDK's bases: 500 ms for throttling, 100 ms doubled for the second retry.
+    expect(slept).toEqual([250, 100]);
 
     answers = [throttled, throttled, throttled];
     const err = await c.send('Query', { TableName: 't', KeyConditionExpression: 'pk = :p', ExpressionAttributeValues: { ':p': 'x' } }).catch((e: unknown) => e);
