@@ -42,6 +42,8 @@ export interface TracedContainer {
  */
 export class RowStore {
   private readonly free: Float64Array[] = [];
+  /** Arrays handed to a later decision since the store was made (for tests and measurement, as the memo's counters). */
+  reused = 0;
 
   /** The smallest stored array of at least `length` numbers (not zeroed), if any. */
   take(length: number): Float64Array | undefined {
@@ -52,6 +54,7 @@ export class RowStore {
     }
     if (best < 0) return undefined;
     const [taken] = this.free.splice(best, 1);
+    this.reused++;
     return taken;
   }
 

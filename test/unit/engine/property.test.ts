@@ -119,7 +119,16 @@ describe('property: accepted placements fit every card', () => {
         const registration = parseNodeRegistration(n, config());
         const state: NodeState = { name: 'n', registration, usage: {} };
         const decision = decide(input(pod([{ 'nvidia.com/gpu': 1 }], { annotations: { 'hami.io/device-scoring-weights': weights, 'hami.io/gpu-scheduler-policy': score } }), [state]));
-        expect(['fit', 'noFit', 'error']).toContain(decision.kind);
+        // Whatever the annotations hold, the answer is one a caller can act on: a placement on a card the node
+        // really registered, the node refused with a reason, or the pod's own bad annotation named.
+        const registered = new Set(registration.registered ? registration.devices.map((d) => d.id) : []);
+        const unusable =
+          decision.kind === 'fit'
+            ? decision.node !== 'n' || decision.devices.flat().some((card) => !registered.has(card.uuid))
+            : decision.kind === 'noFit'
+              ? Object.keys(decision.failedNodes).join() !== 'n' || !/\S/.test(decision.failedNodes.n ?? '')
+              : !decision.message.includes('invalid hami.io/device-scoring-weights annotation');
+        expect({ kind: decision.kind, unusable }).toEqual({ kind: decision.kind, unusable: false });
         const decodeError = ((): string => {
           try {
             decodePodDevices(register);
@@ -198,7 +207,9 @@ describe('property: claims are exactly what the store can admit', () => {
             return { name: `node-${n}`, registration, usage };
           });
           const decision = decide(input(pod(app, { init, annotations }), nodes));
-          expect(['fit', 'noFit', 'error']).toContain(decision.kind);
+          // A refusal accounts for every node; only the pod's own bad annotation refuses without looking at nodes.
+          const refused = decision.kind === 'noFit' ? Object.keys(decision.failedNodes).sort() : nodes.map((n) => n.name).sort();
+          expect(refused).toEqual(nodes.map((n) => n.name).sort());
           if (decision.kind !== 'fit') return;
           const chosen = nodes.find((n) => n.name === decision.node)!;
           if (!chosen.registration.registered) throw new Error('chosen node is not registered');
