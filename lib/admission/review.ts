@@ -1,11 +1,15 @@
 /**
  * The mutating admission webhook's decision (docs/api.md §7a), pure: AdmissionReview v1 JSON and a view of
  * the registered cards in, the AdmissionReview answer out. HAMi v2.10's webhook rules and texts, in HAMi's
- * order, plus ours: forged scheduler annotations are denied, unreadable quantities are denied with the filter's
- * own text (the engine's `podRequestProblems`, one rule set), and a request no registered card can ever hold is
- * admitted with a warning. The relay serves it over TLS (lib/relay/webhook.ts).
+ * order, plus ours: what the webhook cannot read (a body nested deeper than MAX_REVIEW_DEPTH, a pod that does not
+ * match its schema) is denied, never admitted unchecked; forged scheduler annotations are denied, even on a pod
+ * labelled to skip the webhook; unreadable quantities are denied with the filter's own text (the engine's
+ * `podRequestProblems`, one rule set); and a request no registered card can ever hold is admitted with a warning.
+ * The relay serves it over TLS (lib/relay/webhook.ts).
  */
 import { z } from 'zod';
+import { errorMessage } from '../errors';
+import { isJsonObject, nestingExceeds } from '../json';
 import { SchedulerOwnedPodAnnotations } from '../engine/podAnnotations';
 import { readQuantity } from '../engine/quantity';
 import { containerRequest, describeQuantityProblems, hasManagedResources, podRequestProblems } from '../engine/requests';
@@ -13,10 +17,18 @@ import { NVIDIA, type ContainerLike, type EngineConfig, type PodLike } from '../
 import type { CardCapacity } from './cards';
 import { jsonPatch, type JsonPatchOperation } from './jsonPatch';
 
-/** Label on a namespace or pod that keeps the webhook away (also in the MutatingWebhookConfiguration's selectors). */
+/**
+ * Label on a namespace or pod that opts out of defaulting and routing (also in the MutatingWebhookConfiguration's
+ * selectors). A labelled pod that reaches the webhook still gets the forged-annotation check, and nothing else.
+ */
 export const WEBHOOK_IGNORE_LABEL = 'hami.io/webhook';
 export const WEBHOOK_IGNORE_VALUE = 'ignore';
 export const DEFAULT_SCHEDULER = 'default-scheduler';
+/**
+ * Deepest nesting of objects and arrays an AdmissionReview may have. A pod's deepest path (managedFields, affinity)
+ * is a few dozen levels, the review adds two; anything deeper is refused before any code walks it recursively.
+ */
+export const MAX_REVIEW_DEPTH = 100;
 
 export interface AdmissionSettings {
   readonly engine: EngineConfig;
@@ -33,6 +45,9 @@ export const AdmissionText = {
   privileged: (container: string) => `container ${container} is privileged`,
   nodeAssigned: 'pod has node assigned',
   percentage: (resource: string, value: string, container: string) => `invalid ${resource} value ${value} in container ${container}: must be an integer between 0 and 100`,
+  tooDeep: (limit: number) => `the webhook cannot read this request: it nests objects more than ${limit} levels deep, which no pod does; the webhook refuses what it cannot check`,
+  unreadable: (where: string, problem: string) => `the webhook cannot read this pod (${where}: ${problem}); the webhook refuses what it cannot check`,
+  failed: (error: string) => `the webhook could not check this pod (${error}); the webhook refuses what it cannot check`,
   forged: (keys: readonly string[]) =>
     `pod carries ${keys.join(', ')}: only the scheduler sets ${keys.length === 1 ? 'this annotation' : 'these annotations'} (a pod cannot be created with a device booking); remove ${keys.length === 1 ? 'it' : 'them'}`,
   noCards: 'no node has registered GPUs yet (annotation hami.io/node-nvidia-register): the pod stays Pending until one does',
@@ -105,13 +120,27 @@ export interface AdmissionResponse {
   };
 }
 
-export type AdmissionOutcome = { readonly kind: 'answer'; readonly review: AdmissionResponse; readonly decision: AdmissionDecision } | { readonly kind: 'badRequest'; readonly message: string };
+/** Who the review is about, for the log: only what the review says as strings. */
+export interface AdmissionSubject {
+  readonly namespace?: string;
+  readonly pod?: string;
+}
+
+export type AdmissionOutcome =
+  | { readonly kind: 'answer'; readonly review: AdmissionResponse; readonly decision: AdmissionDecision; readonly subject: AdmissionSubject }
+  | { readonly kind: 'badRequest'; readonly message: string };
 
 const allow = (patch: readonly JsonPatchOperation[] = [], warnings: readonly string[] = []): AdmissionDecision => ({ allowed: true, patch, warnings });
 const deny = (message: string, code: 400 | 403 = 403): AdmissionDecision => ({ allowed: false, code, message });
 
-/** Answers one AdmissionReview; `badRequest` when the body is not a v1 AdmissionReview at all. */
+/**
+ * Answers one AdmissionReview; `badRequest` when the body is not a v1 AdmissionReview at all. Fails closed: a review
+ * nested deeper than MAX_REVIEW_DEPTH, a pod it cannot read, or a check that throws is denied with a message.
+ */
 export function reviewAdmission(body: unknown, settings: AdmissionSettings, capacity: CardCapacity | undefined): AdmissionOutcome {
+  // Measured first, without recursion: what follows (the clone, the patch, the log line) walks the pod recursively.
+  const tooDeep = nestingExceeds(body, MAX_REVIEW_DEPTH);
+  // Safe at any depth: the schema stops at the review's own fields (the pod is `unknown`, other keys kept as they are).
   const parsed = reviewSchema.safeParse(body);
   if (!parsed.success) {
     const issue = parsed.error.issues[0];
@@ -119,8 +148,23 @@ export function reviewAdmission(body: unknown, settings: AdmissionSettings, capa
   }
   const request = parsed.data.request;
   const isPodCreate = request.kind.group === '' && request.kind.kind === 'Pod' && request.operation === 'CREATE';
-  const decision = isPodCreate ? decidePod(request.object, request.namespace, settings, capacity) : allow();
-  return { kind: 'answer', decision, review: toResponse(request.uid, decision) };
+  const decision = tooDeep ? deny(AdmissionText.tooDeep(MAX_REVIEW_DEPTH), 400) : isPodCreate ? checkedPod(request.object, request.namespace, settings, capacity) : allow();
+  return { kind: 'answer', decision, review: toResponse(request.uid, decision), subject: subjectOf(request) };
+}
+
+function checkedPod(raw: unknown, namespace: string | undefined, settings: AdmissionSettings, capacity: CardCapacity | undefined): AdmissionDecision {
+  try {
+    return decidePod(raw, namespace, settings, capacity);
+  } catch (err) {
+    return deny(AdmissionText.failed(errorMessage(err)), 400);
+  }
+}
+
+function subjectOf(request: { readonly namespace?: string; readonly name?: unknown; readonly object?: unknown }): AdmissionSubject {
+  const metadata = isJsonObject(request.object) && isJsonObject(request.object.metadata) ? request.object.metadata : {};
+  // A pod created with generateName comes with an empty name.
+  const pod = [request.name, metadata.name, metadata.generateName].find((v): v is string => typeof v === 'string' && v !== '');
+  return { ...(request.namespace !== undefined ? { namespace: request.namespace } : {}), ...(pod !== undefined ? { pod } : {}) };
 }
 
 function toResponse(uid: string, decision: AdmissionDecision): AdmissionResponse {
@@ -140,17 +184,25 @@ function toResponse(uid: string, decision: AdmissionDecision): AdmissionResponse
   };
 }
 
-/** The rules for one pod CREATE, in HAMi's order with ours where they belong. */
+/**
+ * The rules for one pod CREATE, in HAMi's order with ours where they belong. Call it on a review within
+ * MAX_REVIEW_DEPTH (reviewAdmission does).
+ */
 export function decidePod(raw: unknown, namespace: string | undefined, settings: AdmissionSettings, capacity: CardCapacity | undefined): AdmissionDecision {
   const parsed = podSchema.safeParse(raw);
-  // Not a pod this webhook can read (the API server sends only valid pods): not ours to judge.
-  if (!parsed.success) return allow();
+  // The API server sends only valid pods: one this webhook cannot read is refused, not admitted unchecked.
+  if (!parsed.success) {
+    const issue = parsed.error.issues[0];
+    return deny(AdmissionText.unreadable(issue?.path.join('.') || '(pod)', issue?.message ?? 'invalid'), 400);
+  }
   const pod = parsed.data;
-  if (pod.metadata.labels?.[WEBHOOK_IGNORE_LABEL] === WEBHOOK_IGNORE_VALUE) return allow();
 
-  // Ours, beyond HAMi v2.10 (HAMi's later #3042): checked whatever scheduler the pod names.
+  // Ours, beyond HAMi v2.10 (HAMi's later #3042): checked whatever scheduler the pod names, and whatever its labels
+  // (where the chart's ValidatingAdmissionPolicy is absent, labelled pods come here for this check alone).
   const forged = Object.keys(pod.metadata.annotations ?? {}).filter((key) => SchedulerOwnedPodAnnotations.includes(key)).sort();
   if (forged.length > 0) return deny(AdmissionText.forged(forged));
+  // The opt-out skips defaulting and routing only.
+  if (pod.metadata.labels?.[WEBHOOK_IGNORE_LABEL] === WEBHOOK_IGNORE_VALUE) return allow();
 
   if (pod.spec.containers.length === 0) return deny(AdmissionText.noContainers);
   const scheduler = pod.spec.schedulerName ?? '';

@@ -62,11 +62,11 @@ function handler(opts: WebhookOptions) {
       opts.logger.warn('AdmissionReviewRejected', { error: outcome.message });
       return send(res, 400, { message: outcome.message });
     }
-    const request = (body as { request: { namespace?: string; name?: string; object?: { metadata?: { name?: string; generateName?: string } } } }).request;
     const d = outcome.decision;
     opts.logger.info('AdmissionReviewed', {
-      namespace: request.namespace,
-      pod: request.name ?? request.object?.metadata?.name ?? request.object?.metadata?.generateName,
+      // Strings the review read, never the body itself: a log line must not walk what the review refused to.
+      namespace: outcome.subject.namespace,
+      pod: outcome.subject.pod,
       allowed: d.allowed,
       ...(d.allowed ? { patchOperations: d.patch.length, warnings: d.warnings } : { code: d.code, reason: d.message }),
     });

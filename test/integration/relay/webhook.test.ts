@@ -54,7 +54,7 @@ const decode = (b64: unknown) => Buffer.from(String(b64), 'base64').toString('ut
 const secretData = () => kube.get('Secret', NAMESPACE, SECRET)?.data as Record<string, string> | undefined;
 const caBundle = () => ((kube.get('MutatingWebhookConfiguration', undefined, 'hami-webhook')?.webhooks as { clientConfig: { caBundle?: string } }[])[0]?.clientConfig.caBundle ?? '');
 
-/** POSTs over TLS trusting only `ca` and verifying the certificate against the Service's DNS name. */
+/** POSTs over TLS trusting only `ca` and verifying the certificate against the Service's DNS name; a string is sent as it is. */
 function postTls(url: string, ca: string, body: unknown): Promise<{ status: number; body: Record<string, unknown>; peer: X509Certificate }> {
   const target = new URL(url);
   return new Promise((resolve, reject) => {
@@ -70,7 +70,7 @@ function postTls(url: string, ca: string, body: unknown): Promise<{ status: numb
       },
     );
     req.on('error', reject);
-    req.end(JSON.stringify(body));
+    req.end(typeof body === 'string' ? body : JSON.stringify(body));
   });
 }
 
@@ -278,6 +278,59 @@ describe('AdmissionReview over TLS', () => {
       allowed: false,
       status: { code: 400, reason: 'BadRequest', message: 'invalid GPU resource request: container "main": nvidia.com/gpucores "half" is not a Kubernetes quantity' },
     });
+  });
+
+  describe('fails closed on what it cannot read: HTTP 200 with a denial, never a 500 that failurePolicy Ignore would admit', () => {
+    /** The review's JSON text around `object` (text: JSON.stringify would overflow on the deep one, as the relay once did). */
+    const withObject = (object: string, uid: string) => {
+      const review = podReview({}, uid);
+      return JSON.stringify({ ...review, request: { ...(review.request as Record<string, unknown>), object: '<object>' } }).replace('"<object>"', object);
+    };
+    const nested = `${'{"x":'.repeat(4999)}{}${'}'.repeat(4999)}`;
+
+    it.each([
+      [
+        'a pod that does not match its schema',
+        withObject(JSON.stringify({ apiVersion: 'v1', kind: 'Pod', metadata: { name: 'train' }, spec: { containers: [{ image: 'cuda:12' }] } }), 'uid-schema'),
+        'the webhook cannot read this pod (spec.containers.0.name: Invalid input: expected string, received undefined); the webhook refuses what it cannot check',
+      ],
+      [
+        'a pod nested 5,000 levels deep',
+        withObject(`{"apiVersion":"v1","kind":"Pod","metadata":{"name":"train","namespace":${nested}},"spec":{"containers":[{"name":"main","image":"cuda:12","env":${nested}}]}}`, 'uid-deep'),
+        'the webhook cannot read this request: it nests objects more than 100 levels deep, which no pod does; the webhook refuses what it cannot check',
+      ],
+    ])('denies %s', async (_case, body, message) => {
+      const logger = recordingLogger();
+      const relay = await start(selfManagedEnv, { webhookDelay: gatedDelay().delay, now: () => T0, logger });
+      const url = await relay.webhook!.ready();
+
+      const answer = await postTls(url, decode(caBundle()), body);
+
+      expect(answer.status).toBe(200);
+      expect(answer.body).toEqual({
+        apiVersion: 'admission.k8s.io/v1',
+        kind: 'AdmissionReview',
+        response: { uid: (JSON.parse(body) as { request: { uid: string } }).request.uid, allowed: false, status: { code: 400, reason: 'BadRequest', message } },
+      });
+      expect(logger.lines.find((l) => l.message === 'AdmissionReviewed')?.fields).toEqual([expect.objectContaining({ namespace: 'ml', pod: 'train', allowed: false, reason: message })]);
+      // The log line holds strings only, whatever the pod nests.
+      expect(() => logger.text()).not.toThrow();
+    });
+  });
+
+  it('denies a pod labelled hami.io/webhook: ignore that carries a booking (sent here where the cluster has no policy)', async () => {
+    const relay = await start(selfManagedEnv, { webhookDelay: gatedDelay().delay, now: () => T0 });
+    const url = await relay.webhook!.ready();
+    const review = podReview({ 'nvidia.com/gpu': '1' }, 'uid-labelled');
+    const request = review.request as { object: { metadata: Record<string, unknown>; spec: Record<string, unknown> } };
+    request.object.metadata.labels = { 'hami.io/webhook': 'ignore' };
+    request.object.metadata.annotations = { 'hami.io/vgpu-node': 'node-1', 'hami.io/vgpu-devices-allocated': 'GPU-victim,NVIDIA,16384,100:;' };
+    request.object.spec.nodeName = 'node-1';
+
+    const answer = await postTls(url, decode(caBundle()), review);
+
+    expect(answer.status).toBe(200);
+    expect(answer.body.response).toEqual({ uid: 'uid-labelled', allowed: false, status: expect.objectContaining({ code: 403, message: expect.stringContaining('pod carries hami.io/vgpu-devices-allocated, hami.io/vgpu-node') }) });
   });
 
   it('answers 400 to a body that is not an AdmissionReview (the API server then applies failurePolicy Ignore)', async () => {

@@ -3,9 +3,10 @@
  * checked by applying the answered JSON patch to the pod, as the API server does.
  */
 import { cardCapacity, type CardCapacity } from '../../../lib/admission/cards';
-import { reviewAdmission, type AdmissionResponse, type AdmissionSettings } from '../../../lib/admission/review';
+import { MAX_REVIEW_DEPTH, reviewAdmission, type AdmissionResponse, type AdmissionSettings } from '../../../lib/admission/review';
 import { jsonPatch, pointerToken } from '../../../lib/admission/jsonPatch';
 import { defaultEngineConfig } from '../../../lib/engine/types';
+import { nestingExceeds } from '../../../lib/json';
 import { applyJsonPatch, decodeAdmissionPatch } from '../../support/jsonPatch';
 
 const settings: AdmissionSettings = { engine: defaultEngineConfig, schedulerName: 'hami-scheduler', defaultGpuNum: 1 };
@@ -209,9 +210,98 @@ describe('our own rules', () => {
     expect(answer(pod({ limits }))).toEqual({ uid: expect.any(String), allowed: false, status: { code: 400, reason: 'BadRequest', message } });
   });
 
-  it('skips a pod labelled hami.io/webhook: ignore entirely', () => {
-    const object = pod({ limits: { 'nvidia.com/gpu': '1' }, labels: { 'hami.io/webhook': 'ignore' }, annotations: { 'hami.io/vgpu-node': 'node1' }, privileged: true });
-    expect(answer(object)).toEqual({ uid: expect.any(String), allowed: true });
+  // Issue 46: the opt-out used to skip the forged check too (this test admitted a labelled pod carrying hami.io/vgpu-node).
+  it('leaves a pod labelled hami.io/webhook: ignore without defaults or routing, but still denies its forged booking', () => {
+    const labels = { 'hami.io/webhook': 'ignore' };
+    expect(answer(pod({ limits: { 'nvidia.com/gpu': '1' }, labels, privileged: true, nodeName: 'node1' }))).toEqual({ uid: expect.any(String), allowed: true });
+    const forged = answer(pod({ limits: { 'nvidia.com/gpu': '1' }, labels, nodeName: 'node1', annotations: { 'hami.io/vgpu-node': 'node1', 'hami.io/vgpu-devices-allocated': 'GPU-victim,NVIDIA,16384,100:;' } }));
+    expect(forged).toEqual({
+      uid: expect.any(String),
+      allowed: false,
+      status: { code: 403, reason: 'Forbidden', message: 'pod carries hami.io/vgpu-devices-allocated, hami.io/vgpu-node: only the scheduler sets these annotations (a pod cannot be created with a device booking); remove them' },
+    });
+  });
+});
+
+describe('what the webhook cannot read is denied, never admitted unchecked', () => {
+  /** `levels` objects nested inside each other, innermost `{}`. */
+  const nested = (levels: number): unknown => {
+    let value: unknown = {};
+    for (let i = 1; i < levels; i++) value = { x: value };
+    return value;
+  };
+  const unreadable = (where: string, problem: string) => `the webhook cannot read this pod (${where}: ${problem}); the webhook refuses what it cannot check`;
+
+  it.each([
+    ['a container without a name', pod({ containers: [{ image: 'cuda:12' }] }), 'spec.containers.0.name', 'Invalid input: expected string, received undefined'],
+    ['a numeric annotation', pod({ annotations: { 'team/owner': 7 as unknown as string } }), 'metadata.annotations.team/owner', 'Invalid input: expected string, received number'],
+    ['labels that are a list', { ...pod(), metadata: { name: 'train', labels: ['hami.io/webhook'] } }, 'metadata.labels', 'Invalid input: expected record, received array'],
+    ['no spec', { apiVersion: 'v1', kind: 'Pod', metadata: { name: 'train' } }, 'spec', 'Invalid input: expected object, received undefined'],
+    ['no pod at all', undefined, '(pod)', 'Invalid input: expected object, received undefined'],
+  ])('denies a pod with %s, saying what it could not read', (_case, object, where, problem) => {
+    expect(answer(object)).toEqual({ uid: expect.any(String), allowed: false, status: { code: 400, reason: 'BadRequest', message: unreadable(where, problem) } });
+  });
+
+  it('denies a labelled pod it cannot read too (it cannot check it for a forged booking)', () => {
+    const object = pod({ labels: { 'hami.io/webhook': 'ignore' }, annotations: { 'hami.io/vgpu-node': 'node1' }, containers: [{ image: 'cuda:12' }] });
+    expect(answer(object).status?.message).toBe(unreadable('spec.containers.0.name', 'Invalid input: expected string, received undefined'));
+  });
+
+  it.each([
+    ['in a container', (levels: number) => pod({ containers: [{ name: 'main', image: 'cuda:12', env: nested(levels) }] })],
+    ['in the metadata', (levels: number) => ({ ...pod(), metadata: { name: 'train', deep: nested(levels) } })],
+  ])('denies a pod nested 5,000 levels deep %s with a clear message, without overflowing the stack', (_case, make) => {
+    expect(answer(make(5000))).toEqual({
+      uid: expect.any(String),
+      allowed: false,
+      status: { code: 400, reason: 'BadRequest', message: `the webhook cannot read this request: it nests objects more than ${MAX_REVIEW_DEPTH} levels deep, which no pod does; the webhook refuses what it cannot check` },
+    });
+  });
+
+  it('reads a review exactly at the depth limit, and refuses one level more', () => {
+    // review 1, request 2, pod 3, spec 4, containers 5, the container 6: the env's levels start at 7.
+    const atLimit = (levels: number) => pod({ containers: [{ name: 'main', image: 'cuda:12', resources: { limits: { 'nvidia.com/gpu': '1' } }, env: nested(levels) }] });
+    expect(answer(atLimit(MAX_REVIEW_DEPTH - 6)).allowed).toBe(true);
+    expect(answer(atLimit(MAX_REVIEW_DEPTH - 5)).status?.message).toMatch(/^the webhook cannot read this request: it nests objects more than 100 levels deep/);
+  });
+
+  it('denies a review nested too deep wherever it is, not only in a pod CREATE', () => {
+    const response = answer(pod(), { overrides: { operation: 'UPDATE', userInfo: { username: 'alice', extra: { deep: nested(5000) } } } });
+    expect(response.allowed).toBe(false);
+  });
+
+  it('denies a pod whose check throws, with the error', () => {
+    // No JSON body throws; a getter stands for a bug in the checks.
+    const object = pod();
+    Object.defineProperty(object, 'spec', { enumerable: false, get: () => { throw new Error('spec unavailable'); } });
+    expect(answer(object).status).toEqual({ code: 400, reason: 'BadRequest', message: 'the webhook could not check this pod (spec unavailable); the webhook refuses what it cannot check' });
+  });
+
+  it('names only strings the review holds as the subject it logs', () => {
+    const outcome = reviewAdmission(review({ ...pod(), metadata: { name: nested(5000) } }, { name: { not: 'a string' } }), settings, capacity);
+    expect(outcome.kind === 'answer' && outcome.subject).toEqual({ namespace: 'ml' });
+    const named = reviewAdmission(review({ ...pod(), metadata: { name: '', generateName: 'train-' } }, { name: '' }), settings, capacity);
+    expect(named.kind === 'answer' && named.subject).toEqual({ namespace: 'ml', pod: 'train-' });
+  });
+});
+
+describe('nestingExceeds', () => {
+  it.each([
+    [1, 0, false],
+    [null, 0, false],
+    [{}, 0, true],
+    [{}, 1, false],
+    [[[]], 1, true],
+    [[[]], 2, false],
+    [{ a: 1, b: [{ c: {} }] }, 3, true],
+    [{ a: 1, b: [{ c: {} }] }, 4, false],
+  ])('%j deeper than %i: %s', (value, limit, expected) => {
+    expect(nestingExceeds(value, limit)).toBe(expected);
+  });
+
+  it('measures 1,000,000 levels without overflowing', () => {
+    const deep = JSON.parse(`${'['.repeat(1_000_000)}${']'.repeat(1_000_000)}`) as unknown;
+    expect(nestingExceeds(deep, MAX_REVIEW_DEPTH)).toBe(true);
   });
 });
 

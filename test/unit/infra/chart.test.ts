@@ -63,6 +63,18 @@ describe('helm lint and the values schema', () => {
     expect(notes).toContain('kubectl -n hami-system rollout status deployment/hami-relay');
     expect(notes).toContain('kubectl hami pod <name> -n <namespace>');
   });
+
+  it.each([
+    ['the policy (the default)', [], ['refused by the ValidatingAdmissionPolicy hami-owned-annotations at creation and on every update,\n  whatever the pod\'s labels']],
+    ['only the webhook, at creation (enforce=off)', ['--set', 'ownedAnnotations.enforce=off'], ['WARNING: no ValidatingAdmissionPolicy (ownedAnnotations.enforce=off). Only the webhook checks them:\n  at creation, labelled pods included']],
+    ['nothing', ['--set', 'ownedAnnotations.enforce=off', '--set', 'webhook.enabled=false'], ['WARNING: nothing refuses them']],
+  ])('NOTES say what refuses forged bookings: %s', (_case, args, lines) => {
+    const result = helm(['install', 'hami-explain', CHART, '--dry-run=client', '--namespace', 'hami-system', ...REQUIRED_VALUES, ...args]);
+    expect(result.status).toBe(0);
+    const notes = result.stdout.slice(result.stdout.indexOf('Forged bookings'));
+    for (const line of lines) expect(notes).toContain(line);
+    expect(notes.match(/refused by the ValidatingAdmissionPolicy|WARNING/g)).toHaveLength(1);
+  });
 });
 
 describe('default render', () => {

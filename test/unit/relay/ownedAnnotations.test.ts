@@ -1,11 +1,14 @@
 /**
  * Bookings belong to the scheduler: the rendered chart's ValidatingAdmissionPolicy, its CEL evaluated on real
  * AdmissionReview v1 requests (test/support/cel.mjs runs a CEL implementation as kube-apiserver would: match
- * conditions, variables in order, validations, messageExpression).
+ * conditions, variables in order, validations, messageExpression); and, where the chart renders no policy (Kubernetes
+ * older than 1.30), the webhook's selector and decision that take its place at creation.
  */
 import { execFileSync } from 'node:child_process';
 import { join } from 'node:path';
+import { reviewAdmission } from '../../../lib/admission/review';
 import { REQUEUE_ANNOTATION } from '../../../lib/control/effects';
+import { defaultEngineConfig } from '../../../lib/engine/types';
 import { SchedulerOwnedPodAnnotations } from '../../../lib/engine/podAnnotations';
 import { ROOT, renderChart, type K8sObject } from '../../support/chart';
 
@@ -30,14 +33,38 @@ const booked = {
   'team/owner': 'alice',
 };
 
-/** An AdmissionReview v1 for a pod UPDATE, as kube-apiserver sends it. */
-function review(username: string, oldAnnotations: Record<string, string>, newAnnotations: Record<string, string>, labels: Record<string, string> = {}) {
-  const pod = (annotations: Record<string, string>) => ({
+const OPT_OUT = { 'hami.io/webhook': 'ignore' };
+
+function pod(annotations: Record<string, string>, labels: Record<string, string>) {
+  return {
     apiVersion: 'v1',
     kind: 'Pod',
     metadata: { name: 'train-0', namespace: 'team-a', uid: 'u-1', annotations, labels },
-    spec: { schedulerName: 'hami-scheduler', nodeName: 'node-1', containers: [{ name: 'main', image: 'cuda:12' }] },
-  });
+    spec: { schedulerName: 'hami-scheduler', nodeName: 'node-1', containers: [{ name: 'main', image: 'cuda:12', resources: { limits: { 'nvidia.com/gpu': '1' } } }] },
+  };
+}
+
+/** An AdmissionReview v1 for a pod CREATE, as kube-apiserver sends it (no oldObject: null). */
+function creation(username: string, annotations: Record<string, string>, labels: Record<string, string> = {}) {
+  return {
+    apiVersion: 'admission.k8s.io/v1',
+    kind: 'AdmissionReview',
+    request: {
+      uid: 'r-1',
+      kind: { group: '', version: 'v1', kind: 'Pod' },
+      resource: { group: '', version: 'v1', resource: 'pods' },
+      namespace: 'team-a',
+      name: 'train-0',
+      operation: 'CREATE',
+      userInfo: { username, groups: ['system:authenticated'] },
+      object: pod(annotations, labels),
+      oldObject: null,
+    },
+  };
+}
+
+/** An AdmissionReview v1 for a pod UPDATE, as kube-apiserver sends it. */
+function review(username: string, oldAnnotations: Record<string, string>, newAnnotations: Record<string, string>, labels: Record<string, string> = {}) {
   return {
     apiVersion: 'admission.k8s.io/v1',
     kind: 'AdmissionReview',
@@ -49,13 +76,13 @@ function review(username: string, oldAnnotations: Record<string, string>, newAnn
       name: 'train-0',
       operation: 'UPDATE',
       userInfo: { username, groups: ['system:authenticated'] },
-      object: pod(newAnnotations),
-      oldObject: pod(oldAnnotations),
+      object: pod(newAnnotations, labels),
+      oldObject: pod(oldAnnotations, labels),
     },
   };
 }
 
-function admit(policy: K8sObject, body: ReturnType<typeof review>): CelOutcome {
+function admit(policy: K8sObject, body: ReturnType<typeof review> | ReturnType<typeof creation>): CelOutcome {
   const { object, oldObject, ...request } = body.request;
   const input = JSON.stringify({ policy, request, object, oldObject });
   return JSON.parse(execFileSync(process.execPath, [join(ROOT, 'test/support/cel.mjs')], { input, encoding: 'utf8' })) as CelOutcome;
@@ -65,11 +92,12 @@ const rendered = renderChart();
 const policy = policyOf(rendered) as K8sObject;
 
 describe('the scheduler-owned annotations policy', () => {
-  it('is rendered by default and bound with Deny, for pod UPDATEs', () => {
+  // Issue 46: CREATE too (it was UPDATE only, and the webhook that checked creations skips labelled pods).
+  it('is rendered by default and bound with Deny, for pod CREATEs and UPDATEs', () => {
     expect(policy).toBeDefined();
     const binding = rendered.find((o) => o.kind === 'ValidatingAdmissionPolicyBinding' && o.metadata.name === policy.metadata.name);
     expect(binding?.spec).toEqual({ policyName: policy.metadata.name, validationActions: ['Deny'] });
-    expect((policy.spec as { matchConstraints: unknown }).matchConstraints).toEqual({ resourceRules: [{ apiGroups: [''], apiVersions: ['v1'], operations: ['UPDATE'], resources: ['pods'] }] });
+    expect((policy.spec as { matchConstraints: unknown }).matchConstraints).toEqual({ resourceRules: [{ apiGroups: [''], apiVersions: ['v1'], operations: ['CREATE', 'UPDATE'], resources: ['pods'] }] });
     expect((policy.spec as { failurePolicy: string }).failurePolicy).toBe('Fail');
   });
 
@@ -121,11 +149,88 @@ describe('the scheduler-owned annotations policy', () => {
     expect(out).toEqual({ matched: false, denied: [], variables: {} });
   });
 
+  it.each([
+    ['a pod owner', 'alice@example.com'],
+    ["HAMi's device plugin (it may change a booking, never create one)", DEVICE_PLUGIN],
+  ])('refuses %s a pod created with a booking, labelled hami.io/webhook: ignore or not, saying who may', (_label, username) => {
+    const forged = { 'hami.io/vgpu-node': 'node-1', 'hami.io/vgpu-devices-allocated': 'GPU-victim,NVIDIA,16384,100:;', 'hami.io/bind-phase': 'success', 'team/owner': 'alice' };
+    for (const labels of [OPT_OUT, {}]) {
+      const out = admit(policy, creation(username, forged, labels));
+      expect(out.matched).toBe(true);
+      expect(out.denied).toEqual([
+        {
+          reason: 'Forbidden',
+          message: `a pod cannot be created with the annotations hami.io/vgpu-node, hami.io/vgpu-devices-allocated, hami.io/bind-phase: they belong to the scheduler (the booking the device plugin allocates from) and only ${RELAY} may set them; ${username} may not`,
+        },
+      ]);
+    }
+    expect(admit(policy, creation(username, { 'hami.io/requeue': '2026-03-01T10:00:00Z' })).denied[0]?.message).toBe(
+      `a pod cannot be created with the annotation hami.io/requeue: it belongs to the scheduler (the booking the device plugin allocates from) and only ${RELAY} may set it; ${username} may not`,
+    );
+  });
+
+  it('lets anyone create a pod without a booking, and does not apply to the relay', () => {
+    const out = admit(policy, creation('alice@example.com', { 'team/owner': 'alice', NEURON_ALLOCATED: 'false', 'nvidia.com/use-gputype': 'A100' }, OPT_OUT));
+    expect(out).toEqual(expect.objectContaining({ matched: true, denied: [] }));
+    expect(out.variables.changed).toEqual([]);
+    expect(admit(policy, creation(RELAY, booked)).matched).toBe(false);
+  });
+
   it('admits the extra service accounts configured, and renders nothing when off', () => {
     const extra = 'system:serviceaccount:ops:rescheduler';
     const withExtra = policyOf(renderChart(['--set', `ownedAnnotations.extraServiceAccounts[0]=${extra}`])) as K8sObject;
     expect(admit(withExtra, review(extra, booked, {})).matched).toBe(false);
+    expect(admit(withExtra, creation(extra, booked)).denied[0]?.message).toContain(`only ${RELAY} may set them; ${extra} may not`);
     expect(admit(withExtra, review('mallory', booked, {})).denied[0]?.message).toContain(`only ${RELAY}, ${DEVICE_PLUGIN}, ${extra} may change them`);
     expect(policyOf(renderChart(['--set', 'ownedAnnotations.enforce=off']))).toBeUndefined();
+  });
+});
+
+/** Whether a label selector (matchLabels, matchExpressions) selects `labels`, as kube-apiserver evaluates it. */
+function selects(selector: { matchLabels?: Record<string, string>; matchExpressions?: { key: string; operator: string; values?: string[] }[] } | undefined, labels: Record<string, string>): boolean {
+  if (selector === undefined) return true;
+  const byLabel = Object.entries(selector.matchLabels ?? {}).every(([k, v]) => labels[k] === v);
+  return byLabel && (selector.matchExpressions ?? []).every(({ key, operator, values = [] }) => {
+    switch (operator) {
+      case 'In': return key in labels && values.includes(labels[key] as string);
+      case 'NotIn': return !(key in labels) || !values.includes(labels[key] as string);
+      case 'Exists': return key in labels;
+      case 'DoesNotExist': return !(key in labels);
+      default: throw new Error(`unknown operator ${operator}`);
+    }
+  });
+}
+
+describe('where the cluster cannot enforce the policy (Kubernetes < 1.30), the webhook refuses forged bookings at creation', () => {
+  type Webhook = { objectSelector?: Parameters<typeof selects>[0] };
+  const webhookOf = (objects: readonly K8sObject[]) => (objects.find((o) => o.kind === 'MutatingWebhookConfiguration')?.webhooks as Webhook[])[0] as Webhook;
+  const settings = { engine: defaultEngineConfig, schedulerName: 'hami-scheduler', defaultGpuNum: 1 };
+  const forged = { 'hami.io/vgpu-node': 'node-1', 'hami.io/vgpu-devices-allocated': 'GPU-victim,NVIDIA,16384,100:;' };
+
+  it.each([
+    ['Kubernetes 1.29', ['--kube-version', '1.29.0']],
+    ['ownedAnnotations.enforce=off', ['--set', 'ownedAnnotations.enforce=off']],
+  ])('%s: no policy, and a labelled pod is sent to the webhook, which denies its booking and only that', (_case, args) => {
+    const objects = renderChart(args);
+    expect(policyOf(objects)).toBeUndefined();
+    const webhook = webhookOf(objects);
+    expect(selects(webhook.objectSelector, OPT_OUT)).toBe(true);
+
+    const outcome = reviewAdmission(creation('alice@example.com', forged, OPT_OUT), settings, undefined);
+    expect(outcome.kind === 'answer' && outcome.review.response).toEqual({
+      uid: 'r-1',
+      allowed: false,
+      status: { code: 403, reason: 'Forbidden', message: expect.stringContaining('pod carries hami.io/vgpu-devices-allocated, hami.io/vgpu-node: only the scheduler sets these annotations') },
+    });
+    // Without a booking the labelled pod is left as it is: no defaults, no routing.
+    const clean = reviewAdmission(creation('alice@example.com', {}, OPT_OUT), settings, undefined);
+    expect(clean.kind === 'answer' && clean.review.response).toEqual({ uid: 'r-1', allowed: true });
+  });
+
+  it('Kubernetes 1.30: the policy is rendered, and the webhook keeps labelled pods away (the policy checks them)', () => {
+    const objects = renderChart(['--kube-version', '1.30.0']);
+    expect(policyOf(objects)).toBeDefined();
+    expect(selects(webhookOf(objects).objectSelector, OPT_OUT)).toBe(false);
+    expect(selects(webhookOf(objects).objectSelector, { app: 'train' })).toBe(true);
   });
 });

@@ -17,6 +17,16 @@ nudge annotation). test/unit/relay/ownedAnnotations.test.ts keeps this list equa
 ["hami.io/vgpu-node", "hami.io/vgpu-time", "hami.io/vgpu-devices-to-allocate", "hami.io/vgpu-devices-allocated", "hami.io/bind-phase", "hami.io/bind-time", "hami.io/vgpu-mig-allocations", "hami.io/aws-neuron-devices-allocated", "AWS_NEURON_IDS", "NEURON_ALLOC_TIME", "NEURON_RESOURCE_TYPE", "aws.amazon.com/predicate-node", "hami.io/requeue"]
 {{- end -}}
 
+{{/*
+"true" when the scheduler-owned annotations policy (templates/owned-annotations.yaml) is rendered: ownedAnnotations.enforce
+is policy and the cluster has ValidatingAdmissionPolicy in admissionregistration.k8s.io/v1 (GA in Kubernetes 1.30).
+The webhook's objectSelector depends on it: without the policy, pods labelled hami.io/webhook=ignore go to the webhook
+too, for the forged-annotation check alone.
+*/}}
+{{- define "hami.ownedAnnotationsPolicy" -}}
+{{- if and (eq .Values.ownedAnnotations.enforce "policy") (semverCompare ">=1.30.0-0" .Capabilities.KubeVersion.Version) }}true{{ end }}
+{{- end -}}
+
 {{- define "hami.image" -}}{{ .Values.image.repository }}:{{ default .Chart.AppVersion .Values.image.tag }}{{- end -}}
 
 {{/* Labels every object carries; `component` is the workload it belongs to. */}}
