@@ -48,7 +48,7 @@ function attemptHeader(log: SchedulerLog, style: Styler): string[] {
 function filterSection(log: AttemptLog, style: Styler): string[] {
   const lines = [`${style('strong', 'Filter')}    ${style(statusTone(log.filter.status), log.filter.status)}  ${log.filter.summary}`];
   // Lock-aware placement: the nodes HAMi would have taken first, busy with another pod's allocation (docs/locks.md).
-  for (const passed of log.filter.passedOver ?? []) lines.push(`          passed over ${passed.name}: ${passed.holder} is allocating there`);
+  for (const passed of log.filter.passedOver ?? []) lines.push(`          passed over ${passed.name}: ${passed.holder ?? 'a pod in a namespace you may not read'} is allocating there`);
   if (log.filter.evidenceNote !== undefined) lines.push(`          ${style('dim', log.filter.evidenceNote)}`);
   if (log.filter.nodes.length === 0) return lines;
   const rows = log.filter.nodes.flatMap((node) => nodeRows(node));
@@ -170,6 +170,9 @@ export function renderNodeDevicesText(view: NodeDevices, opts: NodeRenderOptions
   out.push('', ...table(['IDX', 'UUID', 'TYPE', 'HEALTH', 'NUMA', 'SLOTS', 'MEM USED/TOTAL', 'MEM FREE', 'CORES USED/TOTAL', 'PODS'], rows, style));
   for (const device of view.devices) {
     if (device.unhealthyReason !== undefined) out.push('', `  ${device.id}: ${style('bad', 'unhealthy')}: ${device.unhealthyReason}`);
+    if (device.overcommitted !== undefined) {
+      out.push('', `  ${device.id}: ${style('bad', 'over-committed')} (${device.overcommitted.join(', ')}): a pod adopted from its annotations claims more than the card has; no new pod is placed on it until it is back within its capacity`);
+    }
     if (device.mig === undefined) continue;
     const profiles = device.mig.profiles.map((p) => `${p.name} (${p.memoryMB} MiB, ${p.core} cores) ${p.free} of ${p.placements} placements free`).join(', ');
     const inUse = device.mig.inUse.map((u) => `slices ${u.start}-${u.start + u.size - 1} ${u.pod}`).join(', ');

@@ -8,12 +8,17 @@
  * order-tolerant: an older resourceVersion never overwrites a newer one, deleted pods stay deleted.
  *
  * Bookings belong to the scheduler (docs/state.md): what a pod holds is what the filter decided; a later
- * change of its scheduler-owned annotations never changes what the ledger counts. It is logged and reported
- * as a Warning event. Pods placed before we took over (no booking anywhere) are adopted from their annotations.
+ * change of its scheduler-owned annotations never changes what the ledger counts. Each distinct change is logged and
+ * reported as one Warning event, remembered with the booking. Pods placed before we took over (no booking anywhere)
+ * are adopted from their annotations, counted as the cards are really used; an adoption that takes a card past its
+ * capacity is raised (Warnings on the pod and the Node, a log line, a metric).
  */
 import { createHash } from 'node:crypto';
 import { z } from 'zod';
-import { allocatedDevicesOf } from '../engine/devices';
+import { CapacityDimension } from '../engine/capacity';
+import { allocatedDevicesOf, DEVICE_KINDS, deviceKind, type DeviceKind } from '../engine/devices';
+import { nvidia } from '../engine/devices/nvidia';
+import { recordAdoptedPastCapacity } from '../diagnostics/decisionLogs';
 import { BindPhase, decodePodDevices, PodAnnotation } from '../engine/podAnnotations';
 import { quantityAsInt64 } from '../engine/quantity';
 import { HandshakeAnnotation, parseNodeRegistration, parseRealtimeReport, RealtimeAnnotation } from '../engine/registration';
@@ -32,15 +37,18 @@ import {
   NODE_LOCK_ANNOTATION,
   nextLedger,
   nodeLockHolder,
+  overcommittedCards,
   TOMBSTONE_TTL_MS,
+  usageOf,
   type Booking,
   type NodeLedger,
+  type OvercommittedCard,
   type QuotaLedger,
 } from './ledger';
-import { nudges, podEvent, type Effect } from './effects';
+import { nodeEvent, nudges, podEvent, type Effect } from './effects';
 import { forEachAtMost } from '../concurrency';
 import type { ControlDeps } from './deps';
-import { kubeName, kubeNamespace } from './names';
+import { kubeName, kubeNamespace, kubePodName } from './names';
 
 const stringMap = z.record(z.string(), z.string());
 const quantityMap = z.record(z.string(), z.union([z.string(), z.number()]));
@@ -72,7 +80,7 @@ const podObject = z.object({
   kind: z.literal('Pod'),
   apiVersion: z.literal('v1'),
   // A relist may report a pod that vanished unseen with its name only: DELETED may omit the uid.
-  metadata: metadata.extend({ namespace: kubeNamespace }),
+  metadata: metadata.extend({ name: kubePodName, namespace: kubeNamespace }),
   spec: z.object({ initContainers: z.array(container).nullish(), containers: z.array(container).nullish() }).optional(),
   status: z
     .object({
@@ -135,17 +143,46 @@ export interface ClusterEventsAnswer {
 }
 
 /** What an event does to one node; must be safe to re-run on a fresher node. */
-type NodeChange = (node: NodeLedger | undefined, nowMs: number, notices: Notice[]) => NodeLedger | undefined;
+type NodeChange = (node: NodeLedger | undefined, nowMs: number, notices: PendingNotice[]) => NodeLedger | undefined;
 
-/** Something an applied change wants reported (logged, and a Warning event on the pod). */
-interface Notice {
-  readonly kind: 'annotationsChanged';
-  readonly pod: { readonly namespace: string; readonly name: string; readonly uid: string };
-  readonly node: string;
-  /** The device kind's allocated annotation that changed. */
+/**
+ * What a change notes while the node's changes are applied: a notice, or a pod adopted from its annotations, whose
+ * cards are judged once all of the node's changes are (`settleNotices`): a batch may carry the pod before its Node.
+ */
+type PendingNotice = Notice | { readonly kind: 'adopted'; readonly pod: PodRef; readonly node: string };
+
+/** Something an applied change wants reported (logged, Warning events, a metric): `reportNotice`. */
+type Notice =
+  | {
+      /** Scheduler-owned annotations of a confirmed pod no longer say what the scheduler decided. */
+      readonly kind: 'annotationsChanged';
+      readonly pod: PodRef;
+      /** The node the booking is on. */
+      readonly node: string;
+      /** The devices as decided (the booking's). */
+      readonly decided: string;
+      readonly changes: readonly AnnotationChange[];
+    }
+  | {
+      /** A pod adopted from its annotations took cards past their capacity. */
+      readonly kind: 'adoptedPastCapacity';
+      readonly pod: PodRef;
+      readonly node: string;
+      readonly cards: readonly OvercommittedCard[];
+    };
+
+interface PodRef {
+  readonly namespace: string;
+  readonly name: string;
+  readonly uid: string;
+}
+
+/** One scheduler-owned annotation whose value is no longer what the scheduler decided. */
+interface AnnotationChange {
   readonly annotation: string;
   readonly decided: string;
-  readonly seen: string;
+  /** Undefined: the annotation was removed. */
+  readonly seen: string | undefined;
 }
 
 interface PlannedChange {
@@ -394,9 +431,10 @@ async function writeNode(
   let lockEnded = false;
   for (let round = 0; round < MAX_WRITE_ROUNDS; round++) {
     const nowMs = deps.runtime.clock.now();
-    const notices: Notice[] = [];
+    const pending: PendingNotice[] = [];
     let next: NodeLedger | undefined;
-    for (const { change } of planned) next = change(next ?? current, nowMs, notices) ?? next;
+    for (const { change } of planned) next = change(next ?? current, nowMs, pending) ?? next;
+    const notices = settleNotices(pending, next ?? current, nowMs);
     // Nothing to write; a resend may still notice what this event changed before.
     if (!next) return { notices };
     const replacements = current ? bookingOnlyChanges(current, next, nowMs) : undefined;
@@ -535,7 +573,16 @@ function planPod(deps: ControlDeps, type: WatchEvent['type'], pod: PodObject, ui
   if (named !== undefined && target === undefined && allocation !== undefined) {
     return { error: `pod ${ref.namespace}/${ref.name}: ${PodAnnotation.VgpuNode}: ${JSON.stringify(named.slice(0, 80))} is not a node name` };
   }
-  if (!target || allocation === undefined) return { changes: [], nodes: holders, releasesLock };
+  if (!target || allocation === undefined) {
+    // Confirmed bookings of a pod whose scheduler-owned annotations are gone: edited away (reported once, counted as decided).
+    const removed: NodeChange = (node, _nowMs, notices) => {
+      const held = node?.bookings[uid];
+      if (!node || held?.state !== 'confirmed' || isOlder(rv, held.resourceVersion)) return undefined;
+      const booking = disputed(held, { ...held, ...(rv ? { resourceVersion: rv } : {}) }, annotationChanges(held, node.name, annotations), { pod: ref, node: node.name, resend, rv }, notices);
+      return sameJson(held, booking) ? undefined : { ...node, bookings: { ...node.bookings, [uid]: booking } };
+    };
+    return { changes: holders.map((node): [string, NodeChange] => [node, removed]), nodes: holders, releasesLock };
+  }
   const allocated = allocation.text;
   let devices;
   try {
@@ -560,7 +607,7 @@ function planPod(deps: ControlDeps, type: WatchEvent['type'], pod: PodObject, ui
     let booking: Booking;
     if (held === undefined) {
       if (decidedElsewhere.length > 0) return undefined;
-      // A pod placed before we took over: adopted from its annotations.
+      // A pod placed before we took over: adopted from its annotations, counted as the cards are really used.
       booking = {
         namespace: ref.namespace,
         name: ref.name,
@@ -574,44 +621,129 @@ function planPod(deps: ControlDeps, type: WatchEvent['type'], pod: PodObject, ui
         origin: 'adopted',
         ...facts,
       };
+      notices.push({ kind: 'adopted', pod: ref, node: base.name });
     } else if (held.devices === allocated) {
       const { expiresAtMs: _expiry, resourceVersion: _rv, bindPhase: _bp, terminating: _t, ...kept } = held;
       booking = { ...kept, state: 'confirmed', initDone, uses: held.initDone === initDone ? held.uses : cardUsesOf(devices, held.initCount, initDone), ...facts };
+      if (held.state === 'confirmed') booking = disputed(held, booking, annotationChanges(held, base.name, annotations), { pod: ref, node: base.name, resend, rv }, notices);
+      // The batch's answer was lost: the adoption it made past capacity is reported again (`IngestOptions.resend`).
+      if (resend && held.origin === 'adopted' && rv !== undefined && held.resourceVersion === rv) notices.push({ kind: 'adopted', pod: ref, node: base.name });
     } else if (held.state === 'reserved') {
       // An event from before our patch (or an edit racing it): the reservation stands until the decided annotation is seen.
       return undefined;
     } else {
-      // Changed after placement: the decision keeps counting; the change is reported once per new value.
+      // Changed after placement: the decision keeps counting; the change is reported once.
       const { resourceVersion: _rv, bindPhase: _bp, terminating: _t, ...kept } = held;
-      booking = { ...kept, ...facts };
-      const seen = fingerprint(allocated);
-      const notice: Notice = { kind: 'annotationsChanged', pod: ref, node: base.name, annotation: allocation.annotation, decided: held.devices ?? '', seen: allocated };
-      if (held.disputed !== seen) {
-        notices.push(notice);
-        booking = { ...booking, disputed: seen };
-      } else if (resend && rv !== undefined && held.resourceVersion === rv) notices.push(notice);
+      booking = disputed(held, { ...kept, ...facts }, annotationChanges(held, base.name, annotations), { pod: ref, node: base.name, resend, rv }, notices);
     }
     if (held && sameJson(held, booking)) return undefined;
     return { ...base, bookings: { ...base.bookings, [uid]: booking }, unreadable: withoutBookingPart(base, uid) };
   };
-  // A booking whose node the annotation no longer names only records what changed on the pod (never moves).
-  const follow: NodeChange = (node) => {
+  // A booking whose node the annotation no longer names only records what changed on the pod (never moves); on a
+  // confirmed booking, the edit is reported once.
+  const follow: NodeChange = (node, _nowMs, notices) => {
     const held = node?.bookings[uid];
     if (!node || !held || held.state === 'gone' || isOlder(rv, held.resourceVersion)) return undefined;
     const { resourceVersion: _rv, bindPhase: _bp, terminating: _t, ...kept } = held;
-    const booking = { ...kept, ...facts };
+    let booking: Booking = { ...kept, ...facts };
+    if (held.state === 'confirmed') booking = disputed(held, booking, annotationChanges(held, node.name, annotations), { pod: ref, node: node.name, resend, rv }, notices);
     return sameJson(held, booking) ? undefined : { ...node, bookings: { ...node.bookings, [uid]: booking } };
   };
-  if (decidedElsewhere.length > 0) {
-    deps.logger.warn('PodNodeAnnotationIgnored', { pod: `${ref.namespace}/${ref.name}`, annotated: target, booked: decidedElsewhere.join(',') });
-  }
   const changes: [string, NodeChange][] = [[target, confirm], ...decidedElsewhere.map((node): [string, NodeChange] => [node, follow])];
   return { changes, nodes: [...new Set([target, ...holders])], releasesLock };
 }
 
-/** A short, stable stand-in for an annotation value (values may be long; only their change matters). */
-function fingerprint(text: string): string {
+/**
+ * The scheduler-owned annotations of a pod that no longer say what the scheduler decided for its booking on `node`:
+ * `hami.io/vgpu-node` and the device kind's allocated annotation. Those the allocation itself moves on are not
+ * compared: `bind-phase`, `bind-time`, `devices-to-allocate`, and the MIG placements, to which HAMi's device plugin
+ * adds each instance's identity (docs/devices.md).
+ */
+function annotationChanges(held: Booking, node: string, annotations: Readonly<Record<string, string>>): AnnotationChange[] {
+  const changes: AnnotationChange[] = [];
+  const seenNode = annotations[PodAnnotation.VgpuNode];
+  if (seenNode !== node) changes.push({ annotation: PodAnnotation.VgpuNode, decided: node, seen: seenNode });
+  const kind = bookedKind(held, annotations);
+  const seenDevices = annotations[kind.allocatedAnnotation];
+  if (seenDevices !== held.devices) changes.push({ annotation: kind.allocatedAnnotation, decided: held.devices ?? '', seen: seenDevices });
+  return changes;
+}
+
+/** The device kind of a booking: the one whose allocated annotation still holds its devices, else the kind of its first device. */
+function bookedKind(held: Booking, annotations: Readonly<Record<string, string>>): DeviceKind {
+  const still = DEVICE_KINDS.find((kind) => annotations[kind.allocatedAnnotation] === held.devices);
+  if (still !== undefined) return still;
+  let type: string | undefined;
+  try {
+    type = decodePodDevices(held.devices ?? '').flat()[0]?.type;
+  } catch {
+    type = undefined;
+  }
+  return (type !== undefined ? deviceKind(type) : undefined) ?? nvidia;
+}
+
+/**
+ * The booking with its dispute recorded: a change of its scheduler-owned annotations is reported once per distinct
+ * change (whichever keys changed), remembered in `disputed`; a resend of the very event that was reported reports it
+ * again (`IngestOptions.resend`); annotations back to what was decided clear it, so a later edit is reported anew.
+ */
+function disputed(
+  held: Booking,
+  booking: Booking,
+  changes: readonly AnnotationChange[],
+  context: { readonly pod: PodRef; readonly node: string; readonly resend: boolean; readonly rv: string | undefined },
+  notices: PendingNotice[],
+): Booking {
+  if (changes.length === 0) {
+    const { disputed: _d, ...settled } = booking;
+    return settled;
+  }
+  const seen = disputeFingerprint(changes);
+  const notice: Notice = { kind: 'annotationsChanged', pod: context.pod, node: context.node, decided: held.devices ?? '', changes };
+  if (held.disputed !== seen) {
+    notices.push(notice);
+    return { ...booking, disputed: seen };
+  }
+  if (context.resend && context.rv !== undefined && held.resourceVersion === context.rv) notices.push(notice);
+  return { ...booking, disputed: seen };
+}
+
+/**
+ * A short, stable stand-in for what the annotations say now (values may be long; only their change matters). A change
+ * of the allocated annotation alone keeps the form earlier releases stored (the fingerprint of its value), so an edit
+ * reported before an upgrade is not reported again.
+ */
+function disputeFingerprint(changes: readonly AnnotationChange[]): string {
+  const only = changes.length === 1 ? changes[0] : undefined;
+  const text =
+    only !== undefined && only.annotation !== PodAnnotation.VgpuNode && only.seen !== undefined && DEVICE_KINDS.some((kind) => kind.allocatedAnnotation === only.annotation)
+      ? only.seen
+      : JSON.stringify(changes.map((change) => [change.annotation, change.seen ?? null]));
   return createHash('sha256').update(text).digest('base64url').slice(0, 16);
+}
+
+/**
+ * The notices of a node's changes once all are applied: a pod adopted from its annotations is reported when the cards
+ * its booking takes are past their capacity on the node as it now is (nothing while the node is not registered).
+ */
+function settleNotices(pending: readonly PendingNotice[], node: NodeLedger | undefined, nowMs: number): Notice[] {
+  const notices: Notice[] = [];
+  for (const notice of pending) {
+    if (notice.kind !== 'adopted') notices.push(notice);
+    else if (node !== undefined) {
+      const cards = pastCapacity(node, notice.pod.uid, nowMs);
+      if (cards.length > 0) notices.push({ kind: 'adoptedPastCapacity', pod: notice.pod, node: notice.node, cards });
+    }
+  }
+  return notices;
+}
+
+/** The cards the booking of `uid` takes on `node` that are past their capacity (none while the node is not registered). */
+function pastCapacity(node: NodeLedger, uid: string, nowMs: number): OvercommittedCard[] {
+  const booking = node.bookings[uid];
+  if (booking === undefined || node.deleted || node.registration?.registered !== true) return [];
+  const taken = new Set(booking.uses.map((use) => use.uuid));
+  return overcommittedCards(node.registration.devices, usageOf(node, nowMs)).filter((card) => taken.has(card.uuid));
 }
 
 function withoutBookingPart(node: NodeLedger, uid: string): NodeLedger['unreadable'] {
@@ -619,22 +751,78 @@ function withoutBookingPart(node: NodeLedger, uid: string): NodeLedger['unreadab
   return remaining && remaining.length > 0 ? remaining : undefined;
 }
 
+/** An annotation value as a Warning or a log line quotes it: cut, since a pod's annotations may be long. */
+function quoted(value: string | undefined, max: number): string {
+  if (value === undefined) return '(removed)';
+  return JSON.stringify(value.length > max ? `${value.slice(0, max)}…` : value);
+}
+
 function reportNotice(deps: ControlDeps, notice: Notice): Effect[] {
-  deps.logger.warn('SchedulerAnnotationsChanged', {
-    pod: `${notice.pod.namespace}/${notice.pod.name}`,
-    node: notice.node,
-    annotation: notice.annotation,
-    decided: notice.decided,
-    seen: notice.seen.slice(0, 512),
-  });
-  return [
-    podEvent(
-      notice.pod,
-      'Warning',
-      'SchedulerAnnotationsChanged',
-      `${notice.annotation} was changed after the scheduler placed this pod; the scheduler keeps counting the devices it decided (${notice.decided}). Only the scheduler and the device plugin may change scheduler-owned annotations.`,
-    ),
-  ];
+  const pod = `${notice.pod.namespace}/${notice.pod.name}`;
+  switch (notice.kind) {
+    case 'annotationsChanged': {
+      const keys = notice.changes.map((change) => change.annotation);
+      const allocated = notice.changes.find((change) => change.annotation !== PodAnnotation.VgpuNode);
+      deps.logger.warn('SchedulerAnnotationsChanged', {
+        pod,
+        node: notice.node,
+        annotations: keys.join(','),
+        decided: notice.decided,
+        ...(allocated !== undefined ? { seen: allocated.seen?.slice(0, 512) ?? null } : {}),
+        ...(keys.includes(PodAnnotation.VgpuNode) ? { seenNode: notice.changes.find((change) => change.annotation === PodAnnotation.VgpuNode)?.seen?.slice(0, 253) ?? null } : {}),
+      });
+      const what = notice.changes.map((change) => `${change.annotation} (now ${quoted(change.seen, 80)})`).join(', ');
+      return [
+        podEvent(
+          notice.pod,
+          'Warning',
+          'SchedulerAnnotationsChanged',
+          `${keys.length === 1 ? 'A scheduler-owned annotation was' : 'Scheduler-owned annotations were'} changed after the scheduler placed this pod: ${what}; the scheduler keeps counting the devices it decided on node ${notice.node} (${notice.decided}). Only the scheduler and the device plugin may change scheduler-owned annotations.`,
+        ),
+      ];
+    }
+    case 'adoptedPastCapacity': {
+      deps.logger.warn('AdoptedPastCapacity', {
+        pod,
+        node: notice.node,
+        cards: notice.cards.map((card) => card.uuid).join(','),
+        over: [...new Set(notice.cards.flatMap((card) => card.over))].join(','),
+        usage: notice.cards.map((card) => ({ uuid: card.uuid, used: card.used, count: card.count, usedmem: card.usedmem, devmem: card.devmem, usedcores: card.usedcores, devcore: card.devcore })),
+      });
+      recordAdoptedPastCapacity(deps.metrics, notice.cards.length);
+      const cards = notice.cards.map((card) => `${card.uuid} (${overText(card)})`).join(', ');
+      return [
+        podEvent(
+          notice.pod,
+          'Warning',
+          'AdoptedPastCapacity',
+          `This pod was not placed by the scheduler; its annotations claim cards other pods already hold, and counting it takes them past their capacity on node ${notice.node}: ${cards}. No new pod is placed on those cards until they are back within it.`,
+        ),
+        nodeEvent(
+          notice.node,
+          'Warning',
+          'AdoptedPastCapacity',
+          `Pod ${pod}, not placed by the scheduler, claims cards past their capacity: ${cards}. No new pod is placed on those cards until they are back within it.`,
+        ),
+      ];
+    }
+  }
+}
+
+/** `memory 32384/16384 MiB, slots 2/10` for the dimensions a card is over in. */
+function overText(card: OvercommittedCard): string {
+  return card.over
+    .map((dimension) => {
+      switch (dimension) {
+        case CapacityDimension.Slots:
+          return `slots ${card.used}/${card.count}`;
+        case CapacityDimension.Memory:
+          return `memory ${card.usedmem}/${card.devmem} MiB`;
+        case CapacityDimension.Cores:
+          return `cores ${card.usedcores}/${card.devcore}%`;
+      }
+    })
+    .join(', ');
 }
 
 function initContainersSucceeded(pod: PodObject, initCount: number): boolean {

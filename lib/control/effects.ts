@@ -22,13 +22,28 @@ export type Effect =
       readonly type: 'Normal' | 'Warning';
       readonly reason: EventReason;
       readonly message: string;
+    }
+  | {
+      /** A core/v1 Event on a Node (cluster-scoped: recorded in `default`, as the kubelet records its own). */
+      readonly kind: 'RecordNodeEvent';
+      readonly name: string;
+      readonly type: 'Normal' | 'Warning';
+      readonly reason: EventReason;
+      readonly message: string;
     };
 
-/** HAMi's event reasons (docs/hami-parity.md, "Events"), and ours: a scheduler-owned annotation changed after placement. */
-export type EventReason = 'FilteringSucceed' | 'FilteringFailed' | 'BindingSucceed' | 'BindingFailed' | 'SchedulerAnnotationsChanged';
+/**
+ * HAMi's event reasons (docs/hami-parity.md, "Events"), and ours: a scheduler-owned annotation changed after
+ * placement; a pod adopted from its annotations took a card past its capacity (on the pod and on its Node).
+ */
+export type EventReason = 'FilteringSucceed' | 'FilteringFailed' | 'BindingSucceed' | 'BindingFailed' | 'SchedulerAnnotationsChanged' | 'AdoptedPastCapacity';
 
 export function podEvent(pod: PodRef, type: 'Normal' | 'Warning', reason: EventReason, message: string): Effect {
   return { kind: 'RecordEvent', namespace: pod.namespace, name: pod.name, uid: pod.uid, type, reason, message };
+}
+
+export function nodeEvent(node: string, type: 'Normal' | 'Warning', reason: EventReason, message: string): Effect {
+  return { kind: 'RecordNodeEvent', name: node, type, reason, message };
 }
 
 export function patchPod(

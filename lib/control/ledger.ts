@@ -8,6 +8,7 @@
  * tombstone so a late, older event cannot bring them back; what a pod holds is what the scheduler decided
  * (docs/state.md, "Bookings belong to the scheduler").
  */
+import { overcommittedDimensions, type CapacityDimension } from '../engine/capacity';
 import type { StoredClaim } from '../engine/claims';
 import { coresAreMasks, DEVICE_KINDS, deviceKind, deviceKindOf } from '../engine/devices';
 import { decodePodDevices } from '../engine/podAnnotations';
@@ -321,6 +322,34 @@ function aligned(devices: readonly { readonly id: string }[], usage: Readonly<Re
     out.cores[p] = card.usedcores;
   });
   return out;
+}
+
+/** A registered card whose booked usage passes its capacity (lib/engine/capacity.ts), with the numbers compared. */
+export interface OvercommittedCard {
+  readonly uuid: string;
+  readonly over: readonly CapacityDimension[];
+  readonly used: number;
+  readonly count: number;
+  readonly usedmem: number;
+  readonly devmem: number;
+  readonly usedcores: number;
+  readonly devcore: number;
+}
+
+/**
+ * The cards of `devices` that `usage` (as `usageOf` sums it) takes past their capacity: the engine's rule, which Fit
+ * applies card by card (`CardOvercommitted`), for the devices view and for cluster events to report.
+ */
+export function overcommittedCards(devices: readonly DeviceInfo[], usage: Readonly<Record<string, DeviceUsage>>): OvercommittedCard[] {
+  const cards: OvercommittedCard[] = [];
+  for (const device of devices) {
+    const used = usage[device.id];
+    if (used === undefined) continue;
+    const over = overcommittedDimensions(device, used.used, used.usedmem, used.usedcores, coresAreMasks(device.vendor ?? NVIDIA));
+    if (over.length === 0) continue;
+    cards.push({ uuid: device.id, over, used: used.used, count: device.count, usedmem: used.usedmem, devmem: device.devmem, usedcores: used.usedcores, devcore: device.devcore });
+  }
+  return cards;
 }
 
 /** Counting bookings, the quantity the per-node bound is about. */

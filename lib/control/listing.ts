@@ -1,7 +1,9 @@
 /**
  * Listing pages, Kubernetes style (docs/api.md §10): `limit` and an opaque `continue` token that says where the
  * next page starts. The token wraps a position (a node name, or the record store's own position text) with the
- * list it belongs to, so a token is refused by any other list. Pure.
+ * list it belongs to, so a token is refused by any other list. It names no namespace: a namespace's list is marked
+ * as one, and the store refuses a position of another namespace (parsePosition in lib/store/recordStore.ts). The
+ * relay seals these tokens into its own before users see them (lib/relay/pageTokens.ts). Pure.
  */
 import { BadRequestError } from '../errors';
 
@@ -16,13 +18,15 @@ export type ListKind = 'nodes' | 'schedulerlogs';
 interface Token {
   readonly v: 1;
   readonly k: ListKind;
-  /** The namespace of a namespaced list; '' for nodes and for every namespace. */
-  readonly s: string;
+  /** `ns` for a namespace's list; '' for nodes and for every namespace. */
+  readonly s: '' | 'ns';
   readonly p: string;
 }
 
+const scopeMark = (scope: string): Token['s'] => (scope === '' ? '' : 'ns');
+
 export function encodeContinue(kind: ListKind, scope: string, position: string): string {
-  const token: Token = { v: 1, k: kind, s: scope, p: position };
+  const token: Token = { v: 1, k: kind, s: scopeMark(scope), p: position };
   return Buffer.from(JSON.stringify(token), 'utf8').toString('base64url');
 }
 
@@ -38,7 +42,7 @@ export function decodeContinue(token: string, kind: ListKind, scope: string): st
   if (t === null || typeof t !== 'object' || t.v !== 1 || typeof t.p !== 'string' || typeof t.s !== 'string') {
     throw new BadRequestError('continue token is not valid: pass the metadata.continue of the previous page unchanged');
   }
-  if (t.k !== kind || t.s !== scope) throw new BadRequestError('continue token belongs to another list');
+  if (t.k !== kind || t.s !== scopeMark(scope)) throw new BadRequestError('continue token belongs to another list');
   return t.p;
 }
 

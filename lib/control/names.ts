@@ -31,10 +31,28 @@ export const kubeNames = z.array(z.string()).superRefine((names, ctx) => {
   for (const issue of z.array(kubeName).safeParse(names).error?.issues ?? []) ctx.addIssue({ code: 'custom', message: issue.message, path: issue.path });
 });
 
+/**
+ * Kubernetes' own rules (apimachinery's IsDNS1123Label / IsDNS1123Subdomain), for the objects whose names Kubernetes
+ * checks so: a namespace is a DNS-1123 label, a pod's name a DNS-1123 subdomain. Node names keep `kubeName`'s looser
+ * check (kube-scheduler's NodeNames are checked in one pass per filter, `kubeNames`).
+ */
+const DNS1123_LABEL = /^[a-z0-9](?:[-a-z0-9]*[a-z0-9])?$/;
+const DNS1123_SUBDOMAIN = /^[a-z0-9](?:[-a-z0-9]*[a-z0-9])?(?:\.[a-z0-9](?:[-a-z0-9]*[a-z0-9])?)*$/;
+const labelMessage = "must be a lowercase RFC 1123 label: lowercase letters, digits and '-', starting and ending with a letter or digit";
+const subdomainMessage = "must be a lowercase RFC 1123 subdomain: lowercase letters, digits, '-' and '.', starting and ending with a letter or digit";
+
+/** Namespaces are DNS-1123 labels, as Kubernetes validates them: `-bad-`, `UPPER`, `a_b` or `é` name none. */
 export const kubeNamespace = z
   .string()
   .min(1, 'must not be empty')
   .max(MAX_NAMESPACE_LENGTH, `must be at most ${MAX_NAMESPACE_LENGTH} characters`)
-  .regex(SAFE, safeMessage);
+  .regex(DNS1123_LABEL, labelMessage);
+
+/** Pod names are DNS-1123 subdomains, as Kubernetes validates them. */
+export const kubePodName = z
+  .string()
+  .min(1, 'must not be empty')
+  .max(MAX_NAME_LENGTH, `must be at most ${MAX_NAME_LENGTH} characters`)
+  .regex(DNS1123_SUBDOMAIN, subdomainMessage);
 /** Pod uids are UUIDs; anything of a sane length is accepted, since they only key bookings. */
 export const kubeUid = z.string().min(1, 'must not be empty').max(128, 'must be at most 128 characters').regex(SAFE, safeMessage);

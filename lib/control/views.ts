@@ -12,7 +12,7 @@ import type { RegisteredCards, RegisteredNode } from '../engine/evidence';
 import { NodeFailure, type MigProfile } from '../engine/types';
 import { freePlacements } from '../engine/devices/nvidia/mig';
 import { NotFoundError } from '../errors';
-import { bookingCounts, effectiveRegistration, lockIsLive, partsHeld, usageOf, type HeldPart, type NodeLedger } from './ledger';
+import { bookingCounts, effectiveRegistration, lockIsLive, overcommittedCards, partsHeld, usageOf, type HeldPart, type NodeLedger } from './ledger';
 import type { PodRecords } from './ports';
 import type { ControlDeps } from './deps';
 import { decodeContinue, encodeContinue, MAX_PAGE_BYTES, type ListBody } from './listing';
@@ -109,6 +109,7 @@ export function renderNodeDevices(node: NodeLedger, nowMs: number, countResource
   }
   const held = registration.registered ? partsHeld(node, registration.devices, nowMs) : { parts: [], failClosed: [] };
   const failClosed = new Set(held.failClosed);
+  const overcommitted = new Map(registration.registered ? overcommittedCards(registration.devices, usage).map((card) => [card.uuid, card.over]) : []);
   const ageSeconds = (ms: number) => Math.max(0, Math.round((nowMs - ms) / 1000));
   const liveLock = lockIsLive(lock, nowMs) ? lock : undefined;
   return {
@@ -145,6 +146,7 @@ export function renderNodeDevices(node: NodeLedger, nowMs: number, countResource
             pods: (holders.get(d.id) ?? []).sort(),
             ...(d.mode === 'mig' ? { mode: d.mode } : {}),
             ...(failClosed.has(d.id) ? { health: false, unhealthyReason: 'a pod booked on this MIG card holds no placement the scheduler can account for' } : {}),
+            ...(overcommitted.has(d.id) ? { overcommitted: [...(overcommitted.get(d.id) ?? [])] } : {}),
             ...(d.migProfiles ? { mig: migView(d.migProfiles, held.parts.filter((part) => part.uuid === d.id)) } : {}),
             ...(measured
               ? { realtime: { usedmem: measured.usedMemMB, totalmem: measured.totalMemMB, ...(measured.utilization !== undefined ? { utilization: measured.utilization } : {}) } }

@@ -153,6 +153,8 @@ export const MetricName = {
   LockContention: 'LockContention',
   /** Real-time checks, dimension `Outcome` (passed, failed, warned, fallback). */
   RealtimeCheck: 'RealtimeCheck',
+  /** Cards a pod adopted from its annotations took past their capacity (docs/api.md §4, "Adoption"). */
+  AdoptedPastCapacity: 'AdoptedPastCapacity',
 } as const;
 
 export function recordDecisionMetrics(metrics: DecisionMetrics, decision: Decision, latencyMs: number): void {
@@ -179,6 +181,10 @@ function recordReason(metrics: DecisionMetrics, key: string, nodes: number): voi
   const single = metrics.singleMetric();
   single.addDimension('ReasonCode', key);
   single.addMetric(MetricName.Reason, MetricUnit.Count, nodes);
+}
+
+export function recordAdoptedPastCapacity(metrics: DecisionMetrics, cards: number): void {
+  metrics.addMetric(MetricName.AdoptedPastCapacity, MetricUnit.Count, cards);
 }
 
 export function recordLockContention(metrics: DecisionMetrics): void {

@@ -109,6 +109,12 @@ const hintTexts: Readonly<Record<ReasonKey, HintText>> = {
     cause: 'Processes that the scheduler does not account for (pods outside HAMi, host processes) use GPU memory; the real-time check (strict mode) keeps a safety margin as well.',
     fix: 'Find the processes with nvidia-smi on the node; lower the request, switch HAMI_REALTIME_CHECK_MODE to warning, or set hami.io/enable-realtime-check: "false" on the pod.',
   },
+  [ReasonCode.CardOvercommitted]: {
+    meaning: 'The card is booked past its memory, cores or slots, so nothing more is placed on it until it is back within them.',
+    cause:
+      'A pod the scheduler did not place (scheduled by someone else, or before this scheduler ran) was adopted from its hami.io annotations, which claim what other pods already hold on the card (the AdoptedPastCapacity Warning on the pod and the Node names it); or the card registered again with less than its pods hold.',
+    fix: '`hami-diag node <node>` marks the card over-committed and lists its pods: delete or reschedule the pod the scheduler did not place (or correct the device plugin’s registration). The card takes pods again once its bookings fit it.',
+  },
   [ExtraReasonKey.NodeUnregistered]: {
     meaning: 'The scheduler has no usable GPU registration for the node.',
     cause: 'The device plugin is not running on the node or has not reported yet, hami.io/node-nvidia-register is missing or empty, allocatable nvidia.com/gpu is 0, or the relay has not forwarded the node.',

@@ -22,6 +22,11 @@ export const nodeDeviceSchema = z.object({
   mode: z.string().optional(),
   /** Why a card is not healthy to the scheduler although its device plugin reports it healthy. */
   unhealthyReason: z.string().optional(),
+  /**
+   * What the card is booked past (lib/engine/capacity.ts): a pod adopted from its annotations claimed more than the
+   * card has left. No new pod is placed on it until it is back within its capacity. Absent when within it.
+   */
+  overcommitted: z.array(z.enum(['slots', 'memory', 'cores'])).optional(),
   /** A MIG card: its profiles with how many placements are free now, and the instances in use, by pod. */
   mig: z
     .object({

@@ -82,8 +82,11 @@ const attemptLogSchema = z.object({
     status: z.enum(['passed', 'failed']),
     summary: z.string(),
     nodes: z.array(nodeLogSchema),
-    /** Lock-aware placement: fitting nodes passed over because another pod was allocating on them. */
-    passedOver: z.array(z.object({ name: z.string(), holder: z.string() })).optional(),
+    /**
+     * Lock-aware placement: fitting nodes passed over because another pod was allocating on them. Through the relay, a
+     * holder in a namespace the reader may not read is not named (`holderHidden` instead, docs/api.md §10).
+     */
+    passedOver: z.array(z.object({ name: z.string(), holder: z.string().optional(), holderHidden: z.literal(true).optional() })).optional(),
     /** Why the evidence is less than the decision saw: its cards dropped for the item size limit, or unreadable. */
     evidenceNote: z.string().optional(),
   }),

@@ -4,6 +4,7 @@
  * pick carries the bounds the store must guard. Works on the arena's arrays; allocates nothing per card.
  */
 import type { DecisionArena } from './arena';
+import { isOvercommitted } from './capacity';
 import { emptyCardFigures, type CardFigures } from './cardFigures';
 import type { CardOutcome, DecisionTrace } from './evidence';
 import { genReason } from './messages';
@@ -23,6 +24,7 @@ export const REASONS: readonly ReasonCode[] = [
   ReasonCode.CardTypeMismatch,
   ReasonCode.NumaNotFit,
   ReasonCode.CardUuidMismatch,
+  ReasonCode.CardOvercommitted,
   ReasonCode.CardTimeSlicingExhausted,
   ReasonCode.ExclusiveDeviceAllocateConflict,
   ReasonCode.ResourceQuotaNotFit,
@@ -46,8 +48,25 @@ export interface RealtimeView {
 
 export function realtimeView(settings: RealtimeSettings, state: NodeState): RealtimeView {
   const report = state.realtime;
-  const fresh = report !== undefined && settings.nowMs - report.timeMs <= settings.maxAgeMs;
+  const fresh = report !== undefined && realtimeReportFresh(report.timeMs, settings.nowMs, settings.maxAgeMs);
   return { settings, node: state.name, devices: fresh ? report.devices : undefined };
+}
+
+/**
+ * How far ahead of the control plane's clock a real-time reading may be dated and still count, in milliseconds. The
+ * node agent stamps readings with its node's clock, which NTP keeps within a second or so of ours; 30 s leaves room
+ * for a clock that drifted, while a reading dated further ahead (a clock set wrong, a hand-written annotation) would
+ * otherwise never age, and strict mode would judge the node's cards by it until the next reading (docs/realtime.md).
+ */
+export const REALTIME_CLOCK_ALLOWANCE_MS = 30_000;
+
+/**
+ * Whether a reading taken at `timeMs` may be used at `nowMs`: at most `maxAgeMs` old (HAMI_REALTIME_MAX_AGE_SECONDS),
+ * and dated no further ahead than the clock allowance. Anything else is stale: the ledger alone decides.
+ */
+export function realtimeReportFresh(timeMs: number, nowMs: number, maxAgeMs: number): boolean {
+  const ageMs = nowMs - timeMs;
+  return ageMs <= maxAgeMs && ageMs >= -REALTIME_CLOCK_ALLOWANCE_MS;
 }
 
 /** What one Fit call works on; one object per decision, refilled per node and container. */
@@ -168,6 +187,8 @@ export class FitRun {
     if (!this.typeMatches(p)) return ReasonCode.CardTypeMismatch;
     if (plan.selectors.numaBind) this.startNumaGroupIfChanged(node.numa[p]!);
     if (plan.selectsByUuid && !uuidAllowed(plan.selectors, device.id)) return ReasonCode.CardUuidMismatch;
+    // Ours, before HAMi's capacity checks: a card others booked past its capacity takes nothing more (./capacity).
+    if (isOvercommitted(device, this.arena.baseUsed[p]!, this.arena.baseMem[p]!, this.arena.baseCores[p]!, false)) return ReasonCode.CardOvercommitted;
     const used = this.arena.used[p]!;
     // A card tried again for the same container (MIG) counts the instances it already gave: HAMi does not, and would
     // book more slots than the card has.

@@ -29,6 +29,12 @@ export const ReasonCode = {
   ResourceQuotaNotFit: 'ResourceQuotaNotFit',
   /** Our addition (docs/api.md §8): real GPU memory, measured on the node, is short. */
   CardRealtimeInsufficientMemory: 'CardRealtimeInsufficientMemory',
+  /**
+   * Our addition (docs/api.md §9): the card is booked past its memory, cores or slots (a pod adopted from annotations
+   * someone else wrote, lib/engine/capacity.ts); nothing more goes on it until it is back within them. Last: records
+   * keep outcomes by position in this object (lib/engine/evidence.ts).
+   */
+  CardOvercommitted: 'CardOvercommitted',
 } as const;
 export type ReasonCode = (typeof ReasonCode)[keyof typeof ReasonCode];
 

@@ -13,10 +13,21 @@ export interface HttpResponse {
 
 export type RouteKind = 'extender' | 'api';
 
-const JSON_HEADERS = { 'content-type': 'application/json' } as const;
+/**
+ * Headers of every answer the control plane's routes give (docs/api.md §2): browsers never sniff an answer into
+ * another type, and nothing on the way keeps a copy (answers name pods and may carry a bearer-protected view).
+ */
+export const ANSWER_HEADERS = { 'x-content-type-options': 'nosniff', 'cache-control': 'no-store' } as const;
+
+const JSON_HEADERS = { 'content-type': 'application/json', ...ANSWER_HEADERS } as const;
 
 export function json(statusCode: number, payload: unknown): HttpResponse {
   return { statusCode, headers: JSON_HEADERS, body: JSON.stringify(payload) };
+}
+
+/** A plain-text answer (`/healthz`), with the same headers as JSON ones. */
+export function text(statusCode: number, body: string): HttpResponse {
+  return { statusCode, headers: { 'content-type': 'text/plain', ...ANSWER_HEADERS }, body };
 }
 
 /** Kubernetes `Status` (meta/v1), as kubectl and client libraries expect from an API path. */

@@ -11,12 +11,12 @@ import { listNodeDevices, listSchedulerLogs, readNodeDevices, readSchedulerLog }
 import { DEFAULT_LIST_LIMIT, MAX_LIST_LIMIT } from '../control/listing';
 import type { NodeLike, PodLike } from '../engine/types';
 import { BadRequestError, PayloadTooLargeError } from '../errors';
-import { kubeName, kubeNames, kubeNamespace, kubeUid } from '../control/names';
+import { kubeName, kubeNames, kubeNamespace, kubePodName, kubeUid } from '../control/names';
 import { MIN_VIEW_SEQ_HEADER } from '../wire';
 import { isJsonObject, type JsonObject } from '../json';
 import { NodeNamesMemo, splitNodeNames } from './nodeNamesText';
 import { decodePathSegment } from './paths';
-import { json, type HttpResponse, type RouteKind } from './respond';
+import { json, text, type HttpResponse, type RouteKind } from './respond';
 
 export interface HttpRequest {
   readonly body: string;
@@ -49,7 +49,7 @@ const podSchema = z
   .object({
     metadata: z
       .object({
-        name: kubeName,
+        name: kubePodName,
         namespace: kubeNamespace.nullish(),
         uid: kubeUid,
         annotations: z.record(z.string(), z.string()).nullish(),
@@ -75,7 +75,7 @@ const filterArgs = z.object({
 });
 
 const bindArgs = z.object({
-  podname: kubeName,
+  podname: kubePodName,
   podnamespace: kubeNamespace,
   poduid: kubeUid,
   node: kubeName,
@@ -124,6 +124,15 @@ function check<T>(schema: z.ZodType<T>, value: unknown, what: string): T {
     .map((i) => `${i.path.join('.') || what}: ${i.message}`)
     .join('; ');
   throw new BadRequestError(`invalid ${what}: ${issues}`);
+}
+
+/** A path segment checked as a Kubernetes name: a 400 that quotes it (cut to a readable length) and says what is wrong. */
+function checkPathName(schema: z.ZodType<string>, value: string, what: string): string {
+  const parsed = schema.safeParse(value);
+  if (parsed.success) return parsed.data;
+  const shown = value.length > 80 ? `${value.slice(0, 80)}…` : value;
+  const problems = [...new Set(parsed.error.issues.map((i) => i.message))].join('; ');
+  throw new BadRequestError(`invalid ${what} ${JSON.stringify(shown)}: ${problems}`);
 }
 
 function normalisePod(pod: z.infer<typeof podSchema>): PodLike {
@@ -250,8 +259,8 @@ export const schedulerLogRoute: Route = {
   method: 'GET',
   path: '/api/v1/namespaces/{ns}/pods/{name}/schedulerlog',
   async handle(deps, req, logKeys) {
-    const namespace = check(kubeNamespace, req.pathParameters.ns ?? '', 'namespace');
-    const name = check(kubeName, req.pathParameters.name ?? '', 'pod name');
+    const namespace = checkPathName(kubeNamespace, req.pathParameters.ns ?? '', 'namespace');
+    const name = checkPathName(kubePodName, req.pathParameters.name ?? '', 'pod name');
     logKeys({ pod: `${namespace}/${name}` });
     const query = check(logQuery, req.query, 'query');
     const log = await readSchedulerLog(deps, {
@@ -270,7 +279,7 @@ export const nodeDevicesRoute: Route = {
   method: 'GET',
   path: '/api/v1/nodes/{name}/devices',
   async handle(deps, req, logKeys) {
-    const node = check(kubeName, req.pathParameters.name ?? '', 'node name');
+    const node = checkPathName(kubeName, req.pathParameters.name ?? '', 'node name');
     logKeys({ node });
     return json(200, await readNodeDevices(deps, node));
   },
@@ -307,7 +316,7 @@ export const namespaceSchedulerLogsRoute: Route = {
   method: 'GET',
   path: '/api/v1/namespaces/{ns}/schedulerlogs',
   async handle(deps, req, logKeys) {
-    const namespace = check(kubeNamespace, req.pathParameters.ns ?? '', 'namespace');
+    const namespace = checkPathName(kubeNamespace, req.pathParameters.ns ?? '', 'namespace');
     logKeys({ namespace });
     return json(200, await listSchedulerLogs(deps, { ...pageOf(req), namespace }));
   },
@@ -329,7 +338,7 @@ export const healthzRoute: Route = {
   method: 'GET',
   path: '/healthz',
   async handle() {
-    return { statusCode: 200, headers: { 'content-type': 'text/plain' }, body: 'ok' };
+    return text(200, 'ok');
   },
 };
 

@@ -15,6 +15,7 @@ import { systemRuntime, type Runtime } from '../clock';
 import type { ControlDeps } from '../control/deps';
 import { PayloadTooLargeError, UnauthorizedError } from '../errors';
 import { lambdaHandler, type LambdaHandler } from '../http/lambda';
+import { bearerToken } from '../http/bearer';
 import { errorResponse, json, statusBody, type HttpResponse } from '../http/respond';
 import { MAX_BODY_BYTES, routes, templatePattern, type Route } from '../http/routes';
 import { emptyStats, type StoreStats } from '../store/dynamo';
@@ -141,8 +142,9 @@ function safePath(rawPath: string): string {
   return rawPath.length > 200 ? `${rawPath.slice(0, 197)}...` : rawPath;
 }
 
+/** Whether the header presents `token` (the scheme in any letter case, RFC 7235), compared in constant time. */
 function bearerMatches(header: string | undefined, token: string): boolean {
-  const presented = /^Bearer (.+)$/.exec(header ?? '')?.[1];
+  const presented = bearerToken(header);
   if (presented === undefined) return false;
   const a = Buffer.from(presented);
   const b = Buffer.from(token);

@@ -54,6 +54,13 @@ const envSchema = z
     RELAY_USER_CERT_DIR: z.string().trim().min(1).default('/tls'),
     /** How long the user port reuses a TokenReview or SubjectAccessReview answer (lib/relay/reviewCache.ts); 0: never. */
     RELAY_REVIEW_CACHE_SECONDS: intFromEnv(10, 0, 300),
+    /**
+     * TokenReviews of bearer tokens that have not authenticated within the hour (lib/relay/tokenGate.ts): per client
+     * address, at most this many at once, regained at this many per minute; past it, 429.
+     */
+    RELAY_TOKEN_REVIEWS_PER_CLIENT: intFromEnv(30, 1, 100_000),
+    /** The same for all clients together: what a flood of unknown tokens may cost the relay's API budget. */
+    RELAY_TOKEN_REVIEWS: intFromEnv(300, 1, 1_000_000),
     HAMI_CONTROL_PLANE_URL: z.url({ protocol: /^https?$/, error: 'must be an http(s) URL, e.g. https://abc.execute-api.eu-west-1.amazonaws.com' }),
     HAMI_CONTROL_PLANE_AUTH: z.enum(['iam', 'token', 'none']).optional(),
     HAMI_API_TOKEN: optionalText,
@@ -174,7 +181,13 @@ export interface RelayConfig {
     readonly clientName: string;
     readonly clientSecretName: string;
   };
-  readonly user: { readonly tls: 'self-managed' | 'files' | 'off'; readonly certDir: string; readonly reviewCacheMs: number };
+  readonly user: {
+    readonly tls: 'self-managed' | 'files' | 'off';
+    readonly certDir: string;
+    readonly reviewCacheMs: number;
+    /** Reviews of tokens that have not authenticated lately: per client address and overall, at once and per minute. */
+    readonly tokenReviews: { readonly perClient: number; readonly overall: number };
+  };
   readonly webhook: {
     readonly tls: 'self-managed' | 'files' | 'off';
     readonly port: number;
@@ -246,7 +259,12 @@ export function loadRelayConfig(env: NodeJS.ProcessEnv = process.env): RelayConf
     backoff: { initialMs: e.RELAY_BACKOFF_INITIAL_MS, maxMs: e.RELAY_BACKOFF_MAX_MS },
     nudge: { perSecond: e.RELAY_NUDGE_PER_SECOND, windowMs: e.RELAY_NUDGE_WINDOW_SECONDS * 1000 },
     extender: { tls: e.RELAY_EXTENDER_TLS, certDir: e.RELAY_EXTENDER_CERT_DIR, clientName: e.RELAY_EXTENDER_CLIENT_NAME, clientSecretName: e.RELAY_EXTENDER_CLIENT_SECRET },
-    user: { tls: e.RELAY_USER_TLS, certDir: e.RELAY_USER_CERT_DIR, reviewCacheMs: e.RELAY_REVIEW_CACHE_SECONDS * 1000 },
+    user: {
+      tls: e.RELAY_USER_TLS,
+      certDir: e.RELAY_USER_CERT_DIR,
+      reviewCacheMs: e.RELAY_REVIEW_CACHE_SECONDS * 1000,
+      tokenReviews: { perClient: e.RELAY_TOKEN_REVIEWS_PER_CLIENT, overall: e.RELAY_TOKEN_REVIEWS },
+    },
     webhook: {
       tls: e.RELAY_WEBHOOK_TLS,
       port: e.RELAY_WEBHOOK_PORT,

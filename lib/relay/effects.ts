@@ -30,18 +30,28 @@ export const recordEventSchema = z.object({
   message: z.string(),
 });
 
+/** An Event on a Node (docs/api.md §3): recorded in `default` with the node's name as its uid, as the kubelet does. */
+export const recordNodeEventSchema = z.object({
+  kind: z.literal('RecordNodeEvent'),
+  name: z.string().min(1),
+  type: z.enum(['Normal', 'Warning']),
+  reason: z.string().min(1),
+  message: z.string(),
+});
+
 export const patchNodeAnnotationsSchema = z.object({
   kind: z.literal('PatchNodeAnnotations'),
   name: z.string().min(1),
   annotations: z.record(z.string(), z.string().nullable()),
 });
 
-export const effectSchema = z.discriminatedUnion('kind', [patchPodAnnotationsSchema, bindPodSchema, recordEventSchema, patchNodeAnnotationsSchema]);
+export const effectSchema = z.discriminatedUnion('kind', [patchPodAnnotationsSchema, bindPodSchema, recordEventSchema, recordNodeEventSchema, patchNodeAnnotationsSchema]);
 export const effectsSchema = z.array(effectSchema);
 
 export type PatchPodAnnotationsEffect = z.infer<typeof patchPodAnnotationsSchema>;
 export type BindPodEffect = z.infer<typeof bindPodSchema>;
 export type RecordEventEffect = z.infer<typeof recordEventSchema>;
+export type RecordNodeEventEffect = z.infer<typeof recordNodeEventSchema>;
 export type PatchNodeAnnotationsEffect = z.infer<typeof patchNodeAnnotationsSchema>;
 export type Effect = z.infer<typeof effectSchema>;
 
@@ -51,8 +61,8 @@ export interface ClusterWriter {
   patchPodMetadata(effect: PatchPodAnnotationsEffect): Promise<void>;
   /** Creates the Binding; a 409 because the pod is already on `node` counts as success. Throws KubeWriteError. */
   bindPod(effect: BindPodEffect): Promise<void>;
-  /** Records a core/v1 Event (aggregated like client-go's recorder). May throw; callers treat it as best effort. */
-  recordEvent(effect: RecordEventEffect): Promise<void>;
+  /** Records a core/v1 Event on a pod or a Node (aggregated like client-go's recorder). May throw; callers treat it as best effort. */
+  recordEvent(effect: RecordEventEffect | RecordNodeEventEffect): Promise<void>;
   /** JSON merge patch of the Node's annotations (HAMi's node lock mirror); null deletes. Throws KubeWriteError. */
   patchNodeMetadata(effect: PatchNodeAnnotationsEffect): Promise<void>;
 }
@@ -102,15 +112,12 @@ async function applyEffect(effect: Effect, writer: ClusterWriter, logger: AppLog
         return { ok: false, error };
       }
     case 'RecordEvent':
+    case 'RecordNodeEvent':
       try {
         await writer.recordEvent(effect);
       } catch (err) {
-        logger.warn('EventNotRecorded', {
-          namespace: effect.namespace,
-          pod: effect.name,
-          reason: effect.reason,
-          error: errorMessage(err),
-        });
+        const target = effect.kind === 'RecordNodeEvent' ? { node: effect.name } : { namespace: effect.namespace, pod: effect.name };
+        logger.warn('EventNotRecorded', { ...target, reason: effect.reason, error: errorMessage(err) });
       }
       return undefined;
   }

@@ -1,4 +1,5 @@
 /** Typed failures of the relay. Each carries what a caller needs to decide, plus the `cause`. */
+import { DomainError } from '../errors';
 
 /** Environment configuration is invalid; `problems` lists every bad key at once. */
 export class RelayConfigError extends Error {
@@ -47,4 +48,9 @@ export class KubeConfigMissingError extends Error {
     super(message, options);
     this.name = 'KubeConfigMissingError';
   }
+}
+
+/** A continue token sealed under a key this relay no longer holds: the caller starts the listing again (410 Expired, as Kubernetes answers). */
+export class PageTokenExpiredError extends DomainError {
+  readonly status = 410;
 }

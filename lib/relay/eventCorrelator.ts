@@ -5,6 +5,8 @@
  */
 
 export interface EventInput {
+  /** The involved object's kind (default `Pod`). A Node is cluster-scoped: `namespace` is then ignored. */
+  readonly kind?: 'Pod' | 'Node';
   readonly namespace: string;
   readonly name: string;
   readonly uid: string;
@@ -17,7 +19,7 @@ export interface CoreV1EventBody {
   apiVersion: 'v1';
   kind: 'Event';
   metadata: { name: string; namespace: string };
-  involvedObject: { apiVersion: 'v1'; kind: 'Pod'; namespace: string; name: string; uid: string };
+  involvedObject: { apiVersion: 'v1'; kind: 'Pod' | 'Node'; namespace?: string; name: string; uid: string };
   reason: string;
   message: string;
   type: 'Normal' | 'Warning';
@@ -99,7 +101,10 @@ export class EventCorrelator {
   /** Decides whether `input` is a new Event or a count bump of an earlier one. */
   correlate(input: EventInput): Correlation {
     const now = this.now();
-    const objectKey = [this.component, '', 'Pod', input.namespace, input.name, input.uid, 'v1', input.type, input.reason].join('\u0000');
+    const kind = input.kind ?? 'Pod';
+    // client-go records a cluster-scoped object's events in `default`, with no namespace on the object itself.
+    const objectNamespace = kind === 'Node' ? '' : input.namespace;
+    const objectKey = [this.component, '', kind, objectNamespace, input.name, input.uid, 'v1', input.type, input.reason].join('\u0000');
     let message = input.message;
     let cacheKey = `${objectKey}\u0000${input.message}`;
 
@@ -126,7 +131,7 @@ export class EventCorrelator {
         cacheKey,
       };
     }
-    const namespace = input.namespace || 'default';
+    const namespace = objectNamespace || 'default';
     const name = `${input.name}.${this.uniqueSuffix(now)}`;
     this.observed.set(cacheKey, { name, namespace, count: 1, firstTimestamp: timestamp });
     return {
@@ -136,7 +141,7 @@ export class EventCorrelator {
         apiVersion: 'v1',
         kind: 'Event',
         metadata: { name, namespace },
-        involvedObject: { apiVersion: 'v1', kind: 'Pod', namespace, name: input.name, uid: input.uid },
+        involvedObject: kind === 'Node' ? { apiVersion: 'v1', kind, name: input.name, uid: input.uid } : { apiVersion: 'v1', kind, namespace, name: input.name, uid: input.uid },
         reason: input.reason,
         message,
         type: input.type,

@@ -4,9 +4,9 @@
  * here, never further up.
  */
 import { ApiException, PatchStrategy, setHeaderOptions, type CoreV1Api } from '@kubernetes/client-node';
-import type { BindPodEffect, ClusterWriter, PatchNodeAnnotationsEffect, PatchPodAnnotationsEffect, RecordEventEffect } from './effects';
+import type { BindPodEffect, ClusterWriter, PatchNodeAnnotationsEffect, PatchPodAnnotationsEffect, RecordEventEffect, RecordNodeEventEffect } from './effects';
 import { KubeWriteError } from './errors';
-import { EventCorrelator } from './eventCorrelator';
+import { EventCorrelator, type EventInput } from './eventCorrelator';
 import type { NudgeResult, NudgeTarget } from './nudger';
 import { errorMessage } from '../errors';
 
@@ -34,6 +34,15 @@ export function statusMessage(err: unknown): string {
 
 function statusCode(err: unknown): number | undefined {
   return err instanceof ApiException ? err.code : undefined;
+}
+
+/**
+ * What the correlator records: a pod's event as given; a Node's with the node's name as its uid, as the kubelet
+ * records its own (`kubectl describe node` finds events by the node's uid or its name).
+ */
+function eventInput(effect: RecordEventEffect | RecordNodeEventEffect): EventInput {
+  if (effect.kind === 'RecordEvent') return { kind: 'Pod', namespace: effect.namespace, name: effect.name, uid: effect.uid, type: effect.type, reason: effect.reason, message: effect.message };
+  return { kind: 'Node', namespace: '', name: effect.name, uid: effect.name, type: effect.type, reason: effect.reason, message: effect.message };
 }
 
 export function createKubeWriter(core: CoreV1Api, correlator: EventCorrelator): ClusterWriter {
@@ -74,7 +83,8 @@ export function createKubeWriter(core: CoreV1Api, correlator: EventCorrelator): 
     }
   };
 
-  const recordEvent = async (e: RecordEventEffect): Promise<void> => {
+  const recordEvent = async (effect: RecordEventEffect | RecordNodeEventEffect): Promise<void> => {
+    const e = eventInput(effect);
     const decision = correlator.correlate(e);
     if (decision.action === 'create') {
       await core.createNamespacedEvent({ namespace: decision.event.metadata.namespace, body: decision.event as never });

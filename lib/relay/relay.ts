@@ -20,6 +20,8 @@ import { createKubeWriter, createNudgePatcher, statusMessage } from './kubeWrite
 import { Nudger } from './nudger';
 import { ControlPlaneReachability } from './reachability';
 import { cachingReviews } from './reviewCache';
+import { PageTokens } from './pageTokens';
+import { LogSampler, UnknownTokenGate } from './tokenGate';
 import { closeServer, createRelayServer, listen, relayHandler } from './server';
 import { coalesced, startTlsListener, type RunningTlsListener } from './tls/listener';
 import { SelfManagedWebhookTls, defaultValidity } from './tls/webhookCertificates';
@@ -46,6 +48,8 @@ export interface StartRelayOptions {
   /** Spaces the nudges (their rate bound). */
   readonly nudgeDelay?: DelayFn;
   readonly now?: () => Date;
+  /** Random bytes (page tokens' nonces, and their key when the user port speaks plain HTTP). */
+  readonly randomBytes?: (size: number) => Buffer;
 }
 
 export interface RunningRelay {
@@ -63,6 +67,9 @@ export interface RunningRelay {
   readonly reachability: ControlPlaneReachability;
   close(): Promise<void>;
 }
+
+/** Refused tokens and limited callers are logged once per this window, with a count (lib/relay/tokenGate.ts). */
+const LOG_SAMPLE_WINDOW_MS = 60_000;
 
 export async function startRelay(opts: StartRelayOptions): Promise<RunningRelay> {
   const { config, kubeConfig, logger } = opts;
@@ -161,6 +168,15 @@ export async function startRelay(opts: StartRelayOptions): Promise<RunningRelay>
       { authn: kubeConfig.makeApiClient(AuthenticationV1Api), authz: kubeConfig.makeApiClient(AuthorizationV1Api) },
       { ttlMs: config.user.reviewCacheMs, now: () => now().getTime() },
     ),
+    // Every replica derives the same key from the user port's TLS key (the Secret they share), so a listing may
+    // move between them; with plain HTTP (local runs, tests) the key is this process's own.
+    pageTokens: new PageTokens({ sharedSecret: () => userTls?.serving()?.keyPem, ...(opts.randomBytes ? { randomBytes: opts.randomBytes } : {}) }),
+    tokenGate: new UnknownTokenGate({
+      perClient: { perMinute: config.user.tokenReviews.perClient },
+      overall: { perMinute: config.user.tokenReviews.overall },
+      now: () => now().getTime(),
+    }),
+    logSampler: new LogSampler(LOG_SAMPLE_WINDOW_MS, () => now().getTime()),
     logger,
     watcherSynced: () => watcher.status().synced,
     probeTimeoutMs: 2_000,

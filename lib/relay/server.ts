@@ -9,17 +9,26 @@ import type { AppLogger } from '../powertools';
 import type { ControlPlaneClient } from './controlPlane';
 import { relayBind, relayFilter, type ExtenderDeps } from './extender';
 import { consoleAsset } from '../console/serve';
-import { BadRequestError, errorMessage } from '../errors';
+import { BadRequestError, DomainError, errorMessage } from '../errors';
 import { decodePathSegment } from '../http/paths';
-import { authenticate, authorize, authorizePodRead, reviewAccess, type ReviewApis } from './userAuth';
+import { bearerToken } from '../http/bearer';
+import { authenticate, reviewAccess, type AccessQuestion, type ReviewApis, type ReviewedUser } from './userAuth';
 import { statusBody } from '../http/respond';
-import { forEachAtMost } from '../concurrency';
+import { DEFAULT_LIST_LIMIT, MAX_LIST_LIMIT } from '../control/listing';
+import type { PagePosition, PageTokens } from './pageTokens';
+import type { LogSampler, UnknownTokenGate } from './tokenGate';
+import { hideHoldersOfLog, hidePodsOfNode, holderNamespacesOfLog, isObject, NamespaceAccess, podNamespacesOfNodes, podOfSummary, scanPage } from './userListings';
 
 export const MAX_BODY_BYTES = 8 * 1024 * 1024;
 const SCHEDULER_LOG_ROUTE = /^\/api\/v1\/namespaces\/([^/]+)\/pods\/([^/]+)\/schedulerlog$/;
 const NAMESPACE_LOGS_ROUTE = /^\/api\/v1\/namespaces\/([^/]+)\/schedulerlogs$/;
 const PASSED_QUERY = ['detail', 'history'] as const;
-const LIST_QUERY = ['limit', 'continue'] as const;
+/**
+ * Control-plane pages read per call, and calls per page at most, while a page is filled with what a caller who may
+ * read some namespaces only may see (docs/relay.md, "Page tokens").
+ */
+const SCAN_PAGE_SIZE = MAX_LIST_LIMIT;
+const MAX_READS_PER_PAGE = 10;
 /**
  * Where `kubectl hami ui` puts the user's token: kube-apiserver's service proxy, which it calls through, consumes the
  * Authorization header (docs/relay.md, "The console"). Checked exactly like Authorization.
@@ -42,6 +51,12 @@ export interface RouterDeps {
    * the cluster (lib/cli/decisionTree.ts), added to the 404 as `diagnosis`; undefined when the cluster cannot be read.
    */
   readonly diagnose?: (namespace: string, name: string) => Promise<unknown>;
+  /** Seals and opens the user port's continue tokens. */
+  readonly pageTokens: PageTokens;
+  /** Admits TokenReviews of tokens that have not authenticated lately, within per-client and overall budgets. */
+  readonly tokenGate: UnknownTokenGate;
+  /** One log line per window for refused tokens and limited callers. */
+  readonly logSampler: LogSampler;
 }
 
 export type Listener = 'extender' | 'user';
@@ -71,9 +86,19 @@ export function readBody(req: IncomingMessage): Promise<string> {
   });
 }
 
-export function send(res: ServerResponse, status: number, body: unknown): void {
+/**
+ * A JSON answer. Never sniffed as another type, never kept by a cache or a browser's history: answers of the user
+ * port carry what a user may read, under their token.
+ */
+export function send(res: ServerResponse, status: number, body: unknown, headers: Readonly<Record<string, string>> = {}): void {
   const text = typeof body === 'string' ? body : JSON.stringify(body);
-  res.writeHead(status, { 'content-type': 'application/json', 'content-length': Buffer.byteLength(text) });
+  res.writeHead(status, {
+    ...headers,
+    'content-type': 'application/json',
+    'content-length': Buffer.byteLength(text),
+    'x-content-type-options': 'nosniff',
+    'cache-control': 'no-store',
+  });
   res.end(text);
 }
 
@@ -116,84 +141,166 @@ async function fromControlPlane(res: ServerResponse, path: string, query: Record
   }
 }
 
-/** Forwards a GET to the control plane and answers what it answered (a 503 Status when it cannot be reached). */
-async function forward(res: ServerResponse, path: string, query: Record<string, string>, deps: RouterDeps): Promise<number> {
-  const answer = await fromControlPlane(res, path, query, deps);
-  if (answer === undefined) return 503;
-  send(res, answer.status, answer.text);
-  return answer.status;
-}
-
 /** A refused authentication or review, answered with its Status. */
 function deny(res: ServerResponse, refusal: { readonly code: number; readonly reason: string; readonly message: string }): number {
   send(res, refusal.code, statusBody(refusal.code, refusal.reason, refusal.message));
   return refusal.code;
 }
 
-/** `GET /api/v1/nodes` (docs/api.md §10): every node's devices view, for users who may list nodes. */
-async function listNodes(req: IncomingMessage, res: ServerResponse, url: URL, deps: RouterDeps): Promise<number> {
-  const decision = await authorize(authorizationOf(req), { verb: 'list', resource: 'nodes' }, deps.reviews, deps.logger);
-  if (!decision.allowed) return deny(res, decision);
-  return forward(res, url.pathname, passedQuery(url, LIST_QUERY), deps);
+/**
+ * Who the caller is, by the TokenReview of their bearer token; or the status of the refusal, already answered. A
+ * token that has not authenticated lately is reviewed only within the unknown-token budgets (lib/relay/tokenGate.ts):
+ * past them, 429 with Retry-After, and no review is sent.
+ */
+async function caller(req: IncomingMessage, res: ServerResponse, deps: RouterDeps): Promise<ReviewedUser | number> {
+  const authorization = authorizationOf(req);
+  const token = bearerToken(authorization);
+  if (token !== undefined) {
+    const client = req.socket.remoteAddress ?? 'unknown';
+    const admission = deps.tokenGate.admit(token, client);
+    if (!admission.admitted) {
+      const notLogged = deps.logSampler.sample(`TokenReviewsLimited:${admission.limit}`);
+      if (notLogged !== undefined) {
+        deps.logger.warn('TokenReviewsLimited', { client, limit: admission.limit, retryAfterSeconds: admission.retryAfterSeconds, ...(notLogged > 0 ? { notLogged } : {}) });
+      }
+      const from = admission.limit === 'client' ? 'from this client' : 'from all clients together';
+      const message = `too many requests with bearer tokens the relay has not seen authenticate (${from}): retry after ${admission.retryAfterSeconds}s`;
+      send(res, 429, { ...statusBody(429, 'TooManyRequests', message), details: { retryAfterSeconds: admission.retryAfterSeconds } }, { 'retry-after': String(admission.retryAfterSeconds) });
+      return 429;
+    }
+  }
+  const who = await authenticate(authorization, deps.reviews, deps.logger, deps.logSampler);
+  if (!who.ok) return deny(res, who);
+  if (token !== undefined) deps.tokenGate.authenticated(token);
+  return who.user;
 }
 
-/** `GET /api/v1/namespaces/{ns}/schedulerlogs`: for users who may get pods in the namespace. */
-async function namespaceLogs(req: IncomingMessage, res: ServerResponse, url: URL, namespace: string, deps: RouterDeps): Promise<number> {
-  const decision = await authorize(authorizationOf(req), { verb: 'get', resource: 'pods', namespace }, deps.reviews, deps.logger);
-  if (!decision.allowed) return deny(res, decision);
-  return forward(res, url.pathname, passedQuery(url, LIST_QUERY), deps);
+/** The caller's user, allowed `question`; or the status of the refusal, already answered. */
+async function allowedCaller(req: IncomingMessage, res: ServerResponse, question: AccessQuestion, deps: RouterDeps): Promise<ReviewedUser | number> {
+  const user = await caller(req, res, deps);
+  if (typeof user === 'number') return user;
+  const decision = await reviewAccess(user, question, deps.reviews, deps.logger);
+  return decision.allowed ? user : deny(res, decision);
 }
 
-/** SubjectAccessReviews sent at once for one page of the all-namespaces list. */
-const PARALLEL_REVIEWS = 8;
+/** The namespaces where the user may get pods, asked as a request meets them (to filter, so refusals are not logged). */
+function namespaceAccess(user: ReviewedUser, deps: RouterDeps): NamespaceAccess {
+  return new NamespaceAccess((namespace) => reviewAccess(user, { verb: 'get', resource: 'pods', ...(namespace !== undefined ? { namespace } : {}) }, deps.reviews, deps.logger, false));
+}
+
+/** `limit` (checked as the control plane checks it) and where the page starts, from the caller's continue token. */
+function pageQuery(url: URL, list: string, deps: RouterDeps): { readonly limit: number; readonly start: PagePosition } {
+  const raw = url.searchParams.get('limit');
+  const limit = raw === null ? DEFAULT_LIST_LIMIT : Number(raw);
+  if (raw !== null && (!/^\d{1,7}$/.test(raw) || limit < 1 || limit > MAX_LIST_LIMIT)) throw new BadRequestError(`limit must be a whole number from 1 to ${MAX_LIST_LIMIT}`);
+  const token = url.searchParams.get('continue');
+  return { limit, start: token === null || token === '' ? { skip: 0 } : deps.pageTokens.open(list, token) };
+}
+
+type Json = Record<string, unknown>;
+
+/** The control plane's answer passed on as it is; its status, for the access log. */
+function passOn(res: ServerResponse, answer: { status: number; text: string }): number {
+  send(res, answer.status, answer.text);
+  return answer.status;
+}
 
 /**
- * `GET /api/v1/schedulerlogs`: a user who may get pods in every namespace sees the page as it is; anyone else sees
- * only the items of namespaces where they may get pods (one review per namespace on the page), so a page may hold
- * fewer items than its limit, and `continue` still leads on. Continue tokens name no pod (docs/api.md §10).
+ * `GET /api/v1/nodes` (docs/api.md §10): every node's devices view, for users who may list nodes; the pods on the
+ * cards only of namespaces where they may get pods (the others counted as `hiddenPods`). Continue tokens sealed.
  */
-async function allLogs(req: IncomingMessage, res: ServerResponse, url: URL, deps: RouterDeps): Promise<number> {
-  const who = await authenticate(authorizationOf(req), deps.reviews, deps.logger);
-  if (!who.ok) return deny(res, who);
-  const everywhere = await reviewAccess(who.user, { verb: 'get', resource: 'pods' }, deps.reviews, deps.logger);
-  if (everywhere.allowed) return forward(res, url.pathname, passedQuery(url, LIST_QUERY), deps);
-  if (everywhere.code !== 403) return deny(res, everywhere);
-  const answer = await fromControlPlane(res, url.pathname, passedQuery(url, LIST_QUERY), deps);
+async function listNodes(req: IncomingMessage, res: ServerResponse, url: URL, deps: RouterDeps): Promise<number> {
+  const user = await allowedCaller(req, res, { verb: 'list', resource: 'nodes' }, deps);
+  if (typeof user === 'number') return user;
+  const page = pageQuery(url, 'nodes', deps);
+  const answer = await fromControlPlane(res, url.pathname, { limit: String(page.limit), ...(page.start.upstream !== undefined ? { continue: page.start.upstream } : {}) }, deps);
   if (answer === undefined) return 503;
-  if (answer.status !== 200) {
-    send(res, answer.status, answer.text);
-    return answer.status;
-  }
-  const list = JSON.parse(answer.text) as { items?: { pod?: { namespace?: unknown } }[] } & Record<string, unknown>;
-  const namespaceOf = (item: { pod?: { namespace?: unknown } }) => (typeof item.pod?.namespace === 'string' ? item.pod.namespace : '');
-  // One review per namespace on the page, a few at a time (a page of 1,000 pods may span many namespaces).
-  const namespaces = [...new Set((list.items ?? []).map(namespaceOf))];
-  const allowed = new Map<string, boolean>();
-  let refused: Awaited<ReturnType<typeof reviewAccess>> | undefined;
-  await forEachAtMost(namespaces, PARALLEL_REVIEWS, async (namespace) => {
-    // Once a review could not be made, the answer is that failure: no more reviews.
-    if (refused !== undefined) return;
-    const decision = await reviewAccess(who.user, { verb: 'get', resource: 'pods', namespace }, deps.reviews, deps.logger);
-    if (!decision.allowed && decision.code !== 403) refused ??= decision;
-    allowed.set(namespace, decision.allowed);
+  if (answer.status !== 200) return passOn(res, answer);
+  const list = JSON.parse(answer.text) as Json;
+  const items = Array.isArray(list.items) ? list.items : [];
+  const readable = await namespaceAccess(user, deps).readable(podNamespacesOfNodes(items));
+  if ('allowed' in readable) return deny(res, readable);
+  const { continue: upstream, ...metadata } = isObject(list.metadata) ? list.metadata : {};
+  send(res, 200, {
+    ...list,
+    metadata: { ...metadata, ...(typeof upstream === 'string' ? { continue: deps.pageTokens.seal('nodes', { upstream, skip: 0 }) } : {}) },
+    items: items.map((node) => hidePodsOfNode(node, readable)),
   });
-  if (refused !== undefined && !refused.allowed) return deny(res, refused);
-  send(res, 200, { ...list, items: (list.items ?? []).filter((item) => allowed.get(namespaceOf(item)) === true) });
   return 200;
 }
 
+/**
+ * `GET /api/v1/namespaces/{ns}/schedulerlogs` (for users who may get pods there) and `GET /api/v1/schedulerlogs`: a
+ * user who may get pods in every namespace sees the control plane's pages; anyone else only the items of namespaces
+ * where they may (one review per namespace met), in pages cut on those items alone (lib/relay/userListings.ts), so
+ * neither a page nor its token tells anything of the rest.
+ */
+async function schedulerLogList(req: IncomingMessage, res: ServerResponse, url: URL, namespace: string | undefined, deps: RouterDeps): Promise<number> {
+  const user = namespace === undefined ? await caller(req, res, deps) : await allowedCaller(req, res, { verb: 'get', resource: 'pods', namespace }, deps);
+  if (typeof user === 'number') return user;
+  const access = namespaceAccess(user, deps);
+  const all = namespace !== undefined || (await access.all());
+  if (typeof all !== 'boolean') return deny(res, all);
+  const list = namespace === undefined ? 'schedulerlogs' : `schedulerlogs/${namespace}`;
+  const page = pageQuery(url, list, deps);
+  let shape: Json = { kind: 'SchedulerLogList', apiVersion: 'v1' };
+  let failedStatus = 503;
+  const result = await scanPage({
+    start: page.start,
+    limit: page.limit,
+    everything: all,
+    scanPageSize: SCAN_PAGE_SIZE,
+    maxReads: MAX_READS_PER_PAGE,
+    read: async (upstream, limit) => {
+      const answer = await fromControlPlane(res, url.pathname, { limit: String(limit), ...(upstream !== undefined ? { continue: upstream } : {}) }, deps);
+      if (answer === undefined) return { failed: true };
+      if (answer.status !== 200) {
+        failedStatus = passOn(res, answer);
+        return { failed: true };
+      }
+      const body = JSON.parse(answer.text) as Json;
+      shape = { kind: body.kind, apiVersion: body.apiVersion };
+      const next = isObject(body.metadata) && typeof body.metadata.continue === 'string' ? body.metadata.continue : undefined;
+      return { items: Array.isArray(body.items) ? body.items : [], ...(next !== undefined ? { continue: next } : {}) };
+    },
+    shown: async (items) => {
+      if (all) return items.map(() => true);
+      const namespaces = items.map((item) => podOfSummary(item).namespace ?? '');
+      const readable = await access.readable(namespaces.filter((ns) => ns !== ''));
+      return 'allowed' in readable ? readable : namespaces.map((ns) => readable.has(ns));
+    },
+    identity: (item) => {
+      const pod = podOfSummary(item);
+      return pod.namespace !== undefined && pod.name !== undefined ? `${pod.namespace}/${pod.name}` : undefined;
+    },
+  });
+  if ('failed' in result) return failedStatus;
+  if ('denied' in result) return deny(res, result.denied);
+  send(res, 200, { ...shape, metadata: result.next !== undefined ? { continue: deps.pageTokens.seal(list, result.next) } : {}, items: result.items });
+  return 200;
+}
+
+/**
+ * `GET /api/v1/namespaces/{ns}/pods/{name}/schedulerlog`: for users who may get the pod. The nodes its filter passed
+ * over name the pod holding each one's lock: shown only where the user may get pods in that pod's namespace.
+ */
 async function schedulerLog(req: IncomingMessage, res: ServerResponse, url: URL, match: RegExpExecArray, deps: RouterDeps): Promise<number> {
   const namespace = decodePathSegment(match[1] ?? '');
   const name = decodePathSegment(match[2] ?? '');
-  const decision = await authorizePodRead(authorizationOf(req), { namespace, name }, deps.reviews, deps.logger);
-  if (!decision.allowed) return deny(res, decision);
-  if (deps.diagnose === undefined) return forward(res, url.pathname, passedQuery(url, PASSED_QUERY), deps);
+  const user = await allowedCaller(req, res, { verb: 'get', resource: 'pods', namespace, name }, deps);
+  if (typeof user === 'number') return user;
   const answer = await fromControlPlane(res, url.pathname, passedQuery(url, PASSED_QUERY), deps);
   if (answer === undefined) return 503;
-  if (answer.status !== 404) {
-    send(res, answer.status, answer.text);
-    return answer.status;
+  if (answer.status === 200) {
+    const log = JSON.parse(answer.text) as unknown;
+    const holders = holderNamespacesOfLog(log);
+    if (holders.size === 0) return passOn(res, answer);
+    const readable = await namespaceAccess(user, deps).readable(holders);
+    if ('allowed' in readable) return deny(res, readable);
+    send(res, 200, hideHoldersOfLog(log, readable));
+    return 200;
   }
+  if (answer.status !== 404 || deps.diagnose === undefined) return passOn(res, answer);
   // No record: why, in the debugging decision tree's words (the user may get this pod, so may read about it).
   const diagnosis = await deps.diagnose(namespace, name);
   let body: Record<string, unknown>;
@@ -245,13 +352,16 @@ async function route(listener: Listener, req: IncomingMessage, res: ServerRespon
     const log = SCHEDULER_LOG_ROUTE.exec(url.pathname);
     if (log !== null) return schedulerLog(req, res, url, log, deps);
     if (url.pathname === '/api/v1/nodes') return listNodes(req, res, url, deps);
-    if (url.pathname === '/api/v1/schedulerlogs') return allLogs(req, res, url, deps);
+    if (url.pathname === '/api/v1/schedulerlogs') return schedulerLogList(req, res, url, undefined, deps);
     const logs = NAMESPACE_LOGS_ROUTE.exec(url.pathname);
-    if (logs !== null) return namespaceLogs(req, res, url, decodePathSegment(logs[1] ?? ''), deps);
+    if (logs !== null) return schedulerLogList(req, res, url, decodePathSegment(logs[1] ?? ''), deps);
   }
   send(res, 404, statusBody(404, 'NotFound', `no route for ${method} ${url.pathname}`));
   return 404;
 }
+
+/** Kubernetes' reasons for the errors a caller can fix. */
+const CLIENT_ERROR_REASONS: Readonly<Record<number, string>> = { 400: 'BadRequest', 410: 'Expired' };
 
 export function createRelayServer(listener: Listener, deps: RouterDeps): Server {
   return createServer(relayHandler(listener, deps));
@@ -269,8 +379,9 @@ export function relayHandler(listener: Listener, deps: RouterDeps): (req: Incomi
         }
       })
       .catch((err: unknown) => {
-        if (err instanceof BadRequestError && !res.headersSent) {
-          send(res, 400, statusBody(400, 'BadRequest', err.message));
+        // A request the caller can fix (a bad limit or continue token, 400; a token under a key no longer held, 410).
+        if (err instanceof DomainError && err.status < 500 && !res.headersSent) {
+          send(res, err.status, statusBody(err.status, CLIENT_ERROR_REASONS[err.status] ?? 'BadRequest', err.message));
           return;
         }
         deps.logger.error('RequestFailed', { listener, path: new URL(req.url ?? '/', 'http://x').pathname, error: errorMessage(err) });

@@ -5,7 +5,9 @@
  */
 import type { AuthenticationV1Api, AuthorizationV1Api } from '@kubernetes/client-node';
 import type { AppLogger } from '../powertools';
+import { bearerToken } from '../http/bearer';
 import { statusMessage } from './kubeWriter';
+import type { LogSampler } from './tokenGate';
 
 export interface ReviewApis {
   readonly authn: Pick<AuthenticationV1Api, 'createTokenReview'>;
@@ -15,12 +17,6 @@ export interface ReviewApis {
 export type AuthDecision =
   | { readonly allowed: true; readonly username: string }
   | { readonly allowed: false; readonly code: 401 | 403 | 500; readonly reason: 'Unauthorized' | 'Forbidden' | 'InternalError'; readonly message: string };
-
-export function bearerToken(header: string | undefined): string | undefined {
-  if (header === undefined) return undefined;
-  const match = /^Bearer\s+(\S+)\s*$/i.exec(header);
-  return match?.[1];
-}
 
 /** Who the caller is, from the TokenReview of their bearer token. */
 export interface ReviewedUser {
@@ -40,8 +36,11 @@ export interface AccessQuestion {
   readonly name?: string;
 }
 
-/** The caller's identity from their token, or why not (401, or 500 when the review itself failed). */
-export async function authenticate(authorization: string | undefined, apis: ReviewApis, logger: AppLogger): Promise<{ readonly ok: true; readonly user: ReviewedUser } | ({ readonly ok: false } & Denial)> {
+/**
+ * The caller's identity from their token, or why not (401, or 500 when the review itself failed). With a sampler,
+ * refused tokens are logged once per window, with a count (a flood of random tokens is not a flood of log lines).
+ */
+export async function authenticate(authorization: string | undefined, apis: ReviewApis, logger: AppLogger, sampler?: LogSampler): Promise<{ readonly ok: true; readonly user: ReviewedUser } | ({ readonly ok: false } & Denial)> {
   const token = bearerToken(authorization);
   if (token === undefined) return { ok: false, allowed: false, code: 401, reason: 'Unauthorized', message: 'a bearer token is required' };
   try {
@@ -49,7 +48,8 @@ export async function authenticate(authorization: string | undefined, apis: Revi
       body: { apiVersion: 'authentication.k8s.io/v1', kind: 'TokenReview', spec: { token } },
     });
     if (review.status?.authenticated !== true) {
-      logger.info('TokenRejected', { reason: review.status?.error ?? 'not authenticated' });
+      const notLogged = sampler === undefined ? 0 : sampler.sample('TokenRejected');
+      if (notLogged !== undefined) logger.info('TokenRejected', { reason: review.status?.error ?? 'not authenticated', ...(notLogged > 0 ? { notLogged } : {}) });
       return { ok: false, allowed: false, code: 401, reason: 'Unauthorized', message: 'the bearer token was not accepted' };
     }
     const user = review.status.user;
@@ -68,8 +68,12 @@ export async function authenticate(authorization: string | undefined, apis: Revi
   }
 }
 
-/** Whether the user may, by a SubjectAccessReview; a review that fails is a 500 denial, never an allowance. */
-export async function reviewAccess(user: ReviewedUser, question: AccessQuestion, apis: ReviewApis, logger: AppLogger): Promise<AuthDecision> {
+/**
+ * Whether the user may, by a SubjectAccessReview; a review that fails is a 500 denial, never an allowance. A refusal
+ * is logged as `UserRequestForbidden` unless `logRefusal` is false: a question asked only to filter what an answer
+ * shows (whose pods a list may name) refuses no request.
+ */
+export async function reviewAccess(user: ReviewedUser, question: AccessQuestion, apis: ReviewApis, logger: AppLogger, logRefusal = true): Promise<AuthDecision> {
   try {
     // Groups, uid and extra come from the TokenReview: without them RBAC bindings to groups would not apply.
     const sar = await apis.authz.createSubjectAccessReview({
@@ -92,7 +96,7 @@ export async function reviewAccess(user: ReviewedUser, question: AccessQuestion,
       },
     });
     if (sar.status?.allowed === true) return { allowed: true, username: user.username };
-    logger.info('UserRequestForbidden', { user: user.username, verb: question.verb, resource: question.resource, ...(question.namespace !== undefined ? { namespace: question.namespace } : {}) });
+    if (logRefusal) logger.info('UserRequestForbidden', { user: user.username, verb: question.verb, resource: question.resource, ...(question.namespace !== undefined ? { namespace: question.namespace } : {}) });
     return { allowed: false, code: 403, reason: 'Forbidden', message: forbiddenMessage(user.username, question) };
   } catch (err) {
     logger.error('SubjectAccessReviewFailed', { error: statusMessage(err) });
@@ -105,20 +109,4 @@ export function forbiddenMessage(username: string, q: AccessQuestion): string {
   const subject = q.name !== undefined ? `${q.resource} "${q.name}"` : q.resource;
   const scope = q.namespace !== undefined ? `in the namespace "${q.namespace}"` : 'at the cluster scope';
   return `${subject} is forbidden: User "${username}" cannot ${q.verb} resource "${q.resource}" in API group "" ${scope}`;
-}
-
-/** TokenReview, then one SubjectAccessReview. */
-export async function authorize(authorization: string | undefined, question: AccessQuestion, apis: ReviewApis, logger: AppLogger): Promise<AuthDecision> {
-  const who = await authenticate(authorization, apis, logger);
-  if (!who.ok) return { allowed: false, code: who.code, reason: who.reason, message: who.message };
-  return reviewAccess(who.user, question, apis, logger);
-}
-
-export async function authorizePodRead(
-  authorization: string | undefined,
-  target: { readonly namespace: string; readonly name: string },
-  apis: ReviewApis,
-  logger: AppLogger,
-): Promise<AuthDecision> {
-  return authorize(authorization, { verb: 'get', resource: 'pods', namespace: target.namespace, name: target.name }, apis, logger);
 }

@@ -372,7 +372,11 @@ export async function startFakeKube(opts: FakeKubeOptions = {}): Promise<FakeKub
           return sendJson(res, 400, status(400, 'BadRequest', 'the namespace of the provided object does not match the namespace sent on the request'));
         }
         const inv = isObj(ev.involvedObject) ? ev.involvedObject : {};
-        if (inv.namespace !== namespace) return sendJson(res, 422, status(422, 'Invalid', 'involvedObject.namespace: Invalid value: does not match event.namespace'));
+        // kube-apiserver's rule (legacyValidateEvent): a cluster-scoped object's (a Node's) events go in `default`.
+        const involvedNamespace = typeof inv.namespace === 'string' ? inv.namespace : '';
+        if (involvedNamespace === '' ? namespace !== 'default' : involvedNamespace !== namespace) {
+          return sendJson(res, 422, status(422, 'Invalid', 'involvedObject.namespace: Invalid value: does not match event.namespace'));
+        }
         try {
           return sendJson(res, 201, create('Event', { ...ev, metadata: { ...meta(ev), namespace } }));
         } catch (err) {

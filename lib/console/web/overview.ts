@@ -93,6 +93,7 @@ function totals(nodes: readonly NodeDevicesView[]): HTMLElement {
   let slots = 0;
   let slotsUsed = 0;
   let unhealthy = 0;
+  let overcommitted = 0;
   let neuronCores = 0;
   let neuronCoresUsed = 0;
   for (const node of nodes) {
@@ -101,6 +102,7 @@ function totals(nodes: readonly NodeDevicesView[]): HTMLElement {
       slots += d.count;
       slotsUsed += d.used;
       if (!d.health) unhealthy++;
+      if (d.overcommitted) overcommitted++;
       // Cores taken by index (AWS Neuron) are masks, not percentages, and such devices book no memory: counted apart.
       if (d.coreIndexes !== undefined) {
         neuronCores += d.coreIndexes.used.length + d.coreIndexes.free.length;
@@ -119,7 +121,7 @@ function totals(nodes: readonly NodeDevicesView[]): HTMLElement {
     'section',
     { class: 'totals', 'aria-label': 'Totals', id: 'totals' },
     h('div', null, h('strong', null, 'Nodes '), `${registered} registered of ${nodes.length}`, nodes.length > registered ? h('span', { class: 'bad' }, ` (${nodes.length - registered} unregistered)`) : null),
-    h('div', null, h('strong', null, 'Cards '), `${cards}`, unhealthy > 0 ? h('span', { class: 'bad' }, ` (${unhealthy} unhealthy)`) : null, locked > 0 ? h('span', { class: 'warn' }, ` · ${locked} allocation${locked === 1 ? '' : 's'} in progress`) : null),
+    h('div', null, h('strong', null, 'Cards '), `${cards}`, unhealthy > 0 ? h('span', { class: 'bad' }, ` (${unhealthy} unhealthy)`) : null, overcommitted > 0 ? h('span', { class: 'bad' }, ` (${overcommitted} over-committed)`) : null, locked > 0 ? h('span', { class: 'warn' }, ` · ${locked} allocation${locked === 1 ? '' : 's'} in progress`) : null),
     h('div', null, h('strong', null, 'Memory '), bar('total memory', memUsed, mem, 'MiB')),
     h('div', null, h('strong', null, 'Cores '), bar('total cores', coresUsed, cores, '%')),
     h('div', null, h('strong', null, 'Slots '), bar('total slots', slotsUsed, slots, '')),
@@ -134,7 +136,7 @@ function nodeSection(node: NodeDevicesView, f: Filters): HTMLElement {
     node.name,
     ' ',
     node.registered ? badge('registered') : badge('unregistered'),
-    node.lock ? h('span', { class: 'lock' }, ` allocation in progress: `, link(['pods', ...splitPod(node.lock.holder)], node.lock.holder), ` holds the node lock since ${node.lock.since}`) : null,
+    node.lock ? h('span', { class: 'lock' }, ` allocation in progress: `, lockHolder(node.lock), ` holds the node lock since ${node.lock.since}`) : null,
   );
   const notes = [
     node.reason !== undefined ? h('p', { class: 'bad reason' }, `Not scheduled: ${node.reason}`) : null,
@@ -149,7 +151,7 @@ function nodeSection(node: NodeDevicesView, f: Filters): HTMLElement {
       h('td', null, String(d.index)),
       h('td', { class: 'mono' }, d.id),
       h('td', null, d.type),
-      h('td', null, d.health ? 'healthy' : h('span', { class: 'bad' }, 'unhealthy')),
+      h('td', null, d.health ? 'healthy' : h('span', { class: 'bad' }, 'unhealthy'), d.overcommitted ? h('div', { class: 'bad', 'data-overcommitted': d.id }, `over-committed: ${d.overcommitted.join(', ')}`) : null),
       d.coreIndexes !== undefined
         ? h('td', { class: 'muted' }, 'not booked')
         : h('td', null, bar(`memory ${d.id}`, d.usedmem, d.devmem, 'MiB'), d.realtime ? h('div', { class: 'muted' }, `measured ${d.realtime.usedmem} / ${d.realtime.totalmem} MiB`) : null),
@@ -162,7 +164,7 @@ function nodeSection(node: NodeDevicesView, f: Filters): HTMLElement {
           )
         : h('td', null, bar(`cores ${d.id}`, d.usedcores, d.devcore, '%')),
       h('td', { 'data-usage': `slots ${d.id}` }, `${d.used} / ${d.count}`),
-      h('td', null, d.pods.length === 0 ? h('span', { class: 'muted' }, 'none') : h('ul', { class: 'pods' }, d.pods.map((p) => h('li', null, link(['pods', ...splitPod(p)], p))))),
+      h('td', null, podsOf(d)),
     ),
   );
   return h(
@@ -181,6 +183,25 @@ function nodeSection(node: NodeDevicesView, f: Filters): HTMLElement {
 }
 
 /** `namespace/name` into its two parts (a pod name has no slash). */
+/**
+ * The relay names no pod of a namespace the user may not read (docs/api.md §10): a lock held by one says so, a card
+ * counts them (`hiddenPods`).
+ */
+function lockHolder(lock: { readonly holder?: string }): HTMLElement | string {
+  return lock.holder !== undefined ? link(['pods', ...splitPod(lock.holder)], lock.holder) : 'a pod in a namespace you may not read';
+}
+
+function podsOf(card: { readonly pods: readonly string[]; readonly hiddenPods?: number }): HTMLElement {
+  const hidden = card.hiddenPods ?? 0;
+  if (card.pods.length === 0 && hidden === 0) return h('span', { class: 'muted' }, 'none');
+  return h(
+    'ul',
+    { class: 'pods' },
+    card.pods.map((p) => h('li', null, link(['pods', ...splitPod(p)], p))),
+    hidden > 0 ? h('li', { class: 'muted', 'data-hidden-pods': String(hidden) }, `${hidden} in namespaces you may not read`) : null,
+  );
+}
+
 export function splitPod(ref: string): [string, string] {
   const at = ref.indexOf('/');
   return at < 0 ? ['default', ref] : [ref.slice(0, at), ref.slice(at + 1)];

@@ -38,7 +38,7 @@ export async function renderPod(main: HTMLElement, namespace: string, name: stri
     h('p', { class: 'muted' }, `Attempt #${log.attempt} at ${log.time} (id ${log.attemptId}), uid ${log.pod.uid}`, log.view ? `; decided on a view ${log.view.ageMs} ms old (journal entry ${log.view.seq})` : ''),
     h('h2', null, 'Filter'),
     h('p', null, badge(log.filter.status), ' ', log.filter.summary),
-    (log.filter.passedOver ?? []).map((p) => h('p', { class: 'warn' }, `Passed over ${p.name}: ${p.holder} is allocating there`)),
+    (log.filter.passedOver ?? []).map((p) => h('p', { class: 'warn' }, `Passed over ${p.name}: ${p.holder ?? 'a pod in a namespace you may not read'} is allocating there`)),
     log.filter.evidenceNote !== undefined ? h('p', { class: 'muted', id: 'evidence-note' }, log.filter.evidenceNote) : null,
     nodesTable(log),
     evidence(log),

@@ -11,9 +11,9 @@ import { runDemo } from '../../../lib/demo/demo';
 import { startLocalServer, type LocalServer } from '../../../lib/local/server';
 import type { RunningRelay } from '../../../lib/relay/relay';
 import { launchBrowser, type LaunchedBrowser } from '../../support/browser';
-import { controlClient, gpuNode, gpuPod, neuronNode, neuronPod } from '../../support/cluster';
+import { card, controlClient, forwardedPod, gpuNode, gpuPod, neuronNode, neuronPod } from '../../support/cluster';
 import { startFakeKube, type FakeKube } from '../../support/fakeKube';
-import { recordingLogger, startTestRelay } from '../relay/harness';
+import { eventually, recordingLogger, startTestRelay } from '../relay/harness';
 
 const SHOTS = process.env.UPDATE_SCREENSHOTS === '1' ? join(__dirname, '../../../docs/images') : mkdtempSync(join(tmpdir(), 'console-shots-'));
 const MARKUP_TYPE = '<img src=x onerror="window.__pwned=1">';
@@ -235,6 +235,22 @@ describe('the console served by npm start, with the demo cluster loaded', () => 
     expect(evidence).toContain('Chosen: device 0 zz-inf2-AWSNeuron-0, cores 0,1');
     expect(evidence).not.toContain('% cores');
   });
+
+  it('marks a card booked past its capacity over-committed, and counts it in the totals', async () => {
+    const api = controlClient(server.url);
+    await api.events([{ type: 'ADDED', object: gpuNode('zz-over', [card('GPU-zz-over')]) }]);
+    // Two pods nobody placed claim the whole card each (docs/api.md §4, "Adoption past capacity").
+    const claims = { 'hami.io/vgpu-node': 'zz-over', 'hami.io/vgpu-devices-allocated': 'GPU-zz-over,NVIDIA,16384,100:;' };
+    const adopted = await api.events(
+      ['team-a', 'team-b'].map((namespace) => ({ type: 'ADDED', object: forwardedPod(gpuPod('claimer', [{ name: 'main', gpu: 1 }], { namespace }), claims, { phase: 'Running' }) })),
+    );
+    expect(adopted.json.rejected).toEqual([]);
+    await open(server.url, '#/');
+    await page.reload();
+    await page.waitForSelector('section[data-node="zz-over"]');
+    expect(await textOf('section[data-node="zz-over"] [data-overcommitted="GPU-zz-over"]')).toBe('over-committed: memory, cores');
+    expect(await textOf('#totals')).toContain('(1 over-committed)');
+  });
 });
 
 describe('the console on the relay user port', () => {
@@ -244,6 +260,8 @@ describe('the console on the relay user port', () => {
   beforeAll(async () => {
     kube = await startFakeKube({ requiredToken: 'relay-token' });
     kube.addUser('nobody-token', { username: 'nobody' });
+    kube.addUser('viewer-token', { username: 'viewer' });
+    kube.grant({ user: 'viewer', verb: 'list', resource: 'nodes' });
     relay = await startTestRelay(kube, server.url, { logger: recordingLogger(), env: { HAMI_API_TOKEN: '', HAMI_CONTROL_PLANE_AUTH: 'none' } });
   });
 
@@ -266,5 +284,23 @@ describe('the console on the relay user port', () => {
     await open(relay.userUrl, '#/pods/llm/deepseek-5996b8569d-kgwgx');
     await page.waitForSelector('#forbidden');
     expect(await textOf('main')).not.toContain('node3');
+  });
+
+  it('shows a user who may list nodes but read no namespace the usage and how many pods, naming none', async () => {
+    const api = controlClient(server.url);
+    const podsListed = async () => ((await api.call('GET', '/api/v1/nodes')).json as { items: { devices: { pods: string[] }[] }[] }).items.flatMap((n) => n.devices.flatMap((d) => d.pods));
+    // The relay's first complete lists (its fake cluster holds no pod) clear the demo's bookings; then a pod of its own.
+    await eventually(async () => expect(await podsListed()).toEqual([]));
+    await api.events([{ type: 'ADDED', object: gpuNode('viewer-node', [{ id: 'GPU-viewer-0' }]) }]);
+    expect((await api.filter(gpuPod('secret-train', [{ name: 'main', gpu: 1, mem: 1000 }], { namespace: 'secret-ns' }), ['viewer-node'])).json.Error).toBe('');
+    expect(await podsListed()).toEqual(['secret-ns/secret-train']);
+
+    // Signed in as the viewer: the token the console keeps for the tab, then the page drawn anew.
+    await open(relay.userUrl, '#/');
+    await page.evaluate(() => sessionStorage.setItem('hami-explain.token', 'viewer-token'));
+    await open(relay.userUrl, '#/');
+    const text = await textOf('section[data-node="viewer-node"]');
+    expect(text).not.toContain('secret');
+    expect(await textOf('section[data-node="viewer-node"] tr[data-card="GPU-viewer-0"] [data-hidden-pods]')).toBe('1 in namespaces you may not read');
   });
 });

@@ -121,6 +121,18 @@ describe('GET /api/v1/namespaces/{ns}/schedulerlogs and /api/v1/schedulerlogs', 
     expect(elsewhere.json.message).toBe('continue token belongs to another list');
   });
 
+  it("names no namespace in a namespace's continue token, and refuses it for another namespace", async () => {
+    const page = await api.call('GET', '/api/v1/namespaces/team-a/schedulerlogs?limit=1');
+    const token: string = page.json.metadata.continue;
+    expect(Buffer.from(token, 'base64url').toString('utf8')).not.toMatch(/team-|a1|a2|a3|huge/);
+    const elsewhere = await api.call('GET', `/api/v1/namespaces/team-b/schedulerlogs?continue=${encodeURIComponent(token)}`);
+    expect(elsewhere.status).toBe(400);
+    expect(elsewhere.json.message).toBe('continue token belongs to another list');
+    const everywhere = await api.call('GET', `/api/v1/schedulerlogs?continue=${encodeURIComponent(token)}`);
+    expect(everywhere.status).toBe(400);
+    expect(everywhere.json.message).toBe('continue token belongs to another list');
+  });
+
   it('shows the newest attempt once a pod is filtered again', async () => {
     await api.filter(gpuPod('b1', [{ name: 'main', gpu: 1, mem: 100_000 }], { namespace: 'team-b' }), ['node3']);
     const res = await api.call('GET', '/api/v1/namespaces/team-b/schedulerlogs');

@@ -155,6 +155,33 @@ describe('relay + local control plane', () => {
     expect((await devices('node-t')).devices[0]?.usedmem).toBe(12000);
     expect(kube.list('Event').filter((e) => e.reason === 'SchedulerAnnotationsChanged')).toHaveLength(1);
   });
+
+  it('raises a pod adopted past a card’s capacity with Warnings on the pod and on its Node', async () => {
+    const oneCard = JSON.stringify([{ id: 'GPU-o-0', count: 10, devmem: 16384, devcore: 100, type: 'NVIDIA-A100', numa: 0, health: true, index: 0, mode: 'hami-core' }]);
+    kube.create('Node', gpuNode('node-o', oneCard));
+    relay ??= await startRelay();
+    await eventually(async () => expect((await devices('node-o')).registered).toBe(true), 15000);
+    // o1 is placed by the scheduler with 12,000 MiB of the 16,384 MiB card.
+    const spec = gpuPodSpec('o1');
+    spec.spec.containers[0]!.resources.limits['nvidia.com/gpumem'] = '12000';
+    const o1 = kube.create('Pod', spec);
+    expect((await postJson(`${relay.extenderUrl}/filter`, { Pod: schedulerView(o1), Nodes: null, NodeNames: ['node-o'] })).body.NodeNames).toEqual(['node-o']);
+    await eventually(async () => expect((await devices('node-o')).devices[0]?.usedmem).toBe(12000), 10000);
+
+    // A pod of another namespace arrives bound to the node, its annotations claiming the whole card.
+    kube.create('Pod', {
+      metadata: {
+        name: 'squatter',
+        namespace: 'team-b',
+        annotations: { 'hami.io/vgpu-node': 'node-o', 'hami.io/vgpu-devices-allocated': 'GPU-o-0,NVIDIA,16384,100:;', 'hami.io/bind-phase': 'success' },
+      },
+      spec: { schedulerName: 'hami-scheduler', nodeName: 'node-o', containers: [{ name: 'main', image: 'cuda:12', resources: { limits: { 'nvidia.com/gpu': '1' } } }] },
+      status: { phase: 'Running' },
+    });
+    const adopted = () => kube.list('Event').filter((e) => e.reason === 'AdoptedPastCapacity').map((e) => [e.metadata?.namespace, (e.involvedObject as { kind: string; name: string }).kind, (e.involvedObject as { name: string }).name]);
+    await eventually(() => expect(adopted().sort()).toEqual([['default', 'Node', 'node-o'], ['team-b', 'Pod', 'squatter']]), 10000);
+    expect((await devices('node-o')).devices[0]).toMatchObject({ usedmem: 28384, usedcores: 130, overcommitted: ['memory', 'cores'] });
+  });
 });
 
 describe('a relay restart or outage loses nothing', () => {

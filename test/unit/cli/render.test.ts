@@ -69,6 +69,13 @@ describe('renderNodeDevicesText (golden)', () => {
       ].join('\n'),
     );
   });
+  it('marks a card booked past its capacity, and says what that means', () => {
+    const [first, ...rest] = view.devices;
+    const over = { ...view, devices: [{ ...first!, usedmem: first!.devmem + 16000, overcommitted: ['memory' as const] }, ...rest] };
+    const text = renderNodeDevicesText(over, { nowMs: Date.parse('2026-08-21T16:45:05Z') });
+    expect(text).toContain(`\n  ${first!.id}: over-committed (memory): a pod adopted from its annotations claims more than the card has; no new pod is placed on it until it is back within its capacity\n`);
+    expect(renderNodeDevicesText(view, { nowMs: Date.parse('2026-08-21T16:45:05Z') })).not.toContain('over-committed');
+  });
   it.each([
     [0, '0s'],
     [59_999, '59s'],

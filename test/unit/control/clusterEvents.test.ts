@@ -80,7 +80,6 @@ describe('cluster events: bookings belong to the scheduler', () => {
     await ingestClusterEvents(env.deps, [modified(forwardedPod(pod, { ...annotations, 'hami.io/vgpu-node': 'n2', 'hami.io/vgpu-devices-allocated': 'GPU-n2-0,NVIDIA,1,0:;' }, { rv: '3' }))]);
     expect(await usedMem(env, 'n1')).toBe(12000);
     expect(await usedMem(env, 'n2')).toBe(0);
-    expect(env.lines.some((l) => l.message === 'PodNodeAnnotationIgnored')).toBe(true);
   });
 
   it('adopts a pod placed before we took over, from its annotations', async () => {
@@ -98,6 +97,175 @@ describe('cluster events: bookings belong to the scheduler', () => {
     await ingestClusterEvents(env.deps, [{ type: 'DELETED', object: forwardedPod(pod, annotations, { rv: '9' }) }]);
     await ingestClusterEvents(env.deps, [modified(forwardedPod(pod, annotations, { rv: '5' }))]);
     expect(await usedMem(env, 'n1')).toBe(0);
+  });
+});
+
+/** A pod placed on n1 (of n1 and n2) by the filter and confirmed; `edit` forwards it with annotations changed. */
+async function confirmedOnN1() {
+  const w = world();
+  const env = w.environment();
+  await ingestClusterEvents(env.deps, [added(node('n1')), added(node('n2'))]);
+  const pod = gpuPod('p', [{ name: 'c', gpu: 1, mem: 12000 }]);
+  const annotations = await place(env, pod, ['n1']);
+  await ingestClusterEvents(env.deps, [modified(forwardedPod(pod, { ...annotations, 'hami.io/bind-phase': 'success' }, { rv: '2', phase: 'Running' }))]);
+  let rv = 2;
+  const edit = (changes: Record<string, string | null>) => {
+    rv += 1;
+    return ingestClusterEvents(env.deps, [modified(forwardedPod(pod, { ...annotations, 'hami.io/bind-phase': 'success', ...changes }, { rv: String(rv), phase: 'Running' }))]);
+  };
+  return { w, env, pod, annotations, edit };
+}
+
+const changedWarnings = (effects: readonly { kind: string; reason?: string }[]) => effects.filter((e) => e.kind === 'RecordEvent' && e.reason === 'SchedulerAnnotationsChanged');
+
+describe('cluster events: one Warning per change of scheduler-owned annotations', () => {
+  it('an edit of hami.io/vgpu-node alone gives one Warning naming the key, and the booking stays where it was decided', async () => {
+    const { env, pod, edit } = await confirmedOnN1();
+    const answer = await edit({ 'hami.io/vgpu-node': 'n2' });
+    expect(answer.effects).toEqual([
+      {
+        kind: 'RecordEvent',
+        namespace: 'default',
+        name: 'p',
+        uid: pod.metadata.uid,
+        type: 'Warning',
+        reason: 'SchedulerAnnotationsChanged',
+        message: expect.stringContaining('hami.io/vgpu-node (now "n2")'),
+      },
+    ]);
+    expect(answer.effects[0]).toMatchObject({ message: expect.not.stringContaining('hami.io/vgpu-devices-allocated') });
+    expect(env.lines.filter((l) => l.message === 'SchedulerAnnotationsChanged').map((l) => l.fields)).toEqual([
+      expect.objectContaining({ pod: 'default/p', node: 'n1', annotations: 'hami.io/vgpu-node', seenNode: 'n2' }),
+    ]);
+    expect(await usedMem(env, 'n1')).toBe(12000);
+    expect(await usedMem(env, 'n2')).toBe(0);
+  });
+
+  it('both keys changed in one update give one Warning naming both', async () => {
+    const { edit } = await confirmedOnN1();
+    const answer = await edit({ 'hami.io/vgpu-node': 'n2', 'hami.io/vgpu-devices-allocated': 'GPU-n2-0,NVIDIA,1,0:;' });
+    const warnings = changedWarnings(answer.effects);
+    expect(warnings).toHaveLength(1);
+    expect(warnings[0]).toMatchObject({ message: expect.stringContaining('hami.io/vgpu-node (now "n2"), hami.io/vgpu-devices-allocated (now "GPU-n2-0,NVIDIA,1,0:;")') });
+  });
+
+  it('the same edit carried by later events (a status change, a re-list) gives no second Warning; a different edit does', async () => {
+    const { env, edit } = await confirmedOnN1();
+    expect(changedWarnings((await edit({ 'hami.io/vgpu-node': 'n2' })).effects)).toHaveLength(1);
+    expect((await edit({ 'hami.io/vgpu-node': 'n2' })).effects).toEqual([]);
+    expect((await edit({ 'hami.io/vgpu-node': 'n2' })).effects).toEqual([]);
+    expect(env.lines.filter((l) => l.message === 'SchedulerAnnotationsChanged')).toHaveLength(1);
+    // Another key changed besides: a new change, one new Warning, then quiet again.
+    expect(changedWarnings((await edit({ 'hami.io/vgpu-node': 'n2', 'hami.io/vgpu-devices-allocated': 'GPU-n2-0,NVIDIA,1,0:;' })).effects)).toHaveLength(1);
+    expect((await edit({ 'hami.io/vgpu-node': 'n2', 'hami.io/vgpu-devices-allocated': 'GPU-n2-0,NVIDIA,1,0:;' })).effects).toEqual([]);
+  });
+
+  it('annotations set back to the decision clear the dispute, so a later edit is reported again', async () => {
+    const { w, pod, edit } = await confirmedOnN1();
+    expect(changedWarnings((await edit({ 'hami.io/vgpu-node': 'n2' })).effects)).toHaveLength(1);
+    expect(w.store.stored('n1')!.bookings[pod.metadata.uid]!.disputed).toBeDefined();
+    expect((await edit({})).effects).toEqual([]);
+    expect(w.store.stored('n1')!.bookings[pod.metadata.uid]!.disputed).toBeUndefined();
+    expect(changedWarnings((await edit({ 'hami.io/vgpu-node': 'n2' })).effects)).toHaveLength(1);
+  });
+
+  it('scheduler-owned annotations removed from a confirmed pod give one Warning, and the decision keeps counting', async () => {
+    const { env, edit } = await confirmedOnN1();
+    const answer = await edit({ 'hami.io/vgpu-node': null, 'hami.io/vgpu-devices-allocated': null });
+    expect(changedWarnings(answer.effects)).toEqual([expect.objectContaining({ message: expect.stringContaining('hami.io/vgpu-node (now (removed)), hami.io/vgpu-devices-allocated (now (removed))') })]);
+    expect((await edit({ 'hami.io/vgpu-node': null, 'hami.io/vgpu-devices-allocated': null })).effects).toEqual([]);
+    expect(await usedMem(env, 'n1')).toBe(12000);
+  });
+
+  it('a pod whose annotations the device plugin moves on (bind phase) or the relay re-lists unchanged gives no Warning', async () => {
+    const { edit } = await confirmedOnN1();
+    expect((await edit({ 'hami.io/bind-phase': 'allocating' })).effects).toEqual([]);
+    expect((await edit({ 'hami.io/vgpu-devices-to-allocate': ';' })).effects).toEqual([]);
+    expect((await edit({})).effects).toEqual([]);
+  });
+});
+
+describe('cluster events: adoption past capacity', () => {
+  /** n1's card half-filled by the filter (16,000 of 16,384 MiB), and a pod of another namespace that claims the card whole. */
+  async function fullCardAndIntruder() {
+    const { w, env } = await withNode();
+    const placed = gpuPod('placed', [{ name: 'c', gpu: 1, mem: 16000 }]);
+    await ingestClusterEvents(env.deps, [modified(forwardedPod(placed, await place(env, placed, ['n1'])))]);
+    const intruder = gpuPod('intruder', [{ name: 'c', gpu: 1, mem: 16384, cores: 100 }], { namespace: 'team-b' });
+    const claims = added(forwardedPod(intruder, { 'hami.io/vgpu-node': 'n1', 'hami.io/vgpu-devices-allocated': 'GPU-n1-0,NVIDIA,16384,100:;', 'hami.io/bind-phase': 'success' }, { rv: '7', phase: 'Running' }));
+    const recorded: { name: string; value: number }[] = [];
+    env.deps.metrics.addMetric = (name, _unit, value) => {
+      recorded.push({ name, value });
+    };
+    return { w, env, intruder, claims, recorded };
+  }
+
+  it('counts the adopted pod as the card is really used, and raises it: Warnings on the pod and the Node, a log line, a metric', async () => {
+    const { env, intruder, claims, recorded } = await fullCardAndIntruder();
+    const answer = await ingestClusterEvents(env.deps, [claims]);
+    expect(answer.rejected).toEqual([]);
+    expect(answer.effects).toEqual([
+      {
+        kind: 'RecordEvent',
+        namespace: 'team-b',
+        name: 'intruder',
+        uid: intruder.metadata.uid,
+        type: 'Warning',
+        reason: 'AdoptedPastCapacity',
+        message: expect.stringContaining('GPU-n1-0 (memory 32384/16384 MiB)'),
+      },
+      { kind: 'RecordNodeEvent', name: 'n1', type: 'Warning', reason: 'AdoptedPastCapacity', message: expect.stringContaining('Pod team-b/intruder') },
+    ]);
+    expect(env.lines.filter((l) => l.message === 'AdoptedPastCapacity').map((l) => [l.level, l.fields])).toEqual([
+      ['warn', expect.objectContaining({ pod: 'team-b/intruder', node: 'n1', cards: 'GPU-n1-0', over: 'memory' })],
+    ]);
+    expect(recorded).toEqual([{ name: 'AdoptedPastCapacity', value: 1 }]);
+    const card = (await readNodeDevices(env.deps, 'n1')).devices[0]!;
+    expect(card).toMatchObject({ usedmem: 32384, devmem: 16384, usedcores: 100, used: 2, overcommitted: ['memory'] });
+  });
+
+  it('reports it once: the pod’s later events say nothing more, a resend of that very event says it again', async () => {
+    const { env, intruder, claims } = await fullCardAndIntruder();
+    expect((await ingestClusterEvents(env.deps, [claims])).effects).toHaveLength(2);
+    expect((await ingestClusterEvents(env.deps, [claims])).effects).toEqual([]);
+    const later = modified(forwardedPod(intruder, { 'hami.io/vgpu-node': 'n1', 'hami.io/vgpu-devices-allocated': 'GPU-n1-0,NVIDIA,16384,100:;', 'hami.io/bind-phase': 'success' }, { rv: '8', phase: 'Running' }));
+    expect((await ingestClusterEvents(env.deps, [later])).effects).toEqual([]);
+    expect((await ingestClusterEvents(env.deps, [later], [], { resend: true })).effects.map((e) => e.kind)).toEqual(['RecordEvent', 'RecordNodeEvent']);
+  });
+
+  it('judges the card once the whole batch is applied: pods forwarded before their Node at a takeover are raised too', async () => {
+    const w = world();
+    const env = w.environment();
+    const claim = (name: string, mem: number, on = 'n1') =>
+      added(forwardedPod(gpuPod(name, [{ name: 'c', gpu: 1, mem }]), { 'hami.io/vgpu-node': on, 'hami.io/vgpu-devices-allocated': `GPU-${on}-0,NVIDIA,${mem},0:;` }, { phase: 'Running' }));
+    const answer = await ingestClusterEvents(env.deps, [claim('first', 10000), claim('second', 10000), added(node('n1'))]);
+    expect(answer.rejected).toEqual([]);
+    // Neither pod was placed by the scheduler; together they hold 20,000 of 16,384 MiB, so both are named.
+    expect(answer.effects.filter((e) => e.kind === 'RecordEvent').map((e) => (e.kind === 'RecordEvent' ? e.name : '')).sort()).toEqual(['first', 'second']);
+    expect(answer.effects.filter((e) => e.kind === 'RecordNodeEvent')).toHaveLength(2);
+    // Pods of a node that has not registered yet cannot be judged: nothing is said.
+    expect((await ingestClusterEvents(env.deps, [claim('third', 20000, 'n9')])).effects).toEqual([]);
+  });
+
+  it('an adoption within the card’s capacity says nothing and marks nothing', async () => {
+    const { w, env } = await withNode();
+    const old = gpuPod('old', [{ name: 'c', gpu: 1, mem: 5000 }]);
+    const answer = await ingestClusterEvents(env.deps, [added(forwardedPod(old, { 'hami.io/vgpu-node': 'n1', 'hami.io/vgpu-devices-allocated': 'GPU-n1-0,NVIDIA,5000,100:;' }, { phase: 'Running' }))]);
+    expect(answer.effects).toEqual([]);
+    expect(w.store.stored('n1')!.bookings[old.metadata.uid]).toMatchObject({ origin: 'adopted' });
+    expect((await readNodeDevices(env.deps, 'n1')).devices[0]!.overcommitted).toBeUndefined();
+  });
+
+  it('no new pod is placed on the card until it is back within its capacity', async () => {
+    const { env, intruder, claims } = await fullCardAndIntruder();
+    const adopted = await ingestClusterEvents(env.deps, [claims]);
+    const small = gpuPod('small', [{ name: 'c', gpu: 1, mem: 100 }]);
+    const refused = await filterPod(env.deps, filterOf(small, ['n1'], adopted.viewSeq));
+    expect(refused.result.FailedNodes).toEqual({ n1: '1/1 CardOvercommitted' });
+    const gone = await ingestClusterEvents(env.deps, [{ type: 'DELETED', object: forwardedPod(intruder, { 'hami.io/vgpu-node': 'n1' }, { rv: '9' }) }]);
+    expect((await readNodeDevices(env.deps, 'n1')).devices[0]!.overcommitted).toBeUndefined();
+    const placed = await filterPod(env.deps, filterOf(small, ['n1'], gone.viewSeq));
+    expect(placed.result.NodeNames).toEqual(['n1']);
   });
 });
 

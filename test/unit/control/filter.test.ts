@@ -72,9 +72,9 @@ describe('filter: booking', () => {
     // Without the relay's position the view (fresh by its age bound) still holds the old, larger cards...
     const before = decider.store.calls.length;
     const told = await filterPod(decider.deps, filterOf(pod('p4', [{ name: 'c', gpu: 1, mem: 8000 }]), ['n2'], seq2.viewSeq));
-    // ...with it, the view reads the journal first and decides on the shrunk cards.
+    // ...with it, the view reads the journal first and decides on the shrunk cards (p3's is now booked past its memory).
     expect(decider.store.calls[before]?.operation).toBe('readJournal');
-    expect(told.result.FailedNodes).toEqual({ n2: '2/2 CardInsufficientMemory' });
+    expect(told.result.FailedNodes).toEqual({ n2: '1/2 CardInsufficientMemory, 1/2 CardOvercommitted' });
     expect(seq).toBeLessThan(seq2.viewSeq!);
   });
 
@@ -89,10 +89,11 @@ describe('filter: booking', () => {
     // An entry that names nothing leaves the view as it was...
     await decider.deps.view.prepare(await w.store.appendJournal({ atMs: w.clock.now, nodes: {}, namespaces: [] }));
     expect(decider.deps.view.get('n1')?.registrationVersion).toBe(stored.registrationVersion);
-    // ...one that cannot be read does not: the view starts again from the whole cluster and decides on the small cards.
+    // ...one that cannot be read does not: the view starts again from the whole cluster and decides on the small cards
+    // (the warm-up pod's is now booked past its memory).
     const damaged = w.store.damageJournal();
     const answer = await filterPod(decider.deps, filterOf(pod('p1', [{ name: 'c', gpu: 1, mem: 8000 }]), ['n1'], damaged));
-    expect(answer.result.FailedNodes).toEqual({ n1: '2/2 CardInsufficientMemory' });
+    expect(answer.result.FailedNodes).toEqual({ n1: '1/2 CardInsufficientMemory, 1/2 CardOvercommitted' });
     expect(loads()).toBe(loadsBefore + 1);
   });
 

@@ -66,6 +66,21 @@ describe('MIG placements in the ledger', () => {
     expect(two.store.calls.filter((c) => c.operation === 'putNode').length).toBeGreaterThanOrEqual(2);
   });
 
+  it('the device plugin adding each instance’s identity to the placements is no change of the decision: no Warning', async () => {
+    const w = world();
+    const env = w.environment();
+    await ingestClusterEvents(env.deps, [{ type: 'ADDED', object: migNode('n1') }]);
+    const pod = notebook('nb');
+    const { annotations } = await placed(env, pod);
+    await ingestClusterEvents(env.deps, [{ type: 'MODIFIED', object: forwardedPod(pod, annotations, { rv: '2' }) }]);
+    const created = (JSON.parse(annotations['hami.io/vgpu-mig-allocations']!) as Record<string, unknown>[]).map((a) => ({ ...a, migUUID: 'MIG-1', gpuInstanceID: 13, computeInstanceID: 0 }));
+    const allocated = await ingestClusterEvents(env.deps, [
+      { type: 'MODIFIED', object: forwardedPod(pod, { ...annotations, 'hami.io/vgpu-mig-allocations': JSON.stringify(created), 'hami.io/bind-phase': 'success' }, { rv: '3', phase: 'Running' }) },
+    ]);
+    expect(allocated.effects).toEqual([]);
+    expect(w.store.stored('n1')!.bookings[pod.metadata.uid]!.disputed).toBeUndefined();
+  });
+
   it('takes over a pod placed before us with its placement, so it is not handed out again', async () => {
     const w = world();
     const env = w.environment();

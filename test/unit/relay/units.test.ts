@@ -9,7 +9,7 @@ import { RelayConfigError, KubeConfigMissingError } from '../../../lib/relay/err
 import { EventCorrelator, AGGREGATE_MAX_EVENTS } from '../../../lib/relay/eventCorrelator';
 import { chooseKubeConfigSource } from '../../../lib/relay/kubeconfig';
 import { ChangeTracker, podMatters, toForwardedObject } from '../../../lib/relay/relevance';
-import { bearerToken } from '../../../lib/relay/userAuth';
+import { bearerToken } from '../../../lib/http/bearer';
 
 const MANAGED = ['nvidia.com/gpu', 'nvidia.com/gpumem', 'nvidia.com/gpumem-percentage', 'nvidia.com/gpucores', 'aws.amazon.com/neuron', 'aws.amazon.com/neuroncore'];
 
@@ -32,7 +32,7 @@ describe('loadRelayConfig', () => {
         nudge: { perSecond: 10, windowMs: 30_000 },
         extender: { tls: 'off', certDir: '/tls', clientName: 'hami-scheduler', clientSecretName: 'hami-scheduler-extender-tls' },
         // kube-apiserver's delegating authentication and authorization keep answers 10 s too.
-        user: { tls: 'off', certDir: '/tls', reviewCacheMs: 10_000 },
+        user: { tls: 'off', certDir: '/tls', reviewCacheMs: 10_000, tokenReviews: { perClient: 30, overall: 300 } },
       }),
     );
   });
@@ -46,9 +46,11 @@ describe('loadRelayConfig', () => {
   it("makes the user port's transport an explicit choice too: HTTPS from the webhook's machinery, plain HTTP only when asked for", () => {
     expect(() => loadConfigFrom({ HAMI_CONTROL_PLANE_URL: 'http://127.0.0.1:8080/', RELAY_EXTENDER_TLS: 'off' })).toThrow(/RELAY_USER_TLS: must be self-managed, files or off/);
     expect(() => loadConfigFrom({ HAMI_CONTROL_PLANE_URL: 'http://127.0.0.1:8080/', RELAY_EXTENDER_TLS: 'off', RELAY_USER_TLS: 'self-managed' })).toThrow(/POD_NAMESPACE/);
-    expect(loadConfigFrom({ HAMI_CONTROL_PLANE_URL: 'http://127.0.0.1:8080/', RELAY_EXTENDER_TLS: 'off', RELAY_USER_TLS: 'files', RELAY_USER_CERT_DIR: '/certs' }).user).toEqual({ tls: 'files', certDir: '/certs', reviewCacheMs: 10_000 });
+    expect(loadConfigFrom({ HAMI_CONTROL_PLANE_URL: 'http://127.0.0.1:8080/', RELAY_EXTENDER_TLS: 'off', RELAY_USER_TLS: 'files', RELAY_USER_CERT_DIR: '/certs' }).user).toEqual({ tls: 'files', certDir: '/certs', reviewCacheMs: 10_000, tokenReviews: { perClient: 30, overall: 300 } });
     expect(loadConfigFrom({ HAMI_CONTROL_PLANE_URL: 'http://127.0.0.1:8080/', RELAY_EXTENDER_TLS: 'off', RELAY_USER_TLS: 'off', RELAY_REVIEW_CACHE_SECONDS: '0' }).user.reviewCacheMs).toBe(0);
     expect(() => loadConfigFrom({ HAMI_CONTROL_PLANE_URL: 'http://127.0.0.1:8080/', RELAY_EXTENDER_TLS: 'off', RELAY_USER_TLS: 'off', RELAY_REVIEW_CACHE_SECONDS: '301' })).toThrow(/RELAY_REVIEW_CACHE_SECONDS/);
+    expect(loadConfigFrom({ HAMI_CONTROL_PLANE_URL: 'http://127.0.0.1:8080/', RELAY_EXTENDER_TLS: 'off', RELAY_USER_TLS: 'off', RELAY_TOKEN_REVIEWS_PER_CLIENT: '5', RELAY_TOKEN_REVIEWS: '50' }).user.tokenReviews).toEqual({ perClient: 5, overall: 50 });
+    expect(() => loadConfigFrom({ HAMI_CONTROL_PLANE_URL: 'http://127.0.0.1:8080/', RELAY_EXTENDER_TLS: 'off', RELAY_USER_TLS: 'off', RELAY_TOKEN_REVIEWS_PER_CLIENT: '0' })).toThrow(/RELAY_TOKEN_REVIEWS_PER_CLIENT: must be an integer between 1 and 100000/);
   });
 
   it('reports every problem at once, naming each variable', () => {

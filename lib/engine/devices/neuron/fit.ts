@@ -1,6 +1,7 @@
 /**
  * HAMi's AWS Neuron Fit for one container on one node (docs/devices.md, "AWS Neuron"), with its checks in its order
- * (health, type, the use/nouse-neuron-uuid selection, `Count <= Used`, mutex, cores) and the placement rules of AWS's
+ * (health, type, the use/nouse-neuron-uuid selection, `Count <= Used`, mutex, cores; ours, before `Count <= Used`:
+ * a device booked past its capacity, lib/engine/capacity.ts) and the placement rules of AWS's
  * own scheduler extension, plus the fixes HAMi made after v2.10 and ours:
  *
  * - the request is split per the geometry of the node tried (HAMi #2762: v2.10 uses the first node's);
@@ -12,6 +13,7 @@
  * `usedcores` the mask of the cores given.
  */
 import type { DecisionArena } from '../../arena';
+import { isOvercommitted } from '../../capacity';
 import { emptyCardFigures, type CardFigures } from '../../cardFigures';
 import type { CardOutcome, DecisionTrace } from '../../evidence';
 import type { FitRun } from '../../fit';
@@ -153,6 +155,8 @@ class NeuronFit {
     if (!device.health) outcome = ReasonCode.CardNotHealth;
     else if (this.run.input.request.type !== AWS_NEURON || !device.type.includes(AWS_NEURON)) outcome = ReasonCode.CardTypeMismatch;
     else if (!idAllowed(this.useIds, this.noUseIds, device.id)) outcome = ReasonCode.CardUuidMismatch;
+    // Ours: a device others booked past its capacity takes nothing more (lib/engine/capacity.ts; cores are masks).
+    else if (isOvercommitted(device, this.arena.baseUsed[p]!, this.arena.baseMem[p]!, this.arena.baseCores[p]!, true)) outcome = ReasonCode.CardOvercommitted;
     else if (device.count <= used) outcome = ReasonCode.CardTimeSlicingExhausted;
     else if (this.run.input.plan.gpuPolicy.isMutex && used > 0) outcome = ReasonCode.ExclusiveDeviceAllocateConflict;
     else if (coreCount(device.devcore) - coreCount(usedCores) < cores) outcome = ReasonCode.CardInsufficientCore;
