@@ -8,10 +8,11 @@
  * {"callsPerRound":…,"rounds":…,"ownCpuMsPerCall":{"PutItem":…,…},"sdkCpuMsPerCall":{…},"sdkOverOwn":{…}}
  */
 import { performance } from 'node:perf_hooks';
-import { CreateTableCommand, DynamoDBClient } from '@aws-sdk/client-dynamodb';
+import { DynamoDBClient } from '@aws-sdk/client-dynamodb';
 import { BatchGetCommand, DynamoDBDocumentClient, PutCommand, UpdateCommand } from '@aws-sdk/lib-dynamodb';
 import { startEmbeddedStore } from '../lib/local/embeddedStore';
 import { DynamoHttpClient } from '../lib/store/dynamoHttp';
+import { ensureTables } from '../lib/store/tables';
 
 const CALLS = Number(process.env.BENCH_STORE_CALLS ?? 500);
 const ROUNDS = Number(process.env.BENCH_STORE_ROUNDS ?? 5);
@@ -82,20 +83,7 @@ async function main(): Promise<void> {
   const store = await startEmbeddedStore({ mode: 'child-process' });
   try {
     const admin = new DynamoDBClient({ region, endpoint: store.endpoint, credentials });
-    await admin.send(
-      new CreateTableCommand({
-        TableName: TABLE,
-        BillingMode: 'PAY_PER_REQUEST',
-        KeySchema: [
-          { AttributeName: 'pk', KeyType: 'HASH' },
-          { AttributeName: 'sk', KeyType: 'RANGE' },
-        ],
-        AttributeDefinitions: [
-          { AttributeName: 'pk', AttributeType: 'S' },
-          { AttributeName: 'sk', AttributeType: 'S' },
-        ],
-      }),
-    );
+    await ensureTables(admin, [TABLE], (ms) => new Promise((resolve) => setTimeout(resolve, ms)));
     const callers = [ownCaller(store.endpoint), sdkCaller(store.endpoint)];
     // Warm-up: connections, JIT, the SDK's lazy initialisation.
     for (const caller of callers) for (const operation of OPERATIONS) for (let i = 0; i < 100; i++) await caller.call(operation, i);
