@@ -68,7 +68,7 @@ import { resolve } from 'node:path';
 import { decide } from '../lib/engine/decide';
 import { parseNodeRegistration } from '../lib/engine/registration';
 import { defaultEngineConfig, type DeviceUsage, type NodeState } from '../lib/engine/types';
-import { MIN_VIEW_SEQ_HEADER } from '../lib/wire';
+import { MIN_VIEW_SEQ_HEADER } from '../lib/wire/headers';
 import { REQUEUE_ANNOTATION } from '../lib/control/effects';
 import { NODE_LOCK_ANNOTATION } from '../lib/control/ledger';
 import { clockMs, filterTail, isRead, serialRoundTrips, type ObservedCall, type TailGroup } from './proxy';

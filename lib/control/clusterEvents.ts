@@ -48,81 +48,9 @@ import {
 import { nodeEvent, nudges, podEvent, type Effect } from './effects';
 import { forEachAtMost } from '../concurrency';
 import type { ControlDeps } from './deps';
-import { kubeName, kubeNamespace, kubePodName } from './names';
+import { kubeName } from '../wire/names';
+import { watchEventSchema, type CompleteList, type NodeObject, type PodObject, type QuotaObject, type WatchEvent } from '../wire/clusterEvents';
 
-const stringMap = z.record(z.string(), z.string());
-const quantityMap = z.record(z.string(), z.union([z.string(), z.number()]));
-
-const metadata = z.object({
-  name: kubeName,
-  namespace: kubeNamespace.optional(),
-  uid: z.string().min(1).max(128).optional(),
-  resourceVersion: z.string().max(64).optional(),
-  annotations: stringMap.optional(),
-  labels: stringMap.optional(),
-  deletionTimestamp: z.string().nullish(),
-});
-
-const nodeObject = z.object({
-  kind: z.literal('Node'),
-  apiVersion: z.literal('v1'),
-  metadata,
-  // Capacity: device kinds registered from it (AWS Neuron, docs/devices.md).
-  status: z.object({ allocatable: quantityMap.optional(), capacity: quantityMap.optional() }).optional(),
-});
-
-const container = z.object({
-  name: z.string(),
-  resources: z.object({ limits: quantityMap.optional(), requests: quantityMap.optional() }).optional(),
-});
-
-const podObject = z.object({
-  kind: z.literal('Pod'),
-  apiVersion: z.literal('v1'),
-  // A relist may report a pod that vanished unseen with its name only: DELETED may omit the uid.
-  metadata: metadata.extend({ name: kubePodName, namespace: kubeNamespace }),
-  spec: z.object({ initContainers: z.array(container).nullish(), containers: z.array(container).nullish() }).optional(),
-  status: z
-    .object({
-      phase: z.string().optional(),
-      initContainerStatuses: z.array(z.object({ state: z.object({ terminated: z.object({ exitCode: z.number() }).nullish() }).nullish() })).nullish(),
-    })
-    .optional(),
-});
-
-const quotaObject = z.object({
-  kind: z.literal('ResourceQuota'),
-  apiVersion: z.literal('v1'),
-  metadata: metadata.extend({ namespace: kubeNamespace }),
-  spec: z.object({ hard: quantityMap.optional() }).optional(),
-});
-
-const watchEvent = z.object({
-  type: z.enum(['ADDED', 'MODIFIED', 'DELETED']),
-  object: z.discriminatedUnion('kind', [nodeObject, podObject, quotaObject]),
-});
-type WatchEvent = z.infer<typeof watchEvent>;
-type PodObject = z.infer<typeof podObject>;
-type NodeObject = z.infer<typeof nodeObject>;
-
-/**
- * A complete re-list of one kind (docs/api.md, "Cluster events"): every live object the relay's informer holds,
- * as of `resourceVersion`. What the ledger holds of that kind and is not in it was deleted while nobody watched.
- * Pods are named by uid, Nodes by name, ResourceQuotas as `namespace/name`.
- */
-const completeList = z.object({
-  kind: z.enum(['Pod', 'Node', 'ResourceQuota']),
-  resourceVersion: z.string().regex(/^\d+$/, 'must be the list\'s resourceVersion (an integer)'),
-  keys: z.array(z.string().min(1).max(300)).max(200_000),
-});
-export type CompleteList = z.infer<typeof completeList>;
-
-export const clusterEventsBody = z.object({
-  events: z.array(z.unknown()).max(5000),
-  complete: z.array(completeList).max(3).optional(),
-  /** The relay sends this batch again after an answer it could not use (a 503, a timeout): see `IngestOptions`. */
-  resend: z.boolean().optional(),
-});
 
 export interface IngestOptions {
   /**
@@ -198,7 +126,7 @@ export async function ingestClusterEvents(deps: ControlDeps, events: readonly un
   const rejected: { index: number; error: string }[] = [];
   const valid: { index: number; event: WatchEvent }[] = [];
   events.forEach((raw, index) => {
-    const parsed = watchEvent.safeParse(raw);
+    const parsed = watchEventSchema.safeParse(raw);
     if (parsed.success) valid.push({ index, event: parsed.data });
     else rejected.push({ index, error: describe(parsed.error) });
   });
@@ -210,7 +138,7 @@ export async function ingestClusterEvents(deps: ControlDeps, events: readonly un
   const lockHolders = new Map<string, Set<string>>();
   /** Per node, the lock annotation its latest forwarded version carries (null: none). */
   const lockNotes = new Map<string, string | null>();
-  const quotaEvents: { index: number; type: WatchEvent['type']; quota: z.infer<typeof quotaObject> }[] = [];
+  const quotaEvents: { index: number; type: WatchEvent['type']; quota: QuotaObject }[] = [];
   const add = (node: string, index: number, change: NodeChange) => changes.set(node, [...(changes.get(node) ?? []), { index, change }]);
   /** Nodes a Node event reports present: listed in the directory even when nothing changed (a retried batch whose
    * directory write failed after its node writes lists them then). */
@@ -831,7 +759,7 @@ function initContainersSucceeded(pod: PodObject, initCount: number): boolean {
 }
 
 /** Writes one ResourceQuota's limits; true when the namespace's quotas changed. */
-async function writeQuota(deps: ControlDeps, type: WatchEvent['type'], quota: z.infer<typeof quotaObject>): Promise<boolean> {
+async function writeQuota(deps: ControlDeps, type: WatchEvent['type'], quota: QuotaObject): Promise<boolean> {
   const ns = quota.metadata.namespace;
   const hard = quota.spec?.hard ?? {};
   const mem = quantityAsInt64(hard[`limits.${deps.config.engine.resourceMemoryName}`]);

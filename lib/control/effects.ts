@@ -1,48 +1,17 @@
 /**
- * Effects (docs/api.md §3): the Kubernetes writes the handlers decide and the relay applies, in order.
+ * Building Effects (docs/api.md §3; their shapes are ../wire/effects.ts): the Kubernetes writes the handlers decide
+ * and the relay applies, in order. Only reasons of EventReason are built here.
  */
 import type { PodRef } from '../diagnostics/record';
+import type { Effect, EventReason, EventType } from '../wire/effects';
 
-export type Effect =
-  | {
-      readonly kind: 'PatchPodAnnotations';
-      readonly namespace: string;
-      readonly name: string;
-      readonly uid: string;
-      readonly annotations: Readonly<Record<string, string | null>>;
-      readonly labels?: Readonly<Record<string, string | null>>;
-    }
-  | { readonly kind: 'BindPod'; readonly namespace: string; readonly name: string; readonly uid: string; readonly node: string }
-  | { readonly kind: 'PatchNodeAnnotations'; readonly name: string; readonly annotations: Readonly<Record<string, string | null>> }
-  | {
-      readonly kind: 'RecordEvent';
-      readonly namespace: string;
-      readonly name: string;
-      readonly uid: string;
-      readonly type: 'Normal' | 'Warning';
-      readonly reason: EventReason;
-      readonly message: string;
-    }
-  | {
-      /** A core/v1 Event on a Node (cluster-scoped: recorded in `default`, as the kubelet records its own). */
-      readonly kind: 'RecordNodeEvent';
-      readonly name: string;
-      readonly type: 'Normal' | 'Warning';
-      readonly reason: EventReason;
-      readonly message: string;
-    };
+export type { Effect, EventReason } from '../wire/effects';
 
-/**
- * HAMi's event reasons (docs/hami-parity.md, "Events"), and ours: a scheduler-owned annotation changed after
- * placement; a pod adopted from its annotations took a card past its capacity (on the pod and on its Node).
- */
-export type EventReason = 'FilteringSucceed' | 'FilteringFailed' | 'BindingSucceed' | 'BindingFailed' | 'SchedulerAnnotationsChanged' | 'AdoptedPastCapacity';
-
-export function podEvent(pod: PodRef, type: 'Normal' | 'Warning', reason: EventReason, message: string): Effect {
+export function podEvent(pod: PodRef, type: EventType, reason: EventReason, message: string): Effect {
   return { kind: 'RecordEvent', namespace: pod.namespace, name: pod.name, uid: pod.uid, type, reason, message };
 }
 
-export function nodeEvent(node: string, type: 'Normal' | 'Warning', reason: EventReason, message: string): Effect {
+export function nodeEvent(node: string, type: EventType, reason: EventReason, message: string): Effect {
   return { kind: 'RecordNodeEvent', name: node, type, reason, message };
 }
 

@@ -4,15 +4,16 @@
  */
 import { z } from 'zod';
 import { bindPodToNode, recordBindOutcome } from '../control/bind';
-import { clusterEventsBody, ingestClusterEvents } from '../control/clusterEvents';
+import { ingestClusterEvents } from '../control/clusterEvents';
+import { clusterEventsBodySchema } from '../wire/clusterEvents';
 import type { ControlDeps } from '../control/deps';
 import { filterPod } from '../control/filter';
 import { listNodeDevices, listSchedulerLogs, readNodeDevices, readSchedulerLog } from '../control/views';
 import { DEFAULT_LIST_LIMIT, MAX_LIST_LIMIT } from '../control/listing';
 import type { NodeLike, PodLike } from '../engine/types';
 import { BadRequestError, PayloadTooLargeError } from '../errors';
-import { kubeName, kubeNames, kubeNamespace, kubePodName, kubeUid } from '../control/names';
-import { MIN_VIEW_SEQ_HEADER } from '../wire';
+import { kubeName, kubeNames, kubeNamespace, kubePodName, kubeUid } from '../wire/names';
+import { MIN_VIEW_SEQ_HEADER } from '../wire/headers';
 import { isJsonObject, type JsonObject } from '../json';
 import { NodeNamesMemo, splitNodeNames } from './nodeNamesText';
 import { decodePathSegment } from './paths';
@@ -153,6 +154,16 @@ function normalisePod(pod: z.infer<typeof podSchema>): PodLike {
   };
 }
 
+/** A node of ExtenderArgs as the engine reads it: absent rather than null, nothing else carried. */
+function normaliseNode(node: z.infer<typeof nodeSchema>): NodeLike {
+  const { annotations, labels } = node.metadata;
+  const { allocatable, capacity } = node.status ?? {};
+  return {
+    metadata: { name: node.metadata.name, ...(annotations ? { annotations } : {}), ...(labels ? { labels } : {}) },
+    ...(allocatable || capacity ? { status: { ...(allocatable ? { allocatable } : {}), ...(capacity ? { capacity } : {}) } } : {}),
+  };
+}
+
 /** The journal entry the view must include; absent or unreadable: no requirement beyond the view's own age bound. */
 function minViewSeq(headers: HttpRequest['headers']): number | undefined {
   const raw = headers[MIN_VIEW_SEQ_HEADER];
@@ -195,7 +206,7 @@ export function createFilterRoute(): Route {
       const pod = normalisePod(args.pod);
       const podRef = { namespace: pod.metadata.namespace ?? 'default', name: pod.metadata.name, uid: pod.metadata.uid ?? '' };
       logKeys({ pod: `${podRef.namespace}/${podRef.name}` });
-      const nodes = args.nodes ? ((args.nodes.items ?? []) as unknown as NodeLike[]) : null;
+      const nodes = args.nodes ? (args.nodes.items ?? []).map(normaliseNode) : null;
       const seq = minViewSeq(req.headers);
       const answer = await filterPod(deps, { pod, podRef, nodeNames: args.nodenames ?? null, nodes, ...(seq !== undefined ? { minViewSeq: seq } : {}) });
       if (answer.attemptId) logKeys({ attemptId: answer.attemptId });
@@ -242,7 +253,7 @@ export const clusterEventsRoute: Route = {
   method: 'POST',
   path: '/cluster/events',
   async handle(deps, req) {
-    const body = check(clusterEventsBody, parseExtenderBody(req.body), 'cluster events');
+    const body = check(clusterEventsBodySchema, parseExtenderBody(req.body), 'cluster events');
     const { effects, ...answer } = await ingestClusterEvents(deps, body.events, body.complete ?? [], { resend: body.resend === true });
     return json(200, { ...answer, Effects: effects });
   },

@@ -1,59 +1,12 @@
 /**
- * Effects (docs/api.md §3): the writes the control plane decides and the relay performs, in order.
- * Patches and bindings are required (the first failure stops the list); events are best effort.
+ * Applying Effects (docs/api.md §3; their shapes are ../wire/effects.ts): the writes the control plane decides and
+ * the relay performs, in order. Patches and bindings are required (the first failure stops the list); events are
+ * best effort.
  */
-import { z } from 'zod';
 import type { AppLogger } from '../powertools';
 import { forEachAtMost } from '../concurrency';
 import { errorMessage } from '../errors';
-
-const podTarget = {
-  namespace: z.string().min(1),
-  name: z.string().min(1),
-  uid: z.string().default(''),
-};
-
-export const patchPodAnnotationsSchema = z.object({
-  kind: z.literal('PatchPodAnnotations'),
-  ...podTarget,
-  annotations: z.record(z.string(), z.string().nullable()),
-  labels: z.record(z.string(), z.string().nullable()).optional(),
-});
-
-export const bindPodSchema = z.object({ kind: z.literal('BindPod'), ...podTarget, node: z.string().min(1) });
-
-export const recordEventSchema = z.object({
-  kind: z.literal('RecordEvent'),
-  ...podTarget,
-  type: z.enum(['Normal', 'Warning']),
-  reason: z.string().min(1),
-  message: z.string(),
-});
-
-/** An Event on a Node (docs/api.md §3): recorded in `default` with the node's name as its uid, as the kubelet does. */
-export const recordNodeEventSchema = z.object({
-  kind: z.literal('RecordNodeEvent'),
-  name: z.string().min(1),
-  type: z.enum(['Normal', 'Warning']),
-  reason: z.string().min(1),
-  message: z.string(),
-});
-
-export const patchNodeAnnotationsSchema = z.object({
-  kind: z.literal('PatchNodeAnnotations'),
-  name: z.string().min(1),
-  annotations: z.record(z.string(), z.string().nullable()),
-});
-
-export const effectSchema = z.discriminatedUnion('kind', [patchPodAnnotationsSchema, bindPodSchema, recordEventSchema, recordNodeEventSchema, patchNodeAnnotationsSchema]);
-export const effectsSchema = z.array(effectSchema);
-
-export type PatchPodAnnotationsEffect = z.infer<typeof patchPodAnnotationsSchema>;
-export type BindPodEffect = z.infer<typeof bindPodSchema>;
-export type RecordEventEffect = z.infer<typeof recordEventSchema>;
-export type RecordNodeEventEffect = z.infer<typeof recordNodeEventSchema>;
-export type PatchNodeAnnotationsEffect = z.infer<typeof patchNodeAnnotationsSchema>;
-export type Effect = z.infer<typeof effectSchema>;
+import type { BindPodEffect, Effect, PatchNodeAnnotationsEffect, PatchPodAnnotationsEffect, RecordEventEffect, RecordNodeEventEffect } from '../wire/effects';
 
 /** The cluster writes Effects need; implemented over client-node in kubeWriter.ts, doubled in tests. */
 export interface ClusterWriter {
@@ -121,24 +74,4 @@ async function applyEffect(effect: Effect, writer: ClusterWriter, logger: AppLog
       }
       return undefined;
   }
-}
-
-/**
- * Reads `Effects` from a control-plane answer (any letter case, like the extender keys) and returns the
- * answer without it, ready for kube-scheduler.
- */
-export function splitEffects(answer: unknown): { readonly rest: Record<string, unknown>; readonly effects: Effect[]; readonly invalid?: string } {
-  if (answer === null || typeof answer !== 'object' || Array.isArray(answer)) return { rest: {}, effects: [] };
-  const rest: Record<string, unknown> = {};
-  let raw: unknown;
-  for (const [k, val] of Object.entries(answer)) {
-    if (k.toLowerCase() === 'effects') raw = val;
-    else rest[k] = val;
-  }
-  if (raw === undefined || raw === null) return { rest, effects: [] };
-  const parsed = effectsSchema.safeParse(raw);
-  if (!parsed.success) {
-    return { rest, effects: [], invalid: parsed.error.issues.map((i) => `Effects.${i.path.join('.')}: ${i.message}`).join('; ') };
-  }
-  return { rest, effects: parsed.data };
 }

@@ -4,10 +4,11 @@
  * within the deadline; failures are `Error` strings kube-scheduler retries with backoff.
  */
 import type { AppLogger } from '../powertools';
-import { MIN_VIEW_SEQ_HEADER } from '../wire';
+import { MIN_VIEW_SEQ_HEADER } from '../wire/headers';
 import type { ControlPlaneClient } from './controlPlane';
 import { realDelay, type DelayFn } from './delay';
-import { applyEffects, splitEffects, type ClusterWriter } from './effects';
+import { applyEffects, type ClusterWriter } from './effects';
+import { splitEffects } from '../wire/effects';
 import { clusterPod, requestDiffers, type PodSource } from './podCheck';
 import { errorMessage } from '../errors';
 

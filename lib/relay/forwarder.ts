@@ -8,27 +8,14 @@
 import type { AppLogger } from '../powertools';
 import type { ControlPlaneClient } from './controlPlane';
 import { backoffMs, realDelay, type DelayFn } from './delay';
-import { splitEffects, type Effect } from './effects';
+import { splitEffects, type Effect } from '../wire/effects';
+import { clusterEventsAnswerSchema, type CompleteList } from '../wire/clusterEvents';
 import { errorMessage } from '../errors';
 
 export interface ClusterWatchEvent {
   readonly type: 'ADDED' | 'MODIFIED' | 'DELETED';
   readonly object: Record<string, unknown>;
 }
-
-/**
- * The full set of live objects of one kind the relay's informer holds, as of `resourceVersion` (docs/state.md,
- * "Re-lists converge"): Pods by uid (those the relay forwards), Nodes by name, ResourceQuotas as `namespace/name`.
- * The control plane drops what its ledger holds of that kind, is missing here and is not newer.
- */
-export interface CompleteList {
-  readonly kind: 'Pod' | 'Node' | 'ResourceQuota';
-  readonly resourceVersion: string;
-  readonly keys: readonly string[];
-}
-
-/** The most keys one complete list may carry (the control plane's bound). */
-export const MAX_COMPLETE_KEYS = 200_000;
 
 interface QueuedList {
   readonly complete: CompleteList;
@@ -227,20 +214,29 @@ export class ClusterEventForwarder {
       this.opts.logger.error('ClusterEventsRefused', { events: batch.length, status: res.status, body: res.text.slice(0, 300) });
       return undefined;
     }
-    const body = res.body as { accepted?: unknown; rejected?: unknown; viewSeq?: unknown } | undefined;
-    if (typeof body?.viewSeq === 'number' && Number.isSafeInteger(body.viewSeq)) this.seq = Math.max(this.seq, body.viewSeq);
-    const { effects, invalid } = splitEffects(res.body);
+    // Effects are read on their own (any letter case, an invalid list reported): the counts and the journal entry
+    // still count when only the Effects are off.
+    const { rest, effects, invalid } = splitEffects(res.body);
     if (invalid !== undefined) this.opts.logger.warn('ClusterEventsEffectsInvalid', { error: invalid });
     if (effects.length > 0 && this.opts.onEffects) await this.applyInOrder(this.opts.onEffects, effects);
-    const rejected = Array.isArray(body?.rejected) ? (body.rejected as { index?: unknown; error?: unknown }[]) : [];
-    this.accepted += typeof body?.accepted === 'number' ? body.accepted : batch.length - rejected.length;
+    const answer = clusterEventsAnswerSchema.omit({ Effects: true }).safeParse(rest);
+    if (!answer.success) {
+      // Delivered (a 200), but the counts cannot be read: counted as all accepted, and said.
+      this.accepted += batch.length;
+      this.opts.logger.warn('ClusterEventsAnswerInvalid', { error: answer.error.issues.map((i) => `${i.path.join('.')}: ${i.message}`).join('; ') });
+      return undefined;
+    }
+    const { accepted, rejected, viewSeq } = answer.data;
+    if (viewSeq !== undefined && Number.isSafeInteger(viewSeq)) this.seq = Math.max(this.seq, viewSeq);
+    this.accepted += accepted;
     this.rejected += rejected.length;
     for (const r of rejected) {
-      const ev = typeof r.index === 'number' ? batch[r.index] : undefined;
-      const meta = ev?.object.metadata as { name?: string; namespace?: string } | undefined;
+      const ev = batch[r.index];
+      const meta = ev?.object.metadata;
+      const named = meta !== null && typeof meta === 'object' ? (meta as Record<string, unknown>) : undefined;
       this.opts.logger.warn('ClusterEventRejected', {
         kind: ev?.object.kind,
-        object: meta ? `${meta.namespace ?? ''}/${meta.name ?? ''}` : undefined,
+        object: named ? `${String(named.namespace ?? '')}/${String(named.name ?? '')}` : undefined,
         error: r.error,
       });
     }

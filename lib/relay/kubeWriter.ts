@@ -4,7 +4,8 @@
  * here, never further up.
  */
 import { ApiException, PatchStrategy, setHeaderOptions, type CoreV1Api } from '@kubernetes/client-node';
-import type { BindPodEffect, ClusterWriter, PatchNodeAnnotationsEffect, PatchPodAnnotationsEffect, RecordEventEffect, RecordNodeEventEffect } from './effects';
+import type { ClusterWriter } from './effects';
+import type { BindPodEffect, PatchNodeAnnotationsEffect, PatchPodAnnotationsEffect, RecordEventEffect, RecordNodeEventEffect } from '../wire/effects';
 import { KubeWriteError } from './errors';
 import { EventCorrelator, type EventInput } from './eventCorrelator';
 import type { NudgeResult, NudgeTarget } from './nudger';

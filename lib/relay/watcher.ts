@@ -10,7 +10,8 @@
 import { ListWatch, Watch, type CoreV1Api, type KubeConfig, type KubernetesListObject, type KubernetesObject } from '@kubernetes/client-node';
 import type { AppLogger } from '../powertools';
 import { backoffMs, realDelay, type DelayFn } from './delay';
-import { MAX_COMPLETE_KEYS, type ClusterEventForwarder, type ClusterWatchEvent, type CompleteList } from './forwarder';
+import type { ClusterEventForwarder, ClusterWatchEvent } from './forwarder';
+import { MAX_COMPLETE_KEYS, type CompleteList } from '../wire/clusterEvents';
 import { ChangeTracker, completeKeys, objectKey, toForwardedObject, type ForwardedKind } from './relevance';
 import { errorMessage } from '../errors';
 

@@ -2,7 +2,8 @@
  * How the relay applies Effects: a bind's in order, stopping at the first failed write (the lock before the Binding);
  * the unrelated ones a /cluster/events answer carries side by side, every one tried, the first failure reported.
  */
-import { applyEffects, type ClusterWriter, type Effect } from '../../../lib/relay/effects';
+import { applyEffects, type ClusterWriter } from '../../../lib/relay/effects';
+import type { Effect } from '../../../lib/wire/effects';
 import type { AppLogger } from '../../../lib/powertools';
 
 const silent: AppLogger = { debug: () => undefined, info: () => undefined, warn: () => undefined, error: () => undefined };

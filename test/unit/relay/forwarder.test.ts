@@ -4,7 +4,7 @@
  * says so.
  */
 import type { ControlPlaneClient, ControlPlaneResponse } from '../../../lib/relay/controlPlane';
-import type { Effect, PatchPodAnnotationsEffect } from '../../../lib/relay/effects';
+import type { Effect, PatchPodAnnotationsEffect } from '../../../lib/wire/effects';
 import { ClusterEventForwarder, type ClusterWatchEvent } from '../../../lib/relay/forwarder';
 import type { AppLogger } from '../../../lib/powertools';
 

@@ -5,7 +5,8 @@
  */
 import type { CoreV1Api } from '@kubernetes/client-node';
 import type { AppLogger } from '../../../lib/powertools';
-import { applyEffects, splitEffects, type ClusterWriter, type RecordEventEffect, type RecordNodeEventEffect } from '../../../lib/relay/effects';
+import { applyEffects, type ClusterWriter } from '../../../lib/relay/effects';
+import { splitEffects, type RecordEventEffect, type RecordNodeEventEffect } from '../../../lib/wire/effects';
 import { EventCorrelator } from '../../../lib/relay/eventCorrelator';
 import { createKubeWriter } from '../../../lib/relay/kubeWriter';
 

@@ -4,7 +4,7 @@ import { sigV4Signer } from '../../../lib/aws/sigv4';
 import { bearerSigner, signerFromConfig } from '../../../lib/relay/controlPlane';
 import type { RelayConfig } from '../../../lib/relay/config';
 import { backoffMs } from '../../../lib/relay/delay';
-import { splitEffects } from '../../../lib/relay/effects';
+import { splitEffects } from '../../../lib/wire/effects';
 import { RelayConfigError, KubeConfigMissingError } from '../../../lib/relay/errors';
 import { EventCorrelator, AGGREGATE_MAX_EVENTS } from '../../../lib/relay/eventCorrelator';
 import { chooseKubeConfigSource } from '../../../lib/relay/kubeconfig';

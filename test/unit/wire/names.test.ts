@@ -3,7 +3,7 @@
  * exactly what `kubeName` does, name by name, with the same issues.
  */
 import { z } from 'zod';
-import { isKubeName, kubeName, kubeNames, MAX_NAME_LENGTH } from '../../../lib/control/names';
+import { isKubeName, kubeName, kubeNames, MAX_NAME_LENGTH } from '../../../lib/wire/names';
 
 const tricky: unknown[] = [
   'node-1',

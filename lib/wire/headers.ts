@@ -1,5 +1,5 @@
 /**
- * Names on the wire between the relay and the control plane that both sides must spell the same way
+ * Header names on the wire between the relay and the control plane that both sides must spell the same way
  * (docs/api.md). Kept free of any import, so the relay's bundle takes nothing else with it.
  */
 
