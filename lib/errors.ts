@@ -49,6 +49,17 @@ export class StoreRejectedError extends DomainError {
   readonly status = 422;
 }
 
+/** A node whose stored state would exceed the bound of one item: refused with the figures, never sent to the store. */
+export class NodeItemTooLargeError extends StoreRejectedError {
+  constructor(
+    readonly node: string,
+    readonly bytes: number,
+    readonly limitBytes: number,
+  ) {
+    super(`the stored state of node ${node} would be ${Math.ceil(bytes / 1024)} KB, above the ${limitBytes / 1024} KB bound of one node's item`);
+  }
+}
+
 /** The store failed in a way retrying cannot fix (missing table or permission, a request we built wrong): details stay in the logs. */
 export class StoreFaultError extends DomainError {
   readonly status = 500;

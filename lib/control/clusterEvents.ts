@@ -24,7 +24,6 @@ import { quantityAsInt64 } from '../engine/quantity';
 import { HandshakeAnnotation, parseNodeRegistration, parseRealtimeReport, RealtimeAnnotation } from '../engine/registration';
 import type { NodeRegistration } from '../engine/types';
 import { ContentionError, DomainError, StoreRejectedError } from '../errors';
-import { NodeItemTooLargeError } from '../store/codec';
 import {
   appContainersNeedLock,
   backoffMs,
@@ -339,7 +338,8 @@ async function vanished(deps: ControlDeps, list: CompleteList): Promise<WatchEve
 }
 
 function isPermanent(err: unknown): boolean {
-  return err instanceof NodeItemTooLargeError || err instanceof StoreRejectedError || (err instanceof DomainError && err.status < 500);
+  // NodeItemTooLargeError is a StoreRejectedError: permanent, and its message names the node and the sizes.
+  return err instanceof StoreRejectedError || (err instanceof DomainError && err.status < 500);
 }
 
 /**

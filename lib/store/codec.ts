@@ -32,7 +32,7 @@ import {
   type UnreadablePart,
 } from '../control/ledger';
 import type { JournalEntry } from '../control/ports';
-import { errorMessage } from '../errors';
+import { errorMessage, NodeItemTooLargeError } from '../errors';
 import { isJsonObject } from '../json';
 
 export type Item = Record<string, unknown>;
@@ -499,7 +499,7 @@ export class NodeCodec {
       ...(keepsNothing ? { [NodeAttr.ttl]: Math.floor(nowMs / 1000) + DELETED_NODE_TTL_SECONDS } : {}),
     };
     const bytes = approximateItemBytes(item);
-    if (bytes > NODE_ITEM_MAX_BYTES) throw new NodeItemTooLargeError(ledger.name, bytes);
+    if (bytes > NODE_ITEM_MAX_BYTES) throw new NodeItemTooLargeError(ledger.name, bytes, NODE_ITEM_MAX_BYTES);
     return item;
   }
 
@@ -551,17 +551,6 @@ export function encodeLock(lock: NodeLock): Item {
     // Always present, so a waiter can be added with one SET on the map.
     [LockAttr.waiters]: { ...(lock.waiters ?? {}) },
   };
-}
-
-/** A node whose stored state would exceed the item bound: refused with the figures, never sent to the store. */
-export class NodeItemTooLargeError extends Error {
-  constructor(
-    readonly node: string,
-    readonly bytes: number,
-  ) {
-    super(`the stored state of node ${node} would be ${Math.ceil(bytes / 1024)} KB, above the ${NODE_ITEM_MAX_BYTES / 1024} KB bound of one node's item`);
-    this.name = 'NodeItemTooLargeError';
-  }
 }
 
 /** DynamoDB's item size: UTF-8 bytes of attribute names and values, with small per-element overheads. */

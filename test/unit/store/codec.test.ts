@@ -1,7 +1,8 @@
 import type { DocumentClient } from '../../../lib/store/dynamoHttp';
 import { emptyLedger, nextLedger, type Booking, type NodeLedger } from '../../../lib/control/ledger';
 import type { NodeRegistration } from '../../../lib/engine/types';
-import { NODE_ITEM_MAX_BYTES, NodeCodec, NodeItemTooLargeError, decodeJournalEntry, encodeRegistration, nodeKey, type Item } from '../../../lib/store/codec';
+import { NODE_ITEM_MAX_BYTES, NodeCodec, decodeJournalEntry, encodeRegistration, nodeKey, type Item } from '../../../lib/store/codec';
+import { NodeItemTooLargeError } from '../../../lib/errors';
 import { emptyStats } from '../../../lib/store/dynamo';
 import { DynamoLedgerStore } from '../../../lib/store/ledgerStore';
 
