@@ -120,7 +120,7 @@ export async function runNodeAgent(opts: RunNodeAgentOptions = {}): Promise<void
 async function loadKubePatcher(config: NodeAgentConfig, log: AppLogger): Promise<NodeReporterDeps['patchNode']> {
   // Loaded lazily: client-node is ESM-only and large, and nothing else in this file needs it.
   const [{ loadKubeConfig }, { createKubeNodePatcher }] = await Promise.all([
-    import('../relay/kubeconfig'),
+    import('../kube/kubeconfig'),
     import('./kubeNodePatcher'),
   ]);
   // The relay's explicit choice (kubeconfig file, else the pod's ServiceAccount), never client-node's

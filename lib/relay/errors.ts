@@ -42,14 +42,6 @@ export class KubeWriteError extends Error {
   }
 }
 
-/** No usable cluster credentials were found (no kubeconfig file, no in-cluster service account). */
-export class KubeConfigMissingError extends Error {
-  constructor(message: string, options?: ErrorOptions) {
-    super(message, options);
-    this.name = 'KubeConfigMissingError';
-  }
-}
-
 /** A continue token sealed under a key this relay no longer holds: the caller starts the listing again (410 Expired, as Kubernetes answers). */
 export class PageTokenExpiredError extends DomainError {
   readonly status = 410;

@@ -5,7 +5,7 @@
 import { loggerFromEnv } from '../logging/processLogger';
 import { loadRelayConfig } from './config';
 import { RelayConfigError } from './errors';
-import { loadKubeConfig } from './kubeconfig';
+import { loadKubeConfig } from '../kube/kubeconfig';
 import { startRelay } from './relay';
 import { VERSION } from '../version';
 import { errorMessage } from '../errors';

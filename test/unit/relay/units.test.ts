@@ -5,9 +5,9 @@ import { bearerSigner, signerFromConfig } from '../../../lib/relay/controlPlane'
 import type { RelayConfig } from '../../../lib/relay/config';
 import { backoffMs } from '../../../lib/relay/delay';
 import { splitEffects } from '../../../lib/wire/effects';
-import { RelayConfigError, KubeConfigMissingError } from '../../../lib/relay/errors';
+import { RelayConfigError } from '../../../lib/relay/errors';
 import { EventCorrelator, AGGREGATE_MAX_EVENTS } from '../../../lib/relay/eventCorrelator';
-import { chooseKubeConfigSource } from '../../../lib/relay/kubeconfig';
+import { chooseKubeConfigSource, KubeConfigMissingError } from '../../../lib/kube/kubeconfig';
 import { ChangeTracker, podMatters, toForwardedObject } from '../../../lib/relay/relevance';
 import { bearerToken } from '../../../lib/http/bearer';
 

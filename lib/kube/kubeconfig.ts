@@ -7,7 +7,6 @@ import { existsSync } from 'node:fs';
 import { homedir } from 'node:os';
 import { delimiter, join } from 'node:path';
 import { KubeConfig } from '@kubernetes/client-node';
-import { KubeConfigMissingError } from './errors';
 
 export interface KubeConfigSource {
   readonly kind: 'kubeconfig' | 'in-cluster';
@@ -37,4 +36,12 @@ export function loadKubeConfig(env: NodeJS.ProcessEnv = process.env): { kubeConf
   if (source.kind === 'kubeconfig') kubeConfig.loadFromDefault();
   else kubeConfig.loadFromCluster();
   return { kubeConfig, source };
+}
+
+/** No usable cluster credentials were found (no kubeconfig file, no in-cluster service account). */
+export class KubeConfigMissingError extends Error {
+  constructor(message: string, options?: ErrorOptions) {
+    super(message, options);
+    this.name = 'KubeConfigMissingError';
+  }
 }
