@@ -10,7 +10,7 @@ import { lockEndsWithBooking, lockHeldByOther, type Booking, type CardCounter, t
 import type { JournalEntry, LedgerStore, LockRelease, NodeWrite, PodRecords, ReadOptions, RecordStorePort, Reservation, SummaryPage, SummaryQuery } from '../control/ports';
 import { emptyStats, type StoreStats } from './dynamo';
 import { NodeCodec, holdsAppCards, nodeItemExpired, type Item } from './codec';
-import { decodeRecord, encodeRecord, formatPosition, parsePosition, RECORD_ENCODING, summaryKey, summaryPrefix, SUMMARY_SHARDS } from './recordStore';
+import { decodeRecord, encodeRecord, formatPosition, parsePosition, RECORD_ENCODING, summaryKey, summaryPrefix, SUMMARY_SHARDS } from './recordCodec';
 import { shortBind, summarizeAttempt, type AttemptSummary } from '../diagnostics/summary';
 
 export class MemoryLedgerStore implements LedgerStore {

@@ -9,7 +9,7 @@ import type { AttemptRecord } from '../../../lib/diagnostics/record';
 import { decide } from '../../../lib/engine/decide';
 import type { Decision, NodeState } from '../../../lib/engine/types';
 import { CorruptItemError } from '../../../lib/errors';
-import { decodeRecord, encodeRecord, encodeRecordApart, NameListKeys, RECORD_ENCODING } from '../../../lib/store/recordStore';
+import { decodeRecord, encodeRecord, encodeRecordApart, NameListKeys, RECORD_ENCODING } from '../../../lib/store/recordCodec';
 import { card, cardFiguresArb, config, gpu, input, node, pod } from '../engine/fixtures';
 
 const record: AttemptRecord = {

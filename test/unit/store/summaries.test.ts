@@ -5,7 +5,7 @@
  */
 import type { AttemptRecord } from '../../../lib/diagnostics/record';
 import { MemoryRecordStore } from '../../../lib/store/memory';
-import { summaryKey } from '../../../lib/store/recordStore';
+import { summaryKey } from '../../../lib/store/recordCodec';
 
 const T = 1_800_000_000_000;
 
