@@ -45,12 +45,12 @@ export async function renderDecisions(main: HTMLElement, query: URLSearchParams)
         h(
           'tr',
           { 'data-pod': `${i.pod.namespace}/${i.pod.name}` },
-          h('td', { class: 'mono' }, i.time),
-          h('td', null, i.pod.namespace),
-          h('td', null, link(['pods', i.pod.namespace, i.pod.name], i.pod.name)),
-          h('td', null, badge(i.status)),
-          h('td', null, i.answer.code ?? i.filter.reasons[0]?.code ?? ''),
-          h('td', null, i.answer.sentence),
+          h('td', { class: 'mono col-time' }, i.time),
+          h('td', { class: 'col-namespace' }, i.pod.namespace),
+          h('td', { class: 'col-pod' }, link(['pods', i.pod.namespace, i.pod.name], i.pod.name)),
+          h('td', { class: 'col-outcome' }, badge(i.status)),
+          h('td', { class: 'col-reason' }, i.answer.code ?? i.filter.reasons[0]?.code ?? ''),
+          h('td', { class: 'col-answer' }, i.answer.sentence),
         ),
       ),
     );
@@ -81,11 +81,16 @@ export async function renderDecisions(main: HTMLElement, query: URLSearchParams)
     truncated ? h('p', { class: 'warn' }, `Only the first ${MAX_ITEMS} pods are shown.`) : null,
     h('form', { class: 'filters', role: 'search' }, nsSelect.parentElement, outcomeSelect.parentElement, reasonSelect.parentElement),
     shown,
+    // Wider than the window, the table scrolls sideways rather than break a timestamp or a reason code mid-word.
     h(
-      'table',
-      { id: 'decisions' },
-      h('thead', null, h('tr', null, ['Time', 'Namespace', 'Pod', 'Outcome', 'Reason', 'Answer'].map((c) => h('th', { scope: 'col' }, c)))),
-      table,
+      'div',
+      { class: 'table-scroll' },
+      h(
+        'table',
+        { id: 'decisions' },
+        h('thead', null, h('tr', null, ['Time', 'Namespace', 'Pod', 'Outcome', 'Reason', 'Answer'].map((c) => h('th', { scope: 'col', class: `col-${c.toLowerCase()}` }, c)))),
+        table,
+      ),
     ),
     pager,
   );

@@ -39,14 +39,21 @@ export function link(segments: readonly string[], text: Child, props: Props = {}
 }
 
 /**
- * A usage bar with its numbers beside it: `used / total unit`. The width is set through the CSSOM, which the
- * Content-Security-Policy allows (it forbids style attributes in markup, never set here).
+ * A usage bar with its numbers beside it: `used / total unit` (the pod page's evidence). The width is set through
+ * the CSSOM, which the Content-Security-Policy allows (it forbids style attributes in markup, never set here).
  */
 export function bar(label: string, used: number, total: number, unit: string): HTMLElement {
+  return meter(label, used, total, `${used} / ${total}${unit === '' ? '' : ` ${unit}`}`);
+}
+
+/** Bar colours by share booked; the overview's legend names the same thresholds. */
+export const BAR_LEVELS = { mid: 0.6, high: 0.9 } as const;
+
+/** A usage bar with the text given beside it (human units, lib/console/web/units.ts). */
+export function meter(label: string, used: number, total: number, text: string): HTMLElement {
   const share = total > 0 ? Math.min(1, Math.max(0, used / total)) : 0;
-  const fill = h('span', { class: `fill${share >= 0.9 ? ' high' : share >= 0.6 ? ' mid' : ''}` });
+  const fill = h('span', { class: `fill${share >= BAR_LEVELS.high ? ' high' : share >= BAR_LEVELS.mid ? ' mid' : ''}` });
   fill.style.width = `${(share * 100).toFixed(1)}%`;
-  const text = `${used} / ${total}${unit === '' ? '' : ` ${unit}`}`;
   return h(
     'span',
     { class: 'usage' },

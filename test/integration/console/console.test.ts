@@ -10,6 +10,9 @@ import type { Page } from 'puppeteer-core';
 import { runDemo } from '../../../lib/demo/demo';
 import { startLocalServer, type LocalServer } from '../../../lib/local/server';
 import type { RunningRelay } from '../../../lib/relay/relay';
+import { coresText, memoryText } from '../../../lib/console/web/units';
+import { sortNodes, summarise } from '../../../lib/console/web/rank';
+import type { NodeDevicesView } from '../../../lib/control/views';
 import { launchBrowser, type LaunchedBrowser } from '../../support/browser';
 import { card, controlClient, forwardedPod, gpuNode, gpuPod, neuronNode, neuronPod } from '../../support/cluster';
 import { startFakeKube, type FakeKube } from '../../support/fakeKube';
@@ -75,9 +78,9 @@ describe('the console served by npm start, with the demo cluster loaded', () => 
     const devices = (await controlClient(server.url).devices('node3')).json as { devices: { id: string; usedmem: number; devmem: number; usedcores: number; devcore: number; used: number; count: number; pods: string[] }[] };
     for (const card of devices.devices) {
       const row = `section[data-node="node3"] tr[data-card="${card.id}"]`;
-      expect(await textOf(`${row} [data-usage="memory ${card.id}"]`)).toBe(`${card.usedmem} / ${card.devmem} MiB`);
-      expect(await textOf(`${row} [data-usage="cores ${card.id}"]`)).toBe(`${card.usedcores} / ${card.devcore} %`);
-      expect(await textOf(`${row} [data-usage="slots ${card.id}"]`)).toBe(`${card.used} / ${card.count}`);
+      expect(await textOf(`${row} [data-usage="memory ${card.id}"]`)).toBe(memoryText(card.usedmem, card.devmem));
+      expect(await textOf(`${row} [data-usage="cores ${card.id}"]`)).toBe(coresText(card.usedcores, card.devcore, 'card'));
+      expect(await textOf(`${row} [data-usage="slots ${card.id}"]`)).toBe(`${card.used} of ${card.count}`);
     }
     // The demo's first pod took two whole A100s on node3.
     const deepseek = devices.devices.filter((card) => card.pods.includes('llm/deepseek-5996b8569d-kgwgx'));
@@ -94,14 +97,79 @@ describe('the console served by npm start, with the demo cluster loaded', () => 
   it('filters the nodes by name, card type and free memory', async () => {
     await open(server.url, '#/');
     await page.type('#filter-name', 'node1');
-    expect(await page.$$eval('section.node', (els) => els.map((el) => el.getAttribute('data-node')))).toEqual(['node1', 'node10']);
+    expect((await page.$$eval('section.node', (els) => els.map((el) => el.getAttribute('data-node')))).sort()).toEqual(['node1', 'node10']);
     await page.$eval('#filter-name', (el) => ((el as HTMLInputElement).value = ''));
     await page.select('#filter-type', 'NVIDIA-Tesla-T4');
     await page.$eval('#filter-type', (el) => el.dispatchEvent(new Event('change')));
     expect(await page.$$eval('section.node', (els) => els.map((el) => el.getAttribute('data-node')))).toEqual(['node6']);
     await page.select('#filter-type', '');
-    await page.type('#filter-free', '81920');
+    await page.type('#filter-free', '80');
     expect(await page.$$eval('section.node', (els) => els.map((el) => el.getAttribute('data-node')))).toEqual([]);
+  });
+
+  it('sorts the nodes, hides the empty ones, and draws one row per node with its cards on demand', async () => {
+    await open(server.url, '#/');
+    // Under a page of nodes the overview opens on every card, empty nodes shown, those needing a look first.
+    expect(await page.$eval('#view', (el) => (el as HTMLSelectElement).value)).toBe('cards');
+    expect(await page.$eval('#hide-empty', (el) => (el as HTMLInputElement).checked)).toBe(false);
+    const listed = ((await controlClient(server.url).call('GET', '/api/v1/nodes?limit=500')).json as { items: NodeDevicesView[] }).items.map(summarise);
+    const drawn = () => page.$$eval('section.node', (els) => els.map((el) => el.getAttribute('data-node')));
+    expect(await drawn()).toEqual(sortNodes(listed, 'attention').map((s) => s.node.name));
+    await page.select('#sort', 'name');
+    expect(await drawn()).toEqual(listed.map((s) => s.node.name).sort((a, b) => a.localeCompare(b, 'en', { numeric: true })));
+    await page.select('#sort', 'free');
+    const free = (name: string | null) => listed.find((s) => s.node.name === name)!;
+    const byFree = (await drawn()).map((name) => free(name).mem - free(name).memUsed);
+    expect(byFree).toEqual([...byFree].sort((a, b) => b - a));
+
+    // Hide empty nodes: none with nothing booked, wrong or in progress stays.
+    const empty = listed.filter((s) => s.empty).map((s) => s.node.name);
+    expect(empty.length).toBeGreaterThan(0);
+    await page.click('#hide-empty');
+    expect((await drawn()).filter((name) => empty.includes(name ?? ''))).toEqual([]);
+    expect(await textOf('#shown')).toContain(`(${empty.length} empty node${empty.length === 1 ? '' : 's'} hidden)`);
+    await page.click('#hide-empty');
+
+    // One row per node, in human units; a node's cards under its row on demand, and away again.
+    await page.select('#view', 'compact');
+    expect(await page.$$('section.node')).toHaveLength(0);
+    const node3 = free('node3');
+    expect(await textOf('#node-table tr[data-node="node3"] [data-usage="memory node3"]')).toBe(memoryText(node3.memUsed, node3.mem));
+    expect(await textOf('#node-table tr[data-node="node3"] [data-usage="cores node3"]')).toBe(coresText(node3.coresUsed, node3.cores, 'node'));
+    expect(await page.$$('tr[data-cards-of="node3"]')).toHaveLength(0);
+    await page.click('tr[data-node="node3"] button.expand');
+    expect(await page.$eval('tr[data-node="node3"] button.expand', (el) => el.getAttribute('aria-expanded'))).toBe('true');
+    expect(await page.$$eval('tr[data-cards-of="node3"] tr[data-card]', (rows) => rows.map((r) => r.getAttribute('data-card')))).toEqual(node3.node.devices.map((d) => d.id));
+    expect(await textOf('tr[data-cards-of="node3"]')).toContain('llm/deepseek-5996b8569d-kgwgx');
+    await page.click('tr[data-node="node3"] button.expand');
+    expect(await page.$$('tr[data-cards-of="node3"]')).toHaveLength(0);
+
+    // The bars' legend names the colours' thresholds and the units.
+    const legend = await textOf('#legend');
+    expect(legend).toContain('under 60 %');
+    expect(legend).toContain('60 % to 90 %');
+    expect(legend).toContain('90 % and more');
+    expect(legend).toContain('1 GiB = 1,024 MiB');
+    expect(await textOf('#totals [data-usage="total memory"]')).toMatch(/^[\d,.]+ GiB of [\d,.]+ GiB \([\d.<]+ %\)$/);
+  });
+
+  it('keeps timestamps and reason codes whole in the decisions table, however narrow the window', async () => {
+    await page.setViewport({ width: 480, height: 900 });
+    try {
+      await open(server.url, '#/decisions');
+      // Each such cell's text lies on one line: one client rect for its whole text.
+      const lines = await page.$$eval('#decisions td.col-time, #decisions td.col-reason', (cells) =>
+        cells.filter((c) => c.textContent !== '').map((c) => {
+          const range = document.createRange();
+          range.selectNodeContents(c);
+          return [c.textContent, range.getClientRects().length];
+        }),
+      );
+      expect(lines.length).toBeGreaterThan(6);
+      expect(lines.filter(([, n]) => n !== 1)).toEqual([]);
+    } finally {
+      await page.setViewport({ width: 1280, height: 900 });
+    }
   });
 
   it("draws the pending pod's page answer first: its reason code and the hint's fix", async () => {
@@ -220,12 +288,12 @@ describe('the console served by npm start, with the demo cluster loaded', () => 
     for (const device of devices.devices) {
       const row = `section[data-node="zz-inf2"] tr[data-card="${device.id}"]`;
       const { used, free } = device.coreIndexes;
-      expect(await textOf(`${row} [data-usage="NeuronCores ${device.id}"]`)).toBe(`${used.length} / ${used.length + free.length} NeuronCores`);
+      expect(await textOf(`${row} [data-usage="NeuronCores ${device.id}"]`)).toBe(`${used.length} of ${used.length + free.length} NeuronCores`);
       expect(await textOf(row)).toContain(`in use: ${used.join(', ')}`);
       expect(await page.$(`${row} [data-usage="cores ${device.id}"]`)).toBeNull();
       expect(await textOf(row)).toContain('default/neuron-infer');
     }
-    expect(await textOf('#totals [data-usage="total NeuronCores"]')).toBe('3 / 4');
+    expect(await textOf('#totals [data-usage="total NeuronCores"]')).toBe('3 of 4 (75 %)');
     // The NVIDIA totals do not change when Neuron devices arrive (their cores are masks, their memory is not booked).
     expect(await nvidiaTotals()).toEqual(before);
     // The pod's page says what it asked and was given in Neuron's words, as hami-diag does.
@@ -302,5 +370,72 @@ describe('the console on the relay user port', () => {
     const text = await textOf('section[data-node="viewer-node"]');
     expect(text).not.toContain('secret');
     expect(await textOf('section[data-node="viewer-node"] tr[data-card="GPU-viewer-0"] [data-hidden-pods]')).toBe('1 in namespaces you may not read');
+  });
+});
+
+describe('the console at 1,000 nodes x 8 cards', () => {
+  let big: LocalServer;
+  const name = (i: number) => `gpu-${String(i).padStart(4, '0')}`;
+  const cardOf = (node: string, c: number) => `GPU-${node}-${c}`;
+  const claim = (node: string, c: number, mem: number, cores: number) => ({ 'hami.io/vgpu-node': node, 'hami.io/vgpu-devices-allocated': `${cardOf(node, c)},NVIDIA,${mem},${cores}:;` });
+
+  beforeAll(async () => {
+    big = await startLocalServer({ env: {} });
+    const api = controlClient(big.url);
+    const events: { type: string; object: unknown }[] = [];
+    for (let i = 0; i < 1000; i++) {
+      const node = name(i);
+      events.push({ type: 'ADDED', object: gpuNode(node, Array.from({ length: 8 }, (_, c) => card(cardOf(node, c), { devmem: 81920, type: 'NVIDIA-A100-SXM4-80GB', health: i !== 700 || c !== 3 }))) });
+    }
+    // 400 pods on 50 nodes, one a card; two claims past the capacity of a card of gpu-0500.
+    for (let i = 100; i < 150; i++) for (let c = 0; c < 8; c++) events.push({ type: 'ADDED', object: forwardedPod(gpuPod(`run-${i}-${c}`, [{ name: 'main', gpu: 1 }], { namespace: 'prod' }), claim(name(i), c, 8000, 10), { phase: 'Running' }) });
+    for (const namespace of ['team-a', 'team-b']) events.push({ type: 'ADDED', object: forwardedPod(gpuPod('claimer', [{ name: 'main', gpu: 1 }], { namespace }), claim(name(500), 0, 81920, 100), { phase: 'Running' }) });
+    for (let i = 0; i < events.length; i += 500) {
+      const res = await api.events(events.slice(i, i + 500));
+      if (res.json.rejected.length > 0) throw new Error(`cluster events refused: ${res.text.slice(0, 300)}`);
+    }
+    // A pod placed and bound whose bind phase the relay has not forwarded yet: an allocation in progress on gpu-0900.
+    const waiting = gpuPod('waiting', [{ name: 'main', gpu: 1, mem: 1000 }], { namespace: 'ml' });
+    const placed = await api.filter(waiting, [name(900)]);
+    const bound = await api.bind(waiting, name(900));
+    if (placed.json.Error !== '' || bound.json.Error !== '') throw new Error(`the waiting pod was not placed and bound: ${placed.text} ${bound.text}`);
+  }, 120_000);
+
+  afterAll(async () => {
+    await big?.close();
+  });
+
+  it('opens on one row per node, empty nodes hidden, the troubled and the busiest first, in human units', async () => {
+    await open(big.url, '#/');
+    expect(await page.$eval('#view', (el) => (el as HTMLSelectElement).value)).toBe('compact');
+    expect(await page.$eval('#hide-empty', (el) => (el as HTMLInputElement).checked)).toBe(true);
+    expect(await textOf('#shown')).toContain('53 of 1,000 nodes match (947 empty nodes hidden)');
+    const rows = await page.$$eval('#node-table tr.node-row', (els) => els.map((el) => el.getAttribute('data-node')));
+    // Over-committed, then an unhealthy card, then an allocation in progress, then by usage.
+    expect(rows.slice(0, 5)).toEqual(['gpu-0500', 'gpu-0700', 'gpu-0900', 'gpu-0100', 'gpu-0101']);
+    expect(rows).toHaveLength(50);
+    expect(await textOf('tr[data-node="gpu-0500"] [data-flag="overcommitted"]')).toBe('1 over-committed');
+    expect(await textOf('tr[data-node="gpu-0700"] [data-flag="unhealthy"]')).toBe('1 unhealthy');
+    expect(await textOf('tr[data-node="gpu-0900"] [data-flag="lock"]')).toContain('ml/waiting');
+    expect(await textOf('tr[data-node="gpu-0100"] [data-usage="memory gpu-0100"]')).toBe('62.5 GiB of 640 GiB (9.8 %)');
+    expect(await textOf('tr[data-node="gpu-0100"] [data-usage="cores gpu-0100"]')).toBe('10 % (0.8 of 8 cards)');
+    const totals = await textOf('#totals');
+    expect(totals).toContain('Cards 8,000 (1 unhealthy) (1 over-committed) · 1 allocation in progress');
+    // 400 pods of 8,000 MiB and 10 %, two whole-card claims, the waiting pod's 1,000 MiB.
+    expect(await textOf('#totals [data-usage="total memory"]')).toBe('3,286 GiB of 640,000 GiB (0.5 %)');
+    expect(await textOf('#totals [data-usage="total cores"]')).toBe("0.5 % of the cluster (42 of 8,000 cards' worth)");
+    expect(await textOf('#totals [data-usage="total slots"]')).toBe('403 of 80,000 (0.5 %)');
+    expect(totals).toContain('Pods booked 403');
+    await page.screenshot({ path: join(SHOTS, 'console-overview-1000.png') });
+
+    await page.click('tr[data-node="gpu-0500"] button.expand');
+    expect(await page.$$('tr[data-cards-of="gpu-0500"] tr[data-card]')).toHaveLength(8);
+    expect(await textOf(`tr[data-cards-of="gpu-0500"] [data-overcommitted="${cardOf(name(500), 0)}"]`)).toBe('over-committed: memory, cores');
+
+    await page.click('#hide-empty');
+    expect(await textOf('#shown')).toContain('1,000 of 1,000 nodes match');
+    expect(await textOf('.pager')).toContain('page 1 of 20');
+    await page.select('#sort', 'pending');
+    expect(await page.$eval('#node-table tr.node-row', (el) => el.getAttribute('data-node'))).toBe('gpu-0900');
   });
 });
