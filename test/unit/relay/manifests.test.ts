@@ -244,8 +244,8 @@ describe('kube-scheduler configuration', () => {
     .parse(parseAllDocuments(configMap.data?.['config.yaml'] ?? '')[0]?.toJS());
   const extender = config.extenders[0]!;
 
-  it('manages exactly the GPU resources, ignored by the scheduler, with a 30s timeout', () => {
-    expect(extender.managedResources.map((r) => r.name)).toEqual([...DEFAULT_MANAGED_RESOURCES]);
+  it("manages exactly the GPU resources and HAMi's task priority, ignored by the scheduler, with a 30s timeout", () => {
+    expect(extender.managedResources.map((r) => r.name)).toEqual([...DEFAULT_MANAGED_RESOURCES, 'nvidia.com/priority']);
     expect(extender.httpTimeout).toBe('30s');
   });
 
