@@ -1,6 +1,7 @@
 'use strict';
 // Shared launcher of hami-diag and the kubectl plugin: runs dist/hami-diag.js, building it first with the
 // project's esbuild when it is missing or older than the sources (so it works right after `npm ci`, no build step).
+// Installed from a packed tarball there are no sources: the bundle it ships runs as it is.
 const { spawnSync } = require('node:child_process');
 const fs = require('node:fs');
 const path = require('node:path');
@@ -20,12 +21,18 @@ function newestSource(dir) {
 
 function stale() {
   if (!fs.existsSync(BUNDLE)) return true;
+  // Installed from a packed tarball (npm pack ships the built bundle, not lib/): the bundle is what there is.
+  if (!fs.existsSync(path.join(ROOT, 'lib')) || !fs.existsSync(path.join(ROOT, 'scripts', 'build.mjs'))) return false;
   const built = fs.statSync(BUNDLE).mtimeMs;
   const inputs = [path.join(ROOT, 'package.json'), path.join(ROOT, 'scripts', 'build.mjs')].map((f) => fs.statSync(f).mtimeMs);
   return Math.max(newestSource(path.join(ROOT, 'lib')), ...inputs) > built;
 }
 
 function build(program) {
+  if (!fs.existsSync(path.join(ROOT, 'scripts', 'build.mjs'))) {
+    process.stderr.write(`${program}: ${path.relative(ROOT, BUNDLE)} is missing from this installation and there are no sources to build it from; reinstall from a tarball made by \`npm pack\` (which builds it)\n`);
+    process.exit(2);
+  }
   // Built beside the bundle and renamed into place: a second invocation running at the same time never loads half a file.
   const outdir = fs.mkdtempSync(path.join(ROOT, 'dist', '.build-'));
   try {

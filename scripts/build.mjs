@@ -14,6 +14,7 @@ const entries = {
   'bench-engine': 'bench/engine.ts',
   'bench-store': 'bench/storeClient.ts',
   demo: 'lib/demo/main.ts',
+  'dynamodb-local': 'lib/local/dynamoDbLocalMain.ts',
 };
 // Shipped in the relay image on its own (Dockerfile): minified, no inline source map, nothing external.
 const standalone = new Set(['relay']);

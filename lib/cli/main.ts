@@ -1,19 +1,23 @@
-/** hami-diag entry point (bundled to dist/hami-diag.js; bin/hami-diag.js and bin/kubectl-hami load it). */
+/**
+ * hami-diag entry point (bundled to dist/hami-diag.js; bin/hami-diag.js and bin/kubectl-hami load it). The script that
+ * started it names the program: `kubectl hami` asks the relay through the Kubernetes API by default, and says so.
+ */
 import { spawn } from 'node:child_process';
 import { CliError } from './errors';
 import { kubeClusterAccess, kubeContextNamespace, loadKubeConfig } from './kubeClusterReader';
+import { programOf } from './args';
 import { run } from './run';
 import { parseUiArgs, startUi, uiUsage } from './ui';
 import { errorMessage } from '../errors';
 
 /** `kubectl hami ui`: runs until interrupted. */
 async function ui(argv: readonly string[]): Promise<number> {
-  const options = parseUiArgs(argv);
+  const options = parseUiArgs(argv, program);
   if (options === 'help') {
-    process.stdout.write(`${uiUsage}\n`);
+    process.stdout.write(`${uiUsage(program)}\n`);
     return 0;
   }
-  const loaded = loadKubeConfig(process.env);
+  const loaded = loadKubeConfig(process.env, options.kube);
   if (!loaded.ok) throw new CliError(`cannot open the console: ${loaded.reason}`);
   const running = await startUi(loaded.config, options);
   process.stdout.write(`hami-explain console: ${running.url} (through ${loaded.config.getCurrentCluster()?.server ?? 'the cluster'} to ${options.relayNamespace}/${options.relayService}:${options.relayPort}); Ctrl-C to stop\n`);
@@ -32,6 +36,7 @@ async function ui(argv: readonly string[]): Promise<number> {
   return 0;
 }
 
+const program = programOf(process.argv[1]);
 const argv = process.argv.slice(2);
 (argv[0] === 'ui'
   ? ui(argv.slice(1))
@@ -39,8 +44,9 @@ const argv = process.argv.slice(2);
       env: process.env,
       stdout: process.stdout,
       stderr: process.stderr,
-      cluster: () => kubeClusterAccess(process.env),
-      contextNamespace: () => kubeContextNamespace(process.env),
+      program,
+      cluster: (kube) => kubeClusterAccess(process.env, kube),
+      contextNamespace: (kube) => kubeContextNamespace(process.env, kube),
       now: () => Date.now(),
     })
 ).then(
@@ -49,11 +55,11 @@ const argv = process.argv.slice(2);
   },
   (err: unknown) => {
     if (err instanceof CliError) {
-      process.stderr.write(`hami-diag: ${err.message}\n`);
+      process.stderr.write(`${program}: ${err.message}\n`);
       process.exitCode = err.exitCode;
       return;
     }
-    process.stderr.write(`hami-diag: unexpected error: ${errorMessage(err)}\n`);
+    process.stderr.write(`${program}: unexpected error: ${errorMessage(err)}\n`);
     process.exitCode = 2;
   },
 );

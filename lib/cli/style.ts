@@ -57,3 +57,9 @@ export function table(header: readonly string[], rows: readonly (readonly Cell[]
     ).trimEnd();
   return [line(header.map((title) => ({ text: title, tone: 'strong' }))), ...rows.map(line)];
 }
+
+/** Help text's option list: each flag padded to the longest, its description after (continuation lines aligned). */
+export function optionList(options: readonly (readonly [flag: string, text: string])[]): string {
+  const width = Math.max(...options.map(([flag]) => flag.length)) + 2;
+  return options.map(([flag, text]) => `  ${flag.padEnd(width)}${text.split('\n').join(`\n  ${' '.repeat(width)}`)}`).join('\n');
+}

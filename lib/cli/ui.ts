@@ -7,34 +7,37 @@
  * The token stays in this process: never in a URL, never in the browser.
  */
 import { request as httpRequest, createServer, type IncomingMessage, type OutgoingHttpHeaders, type Server, type ServerResponse } from 'node:http';
-import { request as httpsRequest, type RequestOptions } from 'node:https';
+import { request as httpsRequest } from 'node:https';
 import type { AddressInfo } from 'node:net';
 import { parseArgs } from 'node:util';
 import type { KubeConfig } from '@kubernetes/client-node';
 import { UsageError } from './errors';
+import type { Program } from './args';
+import type { KubeSelection } from './kubeClusterReader';
+import { optionList } from './style';
+import { kubeFlags, kubeFlagsHelp, kubeRequest, kubeSelectionOf, parseRelayFlags, relayFlags, relayFlagsHelp, relayProxyPrefix, type RelayOptions } from './relayRoute';
 import { errorMessage } from '../errors';
 
-export const uiUsage = `Usage: kubectl hami ui [--port N] [--relay-namespace NS] [--relay-service NAME] [--relay-port N] [--relay-scheme https|http] [--no-browser]
+export function uiUsage(program: Program = 'kubectl hami'): string {
+  return `Usage: ${program} ui [--context NAME] [--kubeconfig FILE] [--port N] [--relay-namespace NS] [--relay-service NAME] [--relay-port N] [--relay-scheme https|http] [--no-browser]
 
 Opens the web console through a local port that forwards to the relay's user port with your kubeconfig's
 credentials (kube-apiserver's service proxy: you need get on services/proxy for the relay's Service).
-  --port N             local port (default: any free one)
-  --relay-namespace NS the relay's namespace (default hami-system)
-  --relay-service NAME the relay's Service (default hami-relay)
-  --relay-port N       its user port (default 8081)
-  --relay-scheme S     https (default) or http (a relay with RELAY_USER_TLS=off)
-  --no-browser         print the address only`;
-
-export interface UiOptions {
-  readonly port: number;
-  readonly relayNamespace: string;
-  readonly relayService: string;
-  readonly relayPort: number;
-  readonly relayScheme: 'https' | 'http';
-  readonly openBrowser: boolean;
+${optionList([
+    ...kubeFlagsHelp,
+    ['--port N', 'local port (default: any free one)'],
+    ...relayFlagsHelp,
+    ['--no-browser', 'print the address only'],
+  ])}`;
 }
 
-export function parseUiArgs(argv: readonly string[]): UiOptions | 'help' {
+export interface UiOptions extends RelayOptions {
+  readonly port: number;
+  readonly openBrowser: boolean;
+  readonly kube: KubeSelection;
+}
+
+export function parseUiArgs(argv: readonly string[], program: Program = 'kubectl hami'): UiOptions | 'help' {
   let values;
   try {
     ({ values } = parseArgs({
@@ -42,30 +45,23 @@ export function parseUiArgs(argv: readonly string[]): UiOptions | 'help' {
       strict: true,
       options: {
         port: { type: 'string', default: '0' },
-        'relay-namespace': { type: 'string', default: 'hami-system' },
-        'relay-service': { type: 'string', default: 'hami-relay' },
-        'relay-port': { type: 'string', default: '8081' },
-        'relay-scheme': { type: 'string', default: 'https' },
+        ...relayFlags,
+        ...kubeFlags,
         'no-browser': { type: 'boolean', default: false },
         help: { type: 'boolean', short: 'h', default: false },
       },
     }));
   } catch (err) {
-    throw new UsageError(`${(errorMessage(err)).split('. ')[0] ?? ''}; see kubectl hami ui --help`, { cause: err });
+    throw new UsageError(`${(errorMessage(err)).split('. ')[0] ?? ''}; see ${program} ui --help`, { cause: err });
   }
   if (values.help) return 'help';
   const port = Number(values.port);
-  const relayPort = Number(values['relay-port']);
   if (!Number.isInteger(port) || port < 0 || port > 65535) throw new UsageError(`--port must be a port number, got "${values.port}"`);
-  if (!Number.isInteger(relayPort) || relayPort < 1 || relayPort > 65535) throw new UsageError(`--relay-port must be a port number, got "${values['relay-port']}"`);
-  if (values['relay-scheme'] !== 'https' && values['relay-scheme'] !== 'http') throw new UsageError(`--relay-scheme must be https or http, got "${values['relay-scheme']}"`);
   return {
     port,
-    relayNamespace: values['relay-namespace'] ?? 'hami-system',
-    relayService: values['relay-service'] ?? 'hami-relay',
-    relayPort,
-    relayScheme: values['relay-scheme'],
+    ...parseRelayFlags(values),
     openBrowser: !values['no-browser'],
+    kube: kubeSelectionOf(values),
   };
 }
 
@@ -80,15 +76,10 @@ export interface RunningUi {
 /** Headers that belong to one hop, never forwarded. */
 const HOP = new Set(['connection', 'keep-alive', 'transfer-encoding', 'upgrade', 'proxy-authenticate', 'proxy-authorization', 'te', 'trailer']);
 
-export async function startUi(kc: KubeConfig, opts: Pick<UiOptions, 'port' | 'relayNamespace' | 'relayService' | 'relayPort' | 'relayScheme'>): Promise<RunningUi> {
-  const cluster = kc.getCurrentCluster();
-  if (cluster === null) throw new UsageError('the kubeconfig has no current context with a cluster');
+export async function startUi(kc: KubeConfig, opts: Pick<UiOptions, 'port'> & RelayOptions): Promise<RunningUi> {
   // The kubeconfig's TLS material and credentials (token, exec plugin or client certificate), as kubectl uses them.
-  const base: RequestOptions = {};
-  await kc.applyToHTTPSOptions(base);
-  const headers = (base.headers ?? {}) as OutgoingHttpHeaders;
-  const authorization = typeof headers.Authorization === 'string' ? headers.Authorization : typeof headers.authorization === 'string' ? headers.authorization : undefined;
-  const prefix = `${cluster.server.replace(/\/+$/, '')}/api/v1/namespaces/${encodeURIComponent(opts.relayNamespace)}/services/${opts.relayScheme}:${encodeURIComponent(opts.relayService)}:${opts.relayPort}/proxy`;
+  const { server: apiServer, base, headers, forwardsToken } = await kubeRequest(kc);
+  const prefix = relayProxyPrefix(apiServer, opts);
   // Everything this port forwards stays under the relay's service proxy: the kubeconfig's credentials reach no other path.
   const scope = new URL(prefix);
   let port = 0;
@@ -119,7 +110,6 @@ export async function startUi(kc: KubeConfig, opts: Pick<UiOptions, 'port' | 're
         headers: {
           ...headers,
           accept: req.headers.accept ?? '*/*',
-          ...(authorization !== undefined ? { 'x-hami-authorization': authorization } : {}),
         },
       },
       (answer) => {
@@ -144,7 +134,7 @@ export async function startUi(kc: KubeConfig, opts: Pick<UiOptions, 'port' | 're
   port = (server.address() as AddressInfo).port;
   return {
     url: `http://127.0.0.1:${port}/`,
-    forwardsToken: authorization !== undefined,
+    forwardsToken,
     close: () =>
       new Promise<void>((resolve) => {
         server.closeAllConnections();

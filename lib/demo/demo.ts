@@ -1,6 +1,7 @@
 /**
  * `npm run demo`: the seed examples end to end against the local control plane. The demo plays the
- * relay (forwards the cluster, calls /filter, /bind, /bind/outcome) and then shows what a user sees:
+ * relay (forwards the cluster, calls /filter, /bind, /bind/outcome) and HAMi's device plugin (every pod it binds is
+ * forwarded allocated, so no lock or unconfirmed reservation is left behind), and then shows what a user sees:
  * the pod's events, as `kubectl describe pod` lists them, and `hami-diag pod` (the CLI itself, run
  * against the local server). Time and ids are fixed, so every run prints the same text.
  */
@@ -109,7 +110,8 @@ export async function runDemo(out: Out, options: DemoOptions = {}): Promise<void
     const hamiDiag = cli(server.url, options.token, clock, options.colour === true);
     await api.forward('ADDED', demoNodes.map(nodeObject));
     await api.forward('ADDED', demoWorkloads.map(runningWorkload));
-    out(`hami-explain demo: local control plane (embedded store), ${demoNodes.length} GPU nodes, ${demoWorkloads.length} running GPU pods`);
+    const where = options.url === undefined ? 'an in-process control plane (embedded store, gone when the demo ends)' : `the control plane at ${server.url}`;
+    out(`hami-explain demo: filling ${where} with ${demoNodes.length} GPU nodes and ${demoWorkloads.length} running GPU pods`);
 
     clock.advance(60);
     await podFitsTwoNodes(api, hamiDiag, out);
@@ -143,7 +145,7 @@ async function podFitsTwoNodes(api: Relay, hamiDiag: HamiDiag, out: Out): Promis
   if (bind.Error) throw new DemoError(`scenario 1: bind failed: ${bind.Error}`);
   const outcome = await api.outcome(pod, 'node3');
   // The device plugin allocates the cards and marks the pod: the node lock is released.
-  await api.forward('MODIFIED', [withAnnotations(withAnnotations(pod, patchOf(filter)), { 'hami.io/bind-phase': 'success' }, 'Running', '3')]);
+  await api.forward('MODIFIED', [allocated(pod, 'node3', filter, bind)]);
 
   printEvents(out, pod, [...filter.Effects, ...bind.Effects, ...outcome.Effects]);
   await hamiDiag(out, ['pod', 'llm/deepseek-5996b8569d-kgwgx']);
@@ -171,6 +173,7 @@ interface Allocating {
   readonly pod: PodObject;
   readonly node: string;
   readonly filter: FilterAnswer;
+  readonly bind: BindAnswer;
 }
 
 /**
@@ -196,7 +199,9 @@ async function secondPodAvoidsAllocatingNode(api: Relay, hamiDiag: HamiDiag, out
   if (bindBob.Error) throw new DemoError(`scenario 3: the second bind failed: ${bindBob.Error}`);
   printEvents(out, bob, [...filterBob.Effects, ...bindBob.Effects, ...(await api.outcome(bob, other)).Effects]);
   await hamiDiag(out, ['pod', 'default/notebook-bob']);
-  return { pod: alice, node, filter: filterAlice };
+  // The device plugin allocates notebook-bob's card, as in a real cluster: its node's lock ends, its booking is confirmed.
+  await api.forward('MODIFIED', [allocated(bob, other, filterBob, bindBob)]);
+  return { pod: alice, node, filter: filterAlice, bind: bindAlice };
 }
 
 /**
@@ -217,7 +222,7 @@ async function bindMeetsLockedNode(api: Relay, hamiDiag: HamiDiag, out: Out, fir
   await hamiDiag(out, ['node', first.node]);
 
   // The device plugin finishes alice's allocation; the answer to that event nudges carol, whose retried bind now succeeds.
-  const effects = await api.forward('MODIFIED', [withAnnotations(withAnnotations(first.pod, patchOf(first.filter)), { 'hami.io/bind-phase': 'success' }, 'Running', '3')]);
+  const effects = await api.forward('MODIFIED', [allocated(first.pod, first.node, first.filter, first.bind)]);
   const nudged = effects.some((e) => e.kind === 'PatchPodAnnotations' && e.name === 'notebook-carol' && e.annotations['hami.io/requeue'] !== undefined);
   if (!nudged) throw new DemoError(`scenario 4: expected a nudge for notebook-carol, got ${JSON.stringify(effects)}`);
   const retry = await api.bind(carol, first.node);
@@ -225,6 +230,9 @@ async function bindMeetsLockedNode(api: Relay, hamiDiag: HamiDiag, out: Out, fir
   // As the relay does once the Binding is created: the scheduler log then says the pod is bound.
   await api.outcome(carol, first.node);
   out(`The device plugin marks notebook-alice allocated (hami.io/bind-phase: success): the lock ends, and the answer nudges notebook-carol (hami.io/requeue), so kube-scheduler retries it at once; its bind to ${first.node} succeeds.`);
+  // The device plugin allocates notebook-carol's card in turn: no node is left locked, every bound pod keeps its cards.
+  await api.forward('MODIFIED', [allocated(carol, first.node, filterCarol, retry)]);
+  out(`The device plugin then allocates notebook-carol (hami.io/bind-phase: success): its lock on ${first.node} ends too.`);
 }
 
 type HamiDiag = (out: Out | undefined, args: readonly string[]) => Promise<string>;
@@ -266,6 +274,18 @@ function expectNodes(answer: FilterAnswer, expected: readonly string[], what: st
         `${answer.Error ? `, error "${answer.Error}"` : ''}, failed nodes ${JSON.stringify(answer.FailedNodes ?? {})}`,
     );
   }
+}
+
+/**
+ * A bound pod as the relay forwards it once HAMi's device plugin allocated its cards: the filter's and the bind's
+ * annotations, `hami.io/bind-phase: success`, Running on its node. Seen so, its booking is confirmed (it no longer
+ * expires with the reservation TTL) and its node lock ends (docs/api.md §2, "Bind").
+ */
+function allocated(pod: PodObject, node: string, filter: FilterAnswer, bind: BindAnswer) {
+  const bindPatch = bind.Effects.find((e) => e.kind === 'PatchPodAnnotations');
+  const annotated = withAnnotations(withAnnotations(pod, patchOf(filter)), bindPatch?.kind === 'PatchPodAnnotations' ? bindPatch.annotations : {});
+  const running = withAnnotations(annotated, { 'hami.io/bind-phase': 'success' }, 'Running', '3');
+  return { ...running, spec: { ...running.spec, nodeName: node } };
 }
 
 function patchOf(answer: FilterAnswer): Readonly<Record<string, string | null>> {

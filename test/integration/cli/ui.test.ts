@@ -109,8 +109,11 @@ describe('kubectl hami ui', () => {
   });
 
   it('parses its flags', () => {
-    expect(parseUiArgs([])).toEqual({ port: 0, relayNamespace: 'hami-system', relayService: 'hami-relay', relayPort: 8081, relayScheme: 'https', openBrowser: true });
+    expect(parseUiArgs([])).toEqual({ port: 0, relayNamespace: 'hami-system', relayService: 'hami-relay', relayPort: 8081, relayScheme: 'https', openBrowser: true, kube: {} });
+    expect(parseUiArgs(['--context', 'prod', '--kubeconfig', '/k'])).toMatchObject({ kube: { context: 'prod', kubeconfig: '/k' } });
     expect(parseUiArgs(['--port', '8001', '--relay-scheme', 'http', '--no-browser'])).toMatchObject({ port: 8001, relayScheme: 'http', openBrowser: false });
     expect(() => parseUiArgs(['--relay-scheme', 'ftp'])).toThrow(/--relay-scheme must be https or http/);
+    expect(() => parseUiArgs(['--colour'])).toThrow(/see kubectl hami ui --help/);
+    expect(() => parseUiArgs(['--colour'], 'hami-diag')).toThrow(/see hami-diag ui --help/);
   });
 });

@@ -4,6 +4,7 @@
  */
 import { run as runCli } from '../../../lib/cli/run';
 import { DemoError, runDemo } from '../../../lib/demo/demo';
+import { systemRuntime, type Runtime } from '../../../lib/clock';
 import { startLocalServer } from '../../../lib/local/server';
 
 async function demoOutput(options: Parameters<typeof runDemo>[1] = {}): Promise<string[]> {
@@ -127,7 +128,12 @@ describe('npm run demo', () => {
     expect(s4).toContain(`Bind      failed  ${contention}  (node1, 2025-04-22T02:18:48.750Z)`);
     expect(s4).toContain('$ hami-diag node node1');
     expect(s4).toContain('Lock         held by default/notebook-alice since 2025-04-22T02:18:42.000Z, 6s ago');
-    expect(s4[s4.length - 1]).toMatch(/nudges notebook-carol \(hami\.io\/requeue\), so kube-scheduler retries it at once; its bind to node1 succeeds\.$/);
+    expect(s4[s4.length - 2]).toMatch(/nudges notebook-carol \(hami\.io\/requeue\), so kube-scheduler retries it at once; its bind to node1 succeeds\.$/);
+    expect(s4[s4.length - 1]).toBe('The device plugin then allocates notebook-carol (hami.io/bind-phase: success): its lock on node1 ends too.');
+  });
+
+  it('names the server it fills in its first line', () => {
+    expect(lines[0]).toBe('hami-explain demo: filling an in-process control plane (embedded store, gone when the demo ends) with 10 GPU nodes and 12 running GPU pods');
   });
 
   it('prints the same text on every run (fixed names, uids, ids and clock)', async () => {
@@ -184,5 +190,62 @@ describe('npm run demo -- --url (against a running server)', () => {
 
   it('says plainly when nothing listens at the URL', async () => {
     await expect(demoOutput({ url: 'http://127.0.0.1:9' })).rejects.toThrow(/^cannot reach the control plane at http:\/\/127\.0\.0\.1:9: /);
+  });
+});
+
+/**
+ * After `npm run demo -- --url …` the server holds what a real cluster would have left: every pod the demo reports
+ * bound was seen with its annotations and `hami.io/bind-phase: success` (as HAMi's device plugin marks it), so no node
+ * stays locked ("allocation in progress") and no bound pod leaves its cards when the reservation TTL passes. The
+ * server's clock is injected and moved past the TTL.
+ */
+describe('npm run demo -- --url: the state it leaves on the server', () => {
+  const RESERVATION_TTL_SECONDS = 600;
+  let nowMs = Date.UTC(2026, 0, 5, 9, 0, 0);
+  const runtime: Runtime = { ...systemRuntime, clock: { now: () => nowMs } };
+  const bound = [
+    { pod: 'llm/deepseek-5996b8569d-kgwgx', node: 'node3' },
+    { pod: 'default/notebook-alice', node: 'node1' },
+    { pod: 'default/notebook-bob', node: 'node3' },
+    { pod: 'default/notebook-carol', node: 'node1' },
+  ];
+  let server: Awaited<ReturnType<typeof startLocalServer>>;
+  let lines: string[];
+
+  interface Devices {
+    readonly lock: { readonly holder: string } | null;
+    readonly devices: readonly { readonly pods: readonly string[] }[];
+  }
+  const devicesOf = async (node: string): Promise<Devices> => (await (await fetch(`${server.url}/api/v1/nodes/${node}/devices`)).json()) as Devices;
+  const schedulerLog = async (ref: string): Promise<unknown> => {
+    const [namespace, name] = ref.split('/');
+    return (await fetch(`${server.url}/api/v1/namespaces/${namespace}/pods/${name}/schedulerlog`)).json();
+  };
+
+  beforeAll(async () => {
+    server = await startLocalServer({ port: 0, host: '127.0.0.1', runtime, env: { HAMI_BIND_LOCK_WAIT_SECONDS: '0', HAMI_RESERVATION_TTL_SECONDS: String(RESERVATION_TTL_SECONDS) } });
+    lines = await demoOutput({ url: server.url });
+  });
+
+  afterAll(async () => {
+    await server.close();
+  });
+
+  it('names the server it filled', () => {
+    expect(lines[0]).toBe(`hami-explain demo: filling the control plane at ${server.url} with 10 GPU nodes and 12 running GPU pods`);
+  });
+
+  it('leaves no node locked: every allocation it started was reported done', async () => {
+    const locks = await Promise.all(['node1', 'node2', 'node3', 'node4', 'node9'].map(async (node) => ({ node, lock: (await devicesOf(node)).lock })));
+    expect(locks.filter((l) => l.lock !== null)).toEqual([]);
+  });
+
+  it('keeps every pod it reports bound on its cards past the reservation TTL, as hami-diag says it is bound', async () => {
+    nowMs += (RESERVATION_TTL_SECONDS + 60) * 1000;
+    for (const { pod, node } of bound) {
+      expect({ pod, log: await schedulerLog(pod) }).toEqual({ pod, log: expect.objectContaining({ status: 'succeeded', bind: expect.objectContaining({ status: 'passed' }) }) });
+      const onCards = (await devicesOf(node)).devices.some((card) => card.pods.includes(pod));
+      expect({ pod, node, onCards }).toEqual({ pod, node, onCards: true });
+    }
   });
 });

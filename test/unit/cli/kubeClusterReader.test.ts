@@ -17,6 +17,12 @@ describe('findKubeconfig', () => {
   ])('%j with files %j', (env, present, expected) => {
     expect(findKubeconfig(env, exists(present), '/home/u')).toEqual(expected);
   });
+
+  it('takes --kubeconfig in place of KUBECONFIG and ~/.kube/config, as kubectl does', () => {
+    const present = exists(['/home/u/.kube/config', '/b', '/mine']);
+    expect(findKubeconfig({ KUBECONFIG: '/b' }, present, '/home/u', { kubeconfig: '/mine' })).toEqual({ kind: 'files', files: ['/mine'] });
+    expect(findKubeconfig({ KUBECONFIG: '/b' }, present, '/home/u', { kubeconfig: '/gone' })).toEqual({ kind: 'none', reason: '--kubeconfig names no existing file (/gone)' });
+  });
 });
 
 describe('nodeRegistration (docs/api.md §9)', () => {

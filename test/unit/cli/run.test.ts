@@ -217,14 +217,19 @@ describe('hami-diag transport and server errors', () => {
 
 describe('hami-diag command line', () => {
   it.each([
-    [['pod'], 'hami-diag: pod needs a name, e.g. hami-diag pod gpu-pod -n default\n'],
+    [['pod', ''], 'hami-diag: pod needs a name, e.g. hami-diag pod gpu-pod -n default\n'],
+    [['pod', 'x', '-A'], 'hami-diag: -A lists the pods of every namespace: give no pod name with it (hami-diag pod -A)\n'],
+    [['pod', '-A', '-n', 'ml'], 'hami-diag: -A lists every namespace and -n one: give one of them\n'],
+    [['pod', '--history'], 'hami-diag: --detail and --history apply to one pod, e.g. hami-diag pod gpu-pod -n default --detail\n'],
+    [['pod', 'a/b', '--relay-port', '8081', '--server', 'http://127.0.0.1:1'], 'hami-diag: --relay-port applies through the Kubernetes API, not with --server or HAMI_API_URL\n'],
+    [['pod', 'a/b', '--context', 'prod', '--token', 't'], "hami-diag: --token goes with --server; through the Kubernetes API your kubeconfig's credentials are used\n"],
     [['pod', 'ml/a', '-n', 'team'], 'hami-diag: the namespace is given twice: "ml/" and -n team\n'],
     [['pod', 'a/b/c'], 'hami-diag: "a/b/c" is not a pod name; use <name> -n <namespace> or <namespace>/<name>\n'],
-    [['pod', 'a', '-o', 'yaml'], 'hami-diag: --output must be json or text (got "yaml")\n'],
-    [['node', 'n1', '-n', 'ml'], 'hami-diag: nodes have no namespace; -n applies to pod only\n'],
-    [['node'], 'hami-diag: node needs a node name, e.g. hami-diag node gpu-node-1\n'],
+    [['pod', 'a', '-o', 'xml'], 'hami-diag: --output must be json, yaml, wide or text (got "xml")\n'],
+    [['node', 'n1', '-n', 'ml'], 'hami-diag: nodes have no namespace; -n and -A apply to pod only\n'],
+    [['node', '-A'], 'hami-diag: nodes have no namespace; -n and -A apply to pod only\n'],
     [['node', 'n1', '--history'], 'hami-diag: --detail and --history apply to pod only\n'],
-    [['frobnicate', 'x'], 'hami-diag: unknown command "frobnicate"; use pod or node\n'],
+    [['frobnicate', 'x'], 'hami-diag: unknown command "frobnicate"; use pod, node or ui (see hami-diag --help)\n'],
     [['pod', 'a/b', 'extra'], 'hami-diag: unexpected argument "extra"\n'],
     [['pod', 'a/b', '--server', 'ftp://x'], 'hami-diag: --server must be http:// or https:// (got ftp:)\n'],
     [['pod', 'a/b', '--server', 'not a url'], 'hami-diag: --server must be a URL such as http://127.0.0.1:8080 (got "not a url")\n'],
@@ -243,7 +248,7 @@ describe('hami-diag command line', () => {
       const out = await hamiDiag(argv);
       expect(out.code).toBe(0);
       expect(out.stdout).toMatch(/^Usage:\n {2}hami-diag pod <name> \[-n <namespace>\]/);
-      expect(out.stdout).toContain('kubectl hami pod <name> -n <namespace>');
+      expect(out.stdout).toContain('The same program is also kubectl hami: kubectl hami pod <name> -n <namespace>');
     }
   });
 

@@ -167,6 +167,57 @@ function shippedQueries(): { name: string; query: string }[] {
     });
 }
 
+/** The routes a managed policy lets its holder invoke, as `METHOD /path` with `*` for each path parameter, sorted. */
+function invokableRoutes(template: CfnTemplate, policyId: string): string[] {
+  return allStatements(template)
+    .filter(({ owner }) => owner === policyId)
+    .flatMap(({ statement }) => {
+      expect(statement.Action).toEqual(['execute-api:Invoke']);
+      return statement.Resource.map((resource) => {
+        const arn = z.object({ 'Fn::Sub': z.string() }).parse(resource)['Fn::Sub'];
+        const match = /:\$\{HttpApi\}\/\*\/([A-Z]+)(\/.*)$/.exec(arn);
+        if (match === null) throw new Error(`unexpected execute-api ARN ${arn}`);
+        return `${match[1]} ${match[2]}`;
+      });
+    })
+    .sort();
+}
+
+const asArnPattern = (routeKey: string): string => routeKey.replace(/\{[^}]+\}/g, '*');
+
+/** What docs/deploy.md says the stack creates: its counts, the functions its diagram names, each policy's routes. */
+function deployDoc(): {
+  readonly routes: number;
+  readonly functions: number;
+  readonly diagramFunctions: string[];
+  readonly relayProse: string[];
+  readonly relayJson: string[];
+  readonly operatorProse: string[];
+} {
+  const text = readFileSync(path.join(repoRoot, 'docs/deploy.md'), 'utf8');
+  const count = (pattern: RegExp): number => {
+    const match = pattern.exec(text);
+    if (!match?.[1]) throw new Error(`docs/deploy.md: nothing matches ${String(pattern)}`);
+    return Number(match[1]);
+  };
+  const between = (start: string, end: string): string => {
+    const from = text.indexOf(start);
+    const to = text.indexOf(end, from + start.length);
+    if (from < 0 || to < 0) throw new Error(`docs/deploy.md: no text between "${start}" and "${end}"`);
+    return text.slice(from + start.length, to);
+  };
+  const routesIn = (prose: string): string[] => [...prose.matchAll(/`((?:GET|POST) \/[^`]*)`/g)].map((m) => m[1] ?? '').sort();
+  const diagram = /--> HTTP API --> ([^\n]+)/.exec(text)?.[1] ?? '';
+  return {
+    routes: count(/\| HTTP API, (\d+) routes/),
+    functions: count(/\| (\d+) Lambda functions \|/),
+    diagramFunctions: diagram.split(',').map((name) => name.trim()).filter((name) => name !== '').sort(),
+    relayProse: routesIn(between('**Relay**: `RelayInvokePolicyArn`.', '```json')),
+    relayJson: [...between('```json', '```').matchAll(/\/\*\/([A-Z]+)(\/[^"]*)"/g)].map((m) => `${m[1] ?? ''} ${m[2] ?? ''}`).sort(),
+    operatorProse: routesIn(between('**Operators**: `OperatorReadPolicyArn`.', 'Any SigV4 client')),
+  };
+}
+
 describe('serverless.yml packaged offline (stage test, eu-west-1, --param logVerbosity=5)', () => {
   let packaged: PackagedService | undefined;
   let template: CfnTemplate;
@@ -354,20 +405,7 @@ describe('serverless.yml packaged offline (stage test, eu-west-1, --param logVer
   });
 
   it('ships managed policies that let the relay and operators invoke exactly their routes', () => {
-    const invokable = (policyId: string): string[] =>
-      allStatements(template)
-        .filter(({ owner }) => owner === policyId)
-        .flatMap(({ statement }) => {
-          expect(statement.Action).toEqual(['execute-api:Invoke']);
-          return statement.Resource.map((resource) => {
-            const arn = z.object({ 'Fn::Sub': z.string() }).parse(resource)['Fn::Sub'];
-            const match = /:\$\{HttpApi\}\/\*\/([A-Z]+)(\/.*)$/.exec(arn);
-            if (match === null) throw new Error(`unexpected execute-api ARN ${arn}`);
-            return `${match[1]} ${match[2]}`;
-          });
-        })
-        .sort();
-    const asArnPattern = (routeKey: string): string => routeKey.replace(/\{[^}]+\}/g, '*');
+    const invokable = (policyId: string): string[] => invokableRoutes(template, policyId);
     expect(invokable('RelayInvokePolicy')).toEqual(relayRoutes.map(asArnPattern).sort());
     expect(invokable('OperatorReadPolicy')).toEqual(operatorRoutes.map(asArnPattern).sort());
     expect(template.Outputs).toEqual(
@@ -376,6 +414,21 @@ describe('serverless.yml packaged offline (stage test, eu-west-1, --param logVer
         RelayInvokePolicyArn: { Description: expect.any(String), Value: { Ref: 'RelayInvokePolicy' } },
       }),
     );
+  });
+
+  it("matches docs/deploy.md: its route and function counts, its diagram, and each policy's routes", () => {
+    const doc = deployDoc();
+    const functionNames = [...resourcesOfType(template, 'AWS::Lambda::Function').keys()]
+      .map((id) => propertiesOf(template, id, functionProperties).Handler.replace(/^functions\/(.*)\.handler$/, '$1'))
+      .sort();
+    expect({ routes: doc.routes, functions: doc.functions, diagram: doc.diagramFunctions }).toEqual({
+      routes: resourcesOfType(template, 'AWS::ApiGatewayV2::Route').size,
+      functions: functionNames.length,
+      diagram: functionNames,
+    });
+    const relay = invokableRoutes(template, 'RelayInvokePolicy');
+    expect({ prose: doc.relayProse, json: doc.relayJson }).toEqual({ prose: relay, json: relay });
+    expect(doc.operatorProse).toEqual(invokableRoutes(template, 'OperatorReadPolicy'));
   });
 });
 
