@@ -44,8 +44,8 @@ function pod(annotations: Record<string, string>, labels: Record<string, string>
   };
 }
 
-/** An AdmissionReview v1 for a pod CREATE, as kube-apiserver sends it (no oldObject: null). */
-function creation(username: string, annotations: Record<string, string>, labels: Record<string, string> = {}) {
+/** An AdmissionReview v1 for a pod, as kube-apiserver sends it: a CREATE has no old object (null). */
+function admissionReview(operation: 'CREATE' | 'UPDATE', username: string, object: ReturnType<typeof pod>, oldObject: ReturnType<typeof pod> | null) {
   return {
     apiVersion: 'admission.k8s.io/v1',
     kind: 'AdmissionReview',
@@ -55,31 +55,20 @@ function creation(username: string, annotations: Record<string, string>, labels:
       resource: { group: '', version: 'v1', resource: 'pods' },
       namespace: 'team-a',
       name: 'train-0',
-      operation: 'CREATE',
+      operation,
       userInfo: { username, groups: ['system:authenticated'] },
-      object: pod(annotations, labels),
-      oldObject: null,
+      object,
+      oldObject,
     },
   };
 }
 
-/** An AdmissionReview v1 for a pod UPDATE, as kube-apiserver sends it. */
+function creation(username: string, annotations: Record<string, string>, labels: Record<string, string> = {}) {
+  return admissionReview('CREATE', username, pod(annotations, labels), null);
+}
+
 function review(username: string, oldAnnotations: Record<string, string>, newAnnotations: Record<string, string>, labels: Record<string, string> = {}) {
-  return {
-    apiVersion: 'admission.k8s.io/v1',
-    kind: 'AdmissionReview',
-    request: {
-      uid: 'r-1',
-      kind: { group: '', version: 'v1', kind: 'Pod' },
-      resource: { group: '', version: 'v1', resource: 'pods' },
-      namespace: 'team-a',
-      name: 'train-0',
-      operation: 'UPDATE',
-      userInfo: { username, groups: ['system:authenticated'] },
-      object: pod(newAnnotations, labels),
-      oldObject: pod(oldAnnotations, labels),
-    },
-  };
+  return admissionReview('UPDATE', username, pod(newAnnotations, labels), pod(oldAnnotations, labels));
 }
 
 function admit(policy: K8sObject, body: ReturnType<typeof review> | ReturnType<typeof creation>): CelOutcome {
