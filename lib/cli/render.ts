@@ -3,7 +3,8 @@
  */
 import type { NodeDevices } from '../diagnostics/nodeDevices';
 import type { AttemptLog, CardEvidenceLog, ContainerLog, NodeLog, SchedulerLog } from '../diagnostics/schedulerLog';
-import { chosenPhrase, coresPhrase, requestPhrase } from '../diagnostics/phrases';
+import { chosenPhrase, coresPhrase, mismatchPhrase, otherKindsPhrase, podRequestPhrases, requestPhrase } from '../diagnostics/phrases';
+import { Outcome, outcomeOf, outcomeTone } from '../diagnostics/vocabulary';
 import type { TreeResult } from './decisionTree';
 import { plain, statusTone, table, type Cell, type Styler } from './style';
 
@@ -29,19 +30,24 @@ export function renderSchedulerLogText(log: SchedulerLog, opts: RenderStyle = {}
     out.push('', style('strong', 'Earlier attempts'));
     if (log.history.length === 0) out.push('  none');
     for (const earlier of log.history) {
-      out.push(`  #${earlier.attempt}  ${earlier.time}  ${style(statusTone(earlier.status), earlier.status)}  ${attemptSummary(earlier)}`);
+      const outcome = outcomeOf(earlier);
+      out.push(`  #${earlier.attempt}  ${earlier.time}  ${style(outcomeTone(outcome), outcome)}  ${attemptSummary(earlier)}`);
     }
   }
   return `${out.join('\n')}\n`;
 }
 
 function attemptHeader(log: SchedulerLog, style: Styler): string[] {
+  const outcome = outcomeOf(log);
+  const requests = podRequestPhrases(log.filter.nodes);
   return [
     `${style('strong', 'Pod')}       ${log.pod.namespace}/${log.pod.name}  (uid ${log.pod.uid})`,
     `${style('strong', 'Attempt')}   #${log.attempt} at ${log.time}  (id ${log.attemptId})`,
-    `${style('strong', 'Status')}    ${style(statusTone(log.status), log.status)}`,
+    `${style('strong', 'Status')}    ${style(outcomeTone(outcome), outcome)}`,
     // The one-sentence answer (lib/diagnostics/answer.ts), as the console shows it at the top of a pod page.
     ...(log.answer ? [`${style('strong', 'Answer')}    ${log.answer.sentence}`] : []),
+    // What the pod asks for, beside the answer, as on the console's pod page (with --detail, where the log carries it).
+    ...requests.map((request, i) => `${i === 0 ? style('strong', 'Request') : '       '}   ${request}`),
   ];
 }
 
@@ -98,6 +104,9 @@ function attemptSummary(attempt: AttemptLog): string {
 function devicesSection(log: SchedulerLog, style: Styler): string[] {
   const out: string[] = [];
   for (const node of log.filter.nodes) {
+    // Devices of another kind than the pod asks for, which no container tried: said, not left out silently.
+    const others = otherKindsPhrase(node.otherKinds, node.containers.find((c) => c.request !== undefined)?.request?.type);
+    if (others !== '') out.push(`${style('strong', 'Cards')}     ${node.name}: ${others}`);
     for (const container of node.containers) {
       if (container.devices === undefined || (container.devices.length === 0 && container.chosen === undefined)) continue;
       out.push(`${style('strong', 'Cards')}     ${node.name} / ${containerLabel(container)}${requestText(container)}`);
@@ -110,6 +119,13 @@ function devicesSection(log: SchedulerLog, style: Styler): string[] {
           ),
         );
       }
+      // Both sides of each mismatch the table shows only as a code (lib/diagnostics/phrases.ts), once per text.
+      const mismatches = new Map<string, number[]>();
+      for (const card of container.devices) {
+        const phrase = mismatchPhrase(card, log.filter.selectors, container.request);
+        if (phrase !== '') mismatches.set(`${card.outcome}: ${phrase}`, [...(mismatches.get(`${card.outcome}: ${phrase}`) ?? []), card.index]);
+      }
+      for (const [text, indexes] of mismatches) out.push(`  ${indexes.length === 1 ? 'card' : 'cards'} ${indexes.join(',')} ${text}`);
       for (const chosen of container.chosen ?? []) {
         out.push(`  chosen: ${chosenPhrase(chosen)}`);
       }
@@ -165,7 +181,7 @@ export function renderNodeDevicesText(view: NodeDevices, opts: NodeRenderOptions
     { text: device.coreIndexes !== undefined ? '-' : `${device.usedmem}/${device.devmem}` },
     { text: device.coreIndexes !== undefined ? '-' : String(device.devmem - device.usedmem) },
     { text: device.coreIndexes === undefined ? `${device.usedcores}/${device.devcore}` : coresPhrase(device.coreIndexes.used.length, device.coreIndexes.used.length + device.coreIndexes.free.length, device.coreIndexes) },
-    { text: device.pods.length === 0 ? '-' : device.pods.join(', ') },
+    { text: device.pods.length === 0 ? '-' : device.pods.map((pod) => (device.bindFailed?.includes(pod) ? `${pod} (${Outcome.BindFailed})` : pod)).join(', ') },
   ]);
   out.push('', ...table(['IDX', 'UUID', 'TYPE', 'HEALTH', 'NUMA', 'SLOTS', 'MEM USED/TOTAL', 'MEM FREE', 'CORES USED/TOTAL', 'PODS'], rows, style));
   for (const device of view.devices) {

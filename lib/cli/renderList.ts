@@ -5,6 +5,7 @@
 import { z } from 'zod';
 import type { NodeDevices } from '../diagnostics/nodeDevices';
 import { formatAge } from './render';
+import { outcomeOf, outcomeTone } from '../diagnostics/vocabulary';
 import { plain, statusTone, table, type Cell, type Styler } from './style';
 
 /** The fields of a `SchedulerLogList` item (lib/diagnostics/summary.ts) the table shows; the rest is kept for -o json. */
@@ -35,7 +36,7 @@ export function renderPodsText(rows: readonly SummaryRow[], namespace: string | 
   const cells = rows.map((row): Cell[] => [
     ...(namespace === undefined ? [{ text: row.pod.namespace }] : []),
     { text: row.pod.name },
-    { text: row.status, tone: statusTone(row.status) },
+    { text: outcomeOf(row), tone: outcomeTone(outcomeOf(row)) },
     { text: row.bind.node ?? row.filter.node ?? '-' },
     { text: age(row.time, opts.nowMs) },
     ...(opts.wide ? [{ text: row.answer?.code ?? '-' }, { text: row.attemptId }] : []),

@@ -5,12 +5,12 @@
  * filter in steady state waits on one store round trip. A refused guard re-reads that node and decides again.
  */
 import { decide } from '../engine/decide';
-import { encodePodDevices, PodAnnotation } from '../engine/podAnnotations';
+import { encodePodDevices, parseDeviceSelectors, PodAnnotation } from '../engine/podAnnotations';
 import { hasManagedResources } from '../engine/requests';
 import { parseNodeRegistration } from '../engine/registration';
 import type { Decision, NodeLike, NodeState, PodLike } from '../engine/types';
 import { logDecision, logRealtime, recordDecisionMetrics } from '../diagnostics/decisionLogs';
-import type { AttemptRecord, FilterRecord, PodRef } from '../diagnostics/record';
+import type { AttemptRecord, FilterRecord, PodRef, SelectorsRecord } from '../diagnostics/record';
 import { countFailedNodesByReason } from '../diagnostics/reasons';
 import { afterPendingIo } from '../clock';
 import { ContentionError } from '../errors';
@@ -143,6 +143,7 @@ async function decideAndReserve(deps: ControlDeps, req: FilterRequest, candidate
           packed: decision.packEvidence(),
           devices: decision.devices,
           ...(decision.passedOver.length > 0 ? { passedOver: decision.passedOver } : {}),
+          ...selectorsOf(req.pod),
         }),
         started,
       ),
@@ -286,6 +287,7 @@ async function finishWithoutFit(
           // From the failure texts, as the metrics count them: the listing's summary reads these, not the evidence.
           reasons: countFailedNodesByReason(decision.failedNodes).map(([code, nodes]) => ({ code, nodes })),
           ...(decision.requestType !== undefined ? { requestType: decision.requestType } : {}),
+          ...selectorsOf(req.pod),
           nodes: [],
           packed: decision.packEvidence(),
         };
@@ -310,6 +312,20 @@ function observe(deps: ControlDeps, pod: string, attemptId: string, decision: De
     logRealtime(deps.logger, ctx, decision.realtime);
   }
   recordDecisionMetrics(deps.metrics, decision, deps.runtime.clock.now() - started);
+}
+
+/** The pod's card selection for its record, when it sets one (the pod's side of a CardTypeMismatch or CardUuidMismatch). */
+function selectorsOf(pod: PodLike): { selectors?: SelectorsRecord } {
+  const parsed = parseDeviceSelectors(pod.metadata?.annotations ?? {});
+  const selectors: SelectorsRecord = {
+    ...(parsed.useTypes.length > 0 ? { useTypes: parsed.useTypes } : {}),
+    ...(parsed.noUseTypes.length > 0 ? { noUseTypes: parsed.noUseTypes } : {}),
+    ...(parsed.useUuids.size > 0 ? { useUuids: [...parsed.useUuids] } : {}),
+    ...(parsed.noUseUuids.size > 0 ? { noUseUuids: [...parsed.noUseUuids] } : {}),
+    ...(parsed.vgpuMode !== undefined ? { vgpuMode: parsed.vgpuMode } : {}),
+    ...(parsed.numaBind ? { numaBind: true as const } : {}),
+  };
+  return Object.keys(selectors).length > 0 ? { selectors } : {};
 }
 
 function attemptRecord(pod: PodRef, attemptId: string, timeMs: number, view: ViewFreshness, filter: FilterRecord): AttemptRecord {

@@ -4,13 +4,14 @@
  */
 import type { AttemptRecord, BindRecord } from '../diagnostics/record';
 import { renderSummary, type SchedulerLogSummary } from '../diagnostics/summary';
-import { renderSchedulerLog, type SchedulerLog } from '../diagnostics/schedulerLog';
+import { renderSchedulerLog, type RegisteredDevice, type RegisteredDevices, type SchedulerLog } from '../diagnostics/schedulerLog';
 import type { NodeDevices } from '../diagnostics/nodeDevices';
 import { coresAreMasks } from '../engine/devices';
 import { splitCores } from '../engine/devices/neuron/masks';
 import type { RegisteredCards, RegisteredNode } from '../engine/evidence';
-import { NodeFailure, type MigProfile } from '../engine/types';
+import { NodeFailure, NVIDIA, type MigProfile } from '../engine/types';
 import { freePlacements } from '../engine/devices/nvidia/mig';
+import { BindPhase } from '../engine/podAnnotations';
 import { NotFoundError } from '../errors';
 import { bookingCounts, effectiveRegistration, lockIsLive, overcommittedCards, partsHeld, usageOf, type HeldPart, type NodeLedger } from './ledger';
 import type { PodRecords } from './ports';
@@ -44,9 +45,26 @@ export async function readSchedulerLog(deps: ControlDeps, q: SchedulerLogQuery):
   const latest = attempts[0];
   if (!latest) throw new NotFoundError(`no scheduling record for pod ${q.namespace}/${q.name}`, 'pods', q.name);
   return renderSchedulerLog(latest, {
-    ...(q.detail ? { detail: q.detail } : {}),
+    ...(q.detail ? { detail: q.detail, registered: registeredDevicesOf(deps) } : {}),
     ...(q.history ? { history: attempts.slice(1) } : {}),
   });
+}
+
+/**
+ * A node's devices by id, from the registration the card ids are read from: an id is only filled in while the node's
+ * registration is the one the decision saw (lib/engine/evidence.ts), so a card found here is the card as decided on.
+ */
+function registeredDevicesOf(deps: ControlDeps): RegisteredDevices {
+  const byNode = new Map<string, ReadonlyMap<string, RegisteredDevice>>();
+  return (nodeName) => {
+    let devices = byNode.get(nodeName);
+    if (devices === undefined) {
+      const registration = deps.view.get(nodeName)?.registration;
+      devices = new Map(registration?.registered === true ? registration.devices.map((d) => [d.id, { type: d.type, mode: d.mode, numa: d.numa, vendor: d.vendor ?? NVIDIA }]) : []);
+      byNode.set(nodeName, devices);
+    }
+    return devices;
+  };
 }
 
 /** A node's registration now, by version and cards by position (a deleted node's last registration included). */
@@ -99,12 +117,15 @@ export function renderNodeDevices(node: NodeLedger, nowMs: number, countResource
     unreadable.length > 0 ? { registered: false as const, reason: NodeFailure.StateUnreadable } : effectiveRegistration(node);
   const usage = usageOf(node, nowMs);
   const holders = new Map<string, string[]>();
+  // Pods still booked whose bind failed (hami.io/bind-phase: failed): shown as such beside the card, never as running.
+  const bindFailed = new Map<string, string[]>();
   for (const booking of Object.values(node.bookings)) {
     if (!bookingCounts(booking, nowMs)) continue;
     for (const use of booking.uses) {
       const list = holders.get(use.uuid) ?? [];
       list.push(`${booking.namespace}/${booking.name}`);
       holders.set(use.uuid, list);
+      if (booking.bindPhase === BindPhase.Failed) bindFailed.set(use.uuid, [...(bindFailed.get(use.uuid) ?? []), `${booking.namespace}/${booking.name}`]);
     }
   }
   const held = registration.registered ? partsHeld(node, registration.devices, nowMs) : { parts: [], failClosed: [] };
@@ -144,6 +165,7 @@ export function renderNodeDevices(node: NodeLedger, nowMs: number, countResource
             usedcores: used.usedcores,
             freemem: d.devmem - used.usedmem,
             pods: (holders.get(d.id) ?? []).sort(),
+            ...(bindFailed.has(d.id) ? { bindFailed: (bindFailed.get(d.id) ?? []).sort() } : {}),
             ...(d.mode === 'mig' ? { mode: d.mode } : {}),
             ...(failClosed.has(d.id) ? { health: false, unhealthyReason: 'a pod booked on this MIG card holds no placement the scheduler can account for' } : {}),
             ...(overcommitted.has(d.id) ? { overcommitted: [...(overcommitted.get(d.id) ?? [])] } : {}),

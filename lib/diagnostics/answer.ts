@@ -8,6 +8,7 @@ import { NVIDIA } from '../engine/types';
 import { hintFor } from './hints';
 import type { AttemptRecord } from './record';
 import { bindFailureKey, countNodesByReason, filterErrorKey } from './reasons';
+import { countOf, outcomeLabel, outcomeOf } from './vocabulary';
 
 /** The fields of an attempt the answer reads: the full scheduler log and the listing's summary both have them. */
 export interface AnswerInput {
@@ -66,28 +67,51 @@ export function requestTypeOf(record: AttemptRecord): string | undefined {
 
 export function answerFor(attempt: AnswerInput): Answer {
   const { filter, bind } = attempt;
+  const outcome = outcomeLabel(outcomeOf(attempt));
   if (filter.status === 'failed') {
     const top = filter.reasons[0];
-    if (top !== undefined) {
-      const others = filter.reasons.length - 1;
-      const also = others > 0 ? `; ${others} other reason${others === 1 ? '' : 's'} on the rest` : '';
-      const nodes = `${top.nodes} of ${filter.evaluated} node${filter.evaluated === 1 ? '' : 's'} ${top.nodes === 1 ? 'fails' : 'fail'}`;
-      return withHint(`Pending: no node fits. ${nodes} with ${top.code}${also}.`, top.code, filter.requestType);
-    }
+    if (top !== undefined) return withHint(`${outcome}: no node fits. ${noFitCounts(filter.reasons, filter.evaluated)}.`, top.code, filter.requestType);
     if (filter.evaluated === 0 && filter.summary.startsWith('no available node')) {
-      return { sentence: 'Pending: the scheduler offered no candidate node to the filter.' };
+      return { sentence: `${outcome}: the scheduler offered no candidate node to the filter.` };
     }
-    return withHint(`Pending: the filter refused the pod before trying any node: ${filter.summary}`, filterErrorKey(filter.summary), filter.requestType);
+    return withHint(`${outcome}: the filter refused the pod before trying any node: ${filter.summary}`, filterErrorKey(filter.summary), filter.requestType);
   }
   const node = filter.node ?? bind.node ?? 'its node';
   switch (bind.status) {
     case 'passed':
-      return { sentence: `Scheduled: bound to ${bind.node ?? node}.` };
+      return { sentence: `${outcome}: bound to ${bind.node ?? node}.` };
     case 'failed':
-      return withHint(`Pending: ${node} was chosen, but the bind failed: ${bind.summary}`, bindFailureKey(bind.summary));
+      return withHint(`${outcome}: ${node} was chosen, but the pod could not be bound there: ${bind.summary}`, bindFailureKey(bind.summary));
     case 'pending':
-      return { sentence: `Placed on ${node}; the bind has not been reported yet.` };
+      return { sentence: `${outcome}: placed on ${node}; the bind has not been reported yet.` };
   }
+}
+
+/** How many reasons after the first the sentence names with their counts; the rest are counted. */
+const NAMED_OTHER_REASONS = 2;
+
+/**
+ * `All 4 nodes fail with X`, `2 of 4 nodes fail with X; also Y on 1 node and 3 other reasons`. A node may show several
+ * reasons, so the counts are never added up or said to cover "the rest"; nodes showing no reason code (passed over,
+ * or failing with a text no code matches) are counted only when one reason was seen, where they are exactly the others.
+ */
+export function noFitCounts(reasons: AnswerInput['filter']['reasons'], evaluated: number): string {
+  const [top, ...others] = reasons;
+  if (top === undefined) return `${countOf(evaluated, 'node')} evaluated`;
+  const head =
+    top.nodes >= evaluated
+      ? evaluated === 1
+        ? `The only node evaluated fails with ${top.code}`
+        : `All ${evaluated} nodes fail with ${top.code}`
+      : `${top.nodes} of ${countOf(evaluated, 'node')} ${top.nodes === 1 ? 'fails' : 'fail'} with ${top.code}`;
+  if (others.length === 0) {
+    const rest = evaluated - top.nodes;
+    return rest > 0 ? `${head}; the other ${countOf(rest, 'node')} ${rest === 1 ? 'shows' : 'show'} no reason code` : head;
+  }
+  const named = others.slice(0, NAMED_OTHER_REASONS).map((r) => `${r.code} on ${countOf(r.nodes, 'node')}`);
+  const more = others.length - named.length;
+  const last = more > 0 ? `${more} other ${more === 1 ? 'reason' : 'reasons'}` : named.pop();
+  return `${head}; also ${named.length > 0 ? `${named.join(', ')} and ${last}` : last}`;
 }
 
 function withHint(sentence: string, code: string, requestType?: string): Answer {

@@ -22,12 +22,12 @@ const hintTexts: Readonly<Record<ReasonKey, HintText>> = {
     meaning: 'The card is not of a type this container may use.',
     cause:
       'The pod narrows card models with nvidia.com/use-gputype or nvidia.com/nouse-gputype, or nvidia.com/vgpu-mode names a mode the card does not run in.',
-    fix: 'Compare those pod annotations with the card types shown by `hami-diag node <node>`; fix the spelling or remove the restriction, or target nodes with that model.',
+    fix: 'Compare those pod annotations with the card types shown by hami-diag node <node>; fix the spelling or remove the restriction, or target nodes with that model.',
   },
   [ReasonCode.CardUuidMismatch]: {
     meaning: 'The card is excluded by the pod’s card UUID selection.',
     cause: 'The pod lists cards with nvidia.com/use-gpuuuid (only these) or nvidia.com/nouse-gpuuuid (never these).',
-    fix: 'Check the UUIDs in those annotations against `hami-diag node <node>`; drop the annotation unless the pod really needs specific cards.',
+    fix: 'Check the UUIDs in those annotations against hami-diag node <node>; drop the annotation unless the pod really needs specific cards.',
   },
   [ReasonCode.CardTimeSlicingExhausted]: {
     meaning: 'The card already hosts as many tasks as it may be shared by.',
@@ -42,7 +42,7 @@ const hintTexts: Readonly<Record<ReasonKey, HintText>> = {
   [ReasonCode.CardInsufficientMemory]: {
     meaning: 'The card’s free GPU memory is less than the container requests.',
     cause: 'nvidia.com/gpumem (or gpumem-percentage) is larger than what remains on the card after the memory booked by other pods.',
-    fix: 'Lower the memory request, wait for pods on the card to release memory, or use nodes with larger cards (`hami-diag node <node>` shows free memory per card).',
+    fix: 'Lower the memory request, wait for pods on the card to release memory, or use nodes with larger cards (hami-diag node <node> shows free memory per card).',
   },
   [ReasonCode.CardInsufficientCore]: {
     meaning: 'The card’s free compute share is less than the container requests.',
@@ -77,12 +77,12 @@ const hintTexts: Readonly<Record<ReasonKey, HintText>> = {
   [ReasonCode.CardMigTopologyInfeasible]: {
     meaning: 'The MIG card has no free slice combination large enough.',
     cause: 'The card runs in MIG mode and every free placement of a profile with enough memory is taken or does not exist.',
-    fix: 'Request a smaller memory size, wait for MIG instances to be released (`hami-diag node <node>` shows each profile’s free placements and who holds the others), or offer more profiles in the device plugin’s MIG allowlist.',
+    fix: 'Request a smaller memory size, wait for MIG instances to be released (hami-diag node <node> shows each profile’s free placements and who holds the others), or offer more profiles in the device plugin’s MIG allowlist.',
   },
   [ReasonCode.NodeInsufficientDevice]: {
     meaning: 'The container asks for more cards than the node has at all.',
     cause: 'nvidia.com/gpu is larger than the number of cards of the requested type on the node, whatever their usage.',
-    fix: 'Lower nvidia.com/gpu, or run the pod on nodes with more cards (`hami-diag node <node>` lists them).',
+    fix: 'Lower nvidia.com/gpu, or run the pod on nodes with more cards (hami-diag node <node> lists them).',
   },
   [ReasonCode.AllocatedCardsInsufficientRequest]: {
     meaning: 'Some cards fit, but fewer than the container asks for.',
@@ -92,7 +92,7 @@ const hintTexts: Readonly<Record<ReasonKey, HintText>> = {
   [ReasonCode.NodeUnfitPod]: {
     meaning: 'The node cannot host the pod: at least one container did not fit.',
     cause: 'Usually the per-container reasons explain it; when they do not, the node’s device registration is stale or does not match what the pod asks for.',
-    fix: 'Read the container reasons; check the device plugin on the node and its registration with `hami-diag node <node>`.',
+    fix: 'Read the container reasons; check the device plugin on the node and its registration with hami-diag node <node>.',
   },
   [ReasonCode.NodeFitPod]: {
     meaning: 'The node can host the pod; its score ranks it against the other fitting nodes.',
@@ -102,7 +102,7 @@ const hintTexts: Readonly<Record<ReasonKey, HintText>> = {
   [ReasonCode.ResourceQuotaNotFit]: {
     meaning: 'Placing the pod would exceed its namespace’s GPU quota.',
     cause: 'A ResourceQuota sets limits.nvidia.com/gpumem or limits.nvidia.com/gpucores, and the pods already booked in the namespace leave too little.',
-    fix: 'Inspect the quota (`kubectl describe resourcequota -n <namespace>`); raise it, free GPU pods in the namespace, or lower the request.',
+    fix: 'Inspect the quota (kubectl describe resourcequota -n <namespace>); raise it, free GPU pods in the namespace, or lower the request.',
   },
   [ReasonCode.CardRealtimeInsufficientMemory]: {
     meaning: 'Memory actually in use on the card, measured on the node, leaves too little for the request.',
@@ -113,12 +113,12 @@ const hintTexts: Readonly<Record<ReasonKey, HintText>> = {
     meaning: 'The card is booked past its memory, cores or slots, so nothing more is placed on it until it is back within them.',
     cause:
       'A pod the scheduler did not place (scheduled by someone else, or before this scheduler ran) was adopted from its hami.io annotations, which claim what other pods already hold on the card (the AdoptedPastCapacity Warning on the pod and the Node names it); or the card registered again with less than its pods hold.',
-    fix: '`hami-diag node <node>` marks the card over-committed and lists its pods: delete or reschedule the pod the scheduler did not place (or correct the device plugin’s registration). The card takes pods again once its bookings fit it.',
+    fix: 'Run hami-diag node <node>: it marks the card over-committed and lists its pods. Delete or reschedule the pod the scheduler did not place (or correct the device plugin’s registration). The card takes pods again once its bookings fit it.',
   },
   [ExtraReasonKey.NodeUnregistered]: {
     meaning: 'The scheduler has no usable GPU registration for the node.',
     cause: 'The device plugin is not running on the node or has not reported yet, hami.io/node-nvidia-register is missing or empty, allocatable nvidia.com/gpu is 0, or the relay has not forwarded the node.',
-    fix: 'Check the device plugin pod on the node and the node’s hami.io/node-nvidia-register annotation; `hami-diag node <node>` shows what the scheduler holds.',
+    fix: 'Check the device plugin pod on the node and the node’s hami.io/node-nvidia-register annotation; hami-diag node <node> shows what the scheduler holds.',
   },
   [ExtraReasonKey.NodeStateUnreadable]: {
     meaning: 'What the scheduler stores about the node cannot be decoded, so the node is left out until it is repaired.',
@@ -133,7 +133,7 @@ const hintTexts: Readonly<Record<ReasonKey, HintText>> = {
   [ExtraReasonKey.MigAllocationFailed]: {
     meaning: 'A MIG instance the container fitted could not be booked on its card.',
     cause: 'The card’s registered MIG profiles, with the instances this container already took there, hold more memory or compute than the card has left: the device plugin registered profiles that overlap in memory.',
-    fix: 'Check the card’s migProfiles in hami.io/node-nvidia-register (`hami-diag node <node>` lists them) and the device plugin’s MIG configuration; other nodes keep scheduling.',
+    fix: 'Check the card’s migProfiles in hami.io/node-nvidia-register (hami-diag node <node> lists them) and the device plugin’s MIG configuration; other nodes keep scheduling.',
   },
   [ExtraReasonKey.DeviceTypeNotFound]: {
     meaning: 'The node has no cards of the type the container requests.',
@@ -143,7 +143,7 @@ const hintTexts: Readonly<Record<ReasonKey, HintText>> = {
   [ExtraReasonKey.NodeLockContention]: {
     meaning: 'Another pod is being bound to the node, so the node lock was not granted.',
     cause: 'A bind for another pod took the node lock (hami.io/mutex.lock) less than 5 minutes ago and its device allocation has not finished.',
-    fix: 'Usually transient: kube-scheduler retries. If it persists, check the lock holder shown by `hami-diag node <node>` and the device plugin on that node; the lock expires after 5 minutes.',
+    fix: 'Usually transient: kube-scheduler retries. If it persists, check the lock holder shown by hami-diag node <node> and the device plugin on that node; the lock expires after 5 minutes.',
   },
   [ExtraReasonKey.InvalidDeviceScoringWeights]: {
     meaning: 'The pod’s hami.io/device-scoring-weights annotation is invalid, so no node was tried.',
@@ -173,17 +173,17 @@ const neuronHintTexts: Readonly<Partial<Record<ReasonKey, HintText>>> = {
   [ReasonCode.CardTypeMismatch]: {
     meaning: 'The device is not an AWS Neuron device.',
     cause: 'A Neuron request met a device of another type; only devices registered from aws.amazon.com/neuron capacity serve it.',
-    fix: 'Check the node’s devices with `hami-diag node <node>`; Neuron pods need trn/inf nodes with the AWS Neuron device plugin.',
+    fix: 'Check the node’s devices with hami-diag node <node>; Neuron pods need trn/inf nodes with the AWS Neuron device plugin.',
   },
   [ReasonCode.CardUuidMismatch]: {
     meaning: 'The Neuron device is excluded by the pod’s device selection.',
     cause: 'The pod lists devices with aws.amazon.com/use-neuron-uuid (only these) or aws.amazon.com/nouse-neuron-uuid (never these), by ids such as <node>-AWSNeuron-<index>.',
-    fix: 'Check the ids in those annotations against `hami-diag node <node>`; drop the annotation unless the pod needs specific devices.',
+    fix: 'Check the ids in those annotations against hami-diag node <node>; drop the annotation unless the pod needs specific devices.',
   },
   [ReasonCode.CardTimeSlicingExhausted]: {
     meaning: 'Every NeuronCore of the device is already given to a pod.',
     cause: 'A Neuron device takes at most one pod per core, and pods hold all of them.',
-    fix: 'Wait for pods on the device to finish, or use another node; `hami-diag node <node>` shows the cores in use per device.',
+    fix: 'Wait for pods on the device to finish, or use another node; hami-diag node <node> shows the cores in use per device.',
   },
   [ReasonCode.ExclusiveDeviceAllocateConflict]: {
     meaning: 'The pod wants the Neuron device to itself, but another pod uses part of it.',
@@ -194,7 +194,7 @@ const neuronHintTexts: Readonly<Partial<Record<ReasonKey, HintText>>> = {
     meaning: 'The device has too few free NeuronCores side by side for the request.',
     cause:
       'The Neuron runtime takes a contiguous range of cores: aws.amazon.com/neuroncore asks more cores than are free next to each other on the device, or aws.amazon.com/neuron (a whole device, and every device of a run) meets a device another pod uses part of.',
-    fix: 'Ask fewer cores, wait for pods on the device to finish, or use another node; `hami-diag node <node>` shows which cores are in use.',
+    fix: 'Ask fewer cores, wait for pods on the device to finish, or use another node; hami-diag node <node> shows which cores are in use.',
   },
   [ReasonCode.NumaNotFit]: {
     meaning: 'Enough Neuron devices are free, but not in a group AWS’s placement rules accept.',
@@ -205,7 +205,7 @@ const neuronHintTexts: Readonly<Partial<Record<ReasonKey, HintText>>> = {
   [ReasonCode.NodeInsufficientDevice]: {
     meaning: 'The request spans more Neuron devices than the node has at all.',
     cause: 'aws.amazon.com/neuron is larger than the node’s device count, or aws.amazon.com/neuroncore needs more devices than the node has at its cores per device.',
-    fix: 'Ask for less, or run the pod on a larger instance type (`hami-diag node <node>` lists its devices).',
+    fix: 'Ask for less, or run the pod on a larger instance type (hami-diag node <node> lists its devices).',
   },
   [ReasonCode.AllocatedCardsInsufficientRequest]: {
     meaning: 'Some Neuron devices are free, but fewer than the request spans.',
@@ -215,7 +215,7 @@ const neuronHintTexts: Readonly<Partial<Record<ReasonKey, HintText>>> = {
   [ExtraReasonKey.DeviceTypeNotFound]: {
     meaning: 'The node has no AWS Neuron devices.',
     cause: 'The node advertises no aws.amazon.com/neuron capacity (not a trn/inf node, or the AWS Neuron device plugin is not running there).',
-    fix: 'Run the pod on trn/inf nodes with the AWS Neuron device plugin; `hami-diag node <node>` shows what the scheduler holds.',
+    fix: 'Run the pod on trn/inf nodes with the AWS Neuron device plugin; hami-diag node <node> shows what the scheduler holds.',
   },
 };
 

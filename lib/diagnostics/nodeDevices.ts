@@ -18,6 +18,8 @@ export const nodeDeviceSchema = z.object({
   usedcores: z.number(),
   /** `namespace/name` of the pods booked on the card. */
   pods: z.array(z.string()),
+  /** Those of `pods` whose bind failed (hami.io/bind-phase: failed): still booked until released, not running. Absent when none. */
+  bindFailed: z.array(z.string()).optional(),
   /** `mig` for a card split into MIG instances (absent: HAMi-core sharing). */
   mode: z.string().optional(),
   /** Why a card is not healthy to the scheduler although its device plugin reports it healthy. */

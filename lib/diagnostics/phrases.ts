@@ -3,7 +3,7 @@
  * so both say the same for every device kind (AWS Neuron in NeuronCores, by index: docs/devices.md). Pure, and safe in
  * the browser.
  */
-import type { CardEvidenceLog, ContainerLog } from './schedulerLog';
+import type { CardEvidenceLog, ContainerLog, SelectorsLog } from './schedulerLog';
 
 type Chosen = NonNullable<ContainerLog['chosen']>[number];
 
@@ -32,4 +32,61 @@ export function coresPhrase(used: number, total: number, indexes: CardEvidenceLo
 /** `0,1,2`, or `-` for none. */
 export function indexList(indexes: readonly number[]): string {
   return indexes.length === 0 ? '-' : indexes.join(',');
+}
+
+/**
+ * What the pod asks for, one line per container with a GPU request (`main asks 1 card(s) × 4000 MiB, 30% cores`): the
+ * same on every node tried, so read from the first node that carries requests (`?detail=devices`). Empty without.
+ */
+export function podRequestPhrases(nodes: readonly { readonly containers: readonly ContainerLog[] }[]): string[] {
+  const node = nodes.find((n) => n.containers.some((c) => c.request !== undefined));
+  if (node === undefined) return [];
+  return node.containers.flatMap((c) => (c.request === undefined ? [] : [`${c.init ? `${c.name} (init)` : c.name} ${requestPhrase(c.request)}`]));
+}
+
+/**
+ * Both sides of a card refused for not being what the pod selects: `card type NVIDIA-T4; the pod asks for A100`,
+ * `card GPU-1; the pod excludes it`, `card on NUMA node 1; the pod asks for all its cards on one NUMA node`. The card's
+ * side comes from the evidence (`type`, `mode`, `numa` where the registration is still the one decided on), the pod's
+ * from its recorded selection; a side not known is left out. Empty for other outcomes, or when neither side is known.
+ */
+export function mismatchPhrase(card: CardEvidenceLog, selectors: SelectorsLog | undefined, request: ContainerLog['request']): string {
+  const sides: string[] = [];
+  switch (card.outcome) {
+    case 'CardTypeMismatch':
+      if (request !== undefined && request.type !== 'NVIDIA') {
+        sides.push(card.type !== undefined ? `device type ${card.type}` : 'a device of another type', `the pod asks for ${request.type} devices`);
+        break;
+      }
+      if (card.type !== undefined) sides.push(`card type ${card.type}${selectors?.vgpuMode !== undefined && card.mode !== undefined ? `, mode ${card.mode}` : ''}`);
+      if (selectors?.useTypes) sides.push(`the pod asks for ${selectors.useTypes.join(' or ')}`);
+      if (selectors?.noUseTypes) sides.push(`the pod excludes ${selectors.noUseTypes.join(', ')}`);
+      if (selectors?.vgpuMode !== undefined) sides.push(`the pod asks for mode ${selectors.vgpuMode}`);
+      break;
+    case 'CardUuidMismatch':
+      if (card.uuid !== '') sides.push(`card ${card.uuid}`);
+      if (selectors?.useUuids) sides.push(`the pod asks only for ${selectors.useUuids.join(', ')}`);
+      if (selectors?.noUseUuids) sides.push(selectors.noUseUuids.includes(card.uuid) ? 'the pod excludes it' : `the pod excludes ${selectors.noUseUuids.join(', ')}`);
+      break;
+    case 'NumaNotFit':
+      if (card.numa !== undefined) sides.push(`card on NUMA node ${card.numa}`);
+      if (selectors?.numaBind) sides.push('the pod asks for all its cards on one NUMA node');
+      break;
+    default:
+      return '';
+  }
+  return sides.join('; ');
+}
+
+/** `NVIDIA card(s)`, `Neuron device(s)`: a device kind's own noun (docs/devices.md). */
+function kindNoun(vendor: string, plural: boolean): string {
+  const noun = vendor === 'AWSNeuron' ? 'Neuron device' : vendor === 'NVIDIA' ? 'NVIDIA card' : `${vendor} device`;
+  return plural ? `${noun}s` : noun;
+}
+
+/** `2 Neuron devices not considered: the pod asks for NVIDIA cards`; empty when the node has none of another kind. */
+export function otherKindsPhrase(others: readonly { readonly type: string; readonly count: number }[] | undefined, requestType: string | undefined): string {
+  if (others === undefined || others.length === 0) return '';
+  const counted = others.map((o) => `${o.count} ${kindNoun(o.type, o.count !== 1)}`).join(' and ');
+  return `${counted} not considered${requestType === undefined ? '' : `: the pod asks for ${kindNoun(requestType, true)}`}`;
 }

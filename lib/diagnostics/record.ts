@@ -42,6 +42,18 @@ export interface FilterRecord {
   readonly requestType?: string;
   /** Fitting nodes passed over because another allocation was under way on them, and by whom (lock-aware placement). */
   readonly passedOver?: readonly { readonly name: string; readonly holder: string }[];
+  /** What the pod narrows its cards to, set by the filter when it does: the pod's side of a mismatch. */
+  readonly selectors?: SelectorsRecord;
+}
+
+/** The pod's card selection (nvidia.com/use-gputype, nouse-gputype, use-gpuuuid, nouse-gpuuuid, vgpu-mode, numa-bind); only what it sets. */
+export interface SelectorsRecord {
+  readonly useTypes?: readonly string[];
+  readonly noUseTypes?: readonly string[];
+  readonly useUuids?: readonly string[];
+  readonly noUseUuids?: readonly string[];
+  readonly vgpuMode?: string;
+  readonly numaBind?: true;
 }
 
 export interface BindRecord {

@@ -31,6 +31,23 @@ const cardEvidenceSchema = z.object({
    * of cores, not percentages; docs/devices.md, "AWS Neuron").
    */
   coreIndexes: z.object({ used: z.array(z.number()), free: z.array(z.number()) }).optional(),
+  /**
+   * The card's side of a mismatch: its type, sharing mode and NUMA node, from the registration its id is read from
+   * (absent where the id is: the node registered again since the decision).
+   */
+  type: z.string().optional(),
+  mode: z.string().optional(),
+  numa: z.number().optional(),
+});
+
+/** The pod's card selection (its annotations), when it sets one: the pod's side of a mismatch. */
+const selectorsSchema = z.object({
+  useTypes: z.array(z.string()).optional(),
+  noUseTypes: z.array(z.string()).optional(),
+  useUuids: z.array(z.string()).optional(),
+  noUseUuids: z.array(z.string()).optional(),
+  vgpuMode: z.string().optional(),
+  numaBind: z.literal(true).optional(),
 });
 
 const chosenDeviceSchema = z.object({
@@ -72,6 +89,11 @@ const nodeLogSchema = z.object({
   /** Node-level failure that is not about a container (e.g. `node unregistered`). */
   reason: z.string().optional(),
   containers: z.array(containerLogSchema),
+  /**
+   * `?detail=devices`: the node's devices of another kind than the pod asks for, which no container tried (one kind per
+   * pod), by vendor word; only where the registration is still the one decided on.
+   */
+  otherKinds: z.array(z.object({ type: z.string(), count: z.number() })).optional(),
 });
 
 const hintSchema = z.object({ code: z.string(), meaning: z.string(), cause: z.string(), fix: z.string() });
@@ -89,6 +111,7 @@ const attemptLogSchema = z.object({
     passedOver: z.array(z.object({ name: z.string(), holder: z.string().optional(), holderHidden: z.literal(true).optional() })).optional(),
     /** Why the evidence is less than the decision saw: its cards dropped for the item size limit, or unreadable. */
     evidenceNote: z.string().optional(),
+    selectors: selectorsSchema.optional(),
   }),
   bind: z.object({
     status: z.enum(['passed', 'failed', 'pending']),
@@ -115,6 +138,7 @@ export const schedulerLogSchema = attemptLogSchema.extend({
 });
 
 export type CardEvidenceLog = z.infer<typeof cardEvidenceSchema>;
+export type SelectorsLog = z.infer<typeof selectorsSchema>;
 export type ContainerLog = z.infer<typeof containerLogSchema>;
 export type NodeLog = z.infer<typeof nodeLogSchema>;
 export type AttemptLog = z.infer<typeof attemptLogSchema>;
@@ -125,17 +149,26 @@ export interface RenderOptions {
   readonly detail?: 'devices';
   /** Earlier attempts of the same pod (any order; the latest itself is ignored if present). */
   readonly history?: readonly AttemptRecord[];
+  /**
+   * With `detail`: a node's registered devices by id (type, mode, NUMA node, vendor word), as the card ids are read
+   * from them: a card's side of a mismatch, and the devices of other kinds no container tried.
+   */
+  readonly registered?: RegisteredDevices;
 }
 
+export type RegisteredDevice = { readonly type: string; readonly mode: string; readonly numa: number; readonly vendor: string };
+export type RegisteredDevices = (node: string) => ReadonlyMap<string, RegisteredDevice> | undefined;
+
+
 export function renderSchedulerLog(latest: AttemptRecord, opts: RenderOptions = {}): SchedulerLog {
-  const attempt = renderAttempt(latest, opts.detail);
+  const attempt = renderAttempt(latest, opts.detail, opts.registered);
   const answer = answerFor({ status: attempt.status, filter: filterFacts(latest), bind: attempt.bind });
   const log: SchedulerLog = { ...attempt, hints: hintsFor(latest), answer };
   if (opts.history !== undefined) {
     log.history = opts.history
       .filter((earlier) => earlier.attemptId !== latest.attemptId)
       .sort((a, b) => b.attempt - a.attempt || b.time.localeCompare(a.time))
-      .map((earlier) => renderAttempt(earlier, opts.detail));
+      .map((earlier) => renderAttempt(earlier, opts.detail, opts.registered));
   }
   return log;
 }
@@ -153,7 +186,8 @@ export function overallStatus(record: { readonly filter: Pick<AttemptRecord['fil
   }
 }
 
-function renderAttempt(record: AttemptRecord, detail: RenderOptions['detail']): AttemptLog {
+function renderAttempt(record: AttemptRecord, detail: RenderOptions['detail'], registered?: RegisteredDevices): AttemptLog {
+  const requestType = detail === 'devices' && registered !== undefined ? requestTypeOf(record) : undefined;
   const bind: AttemptLog['bind'] = { status: record.bind.status, summary: record.bind.summary };
   if (record.bind.node !== undefined) bind.node = record.bind.node;
   if (record.bind.time !== undefined) bind.time = record.bind.time;
@@ -162,9 +196,10 @@ function renderAttempt(record: AttemptRecord, detail: RenderOptions['detail']): 
     filter: {
       status: record.filter.status,
       summary: record.filter.summary,
-      nodes: record.filter.nodes.map((node) => renderNode(node, detail)),
+      nodes: record.filter.nodes.map((node) => renderNode(node, detail, registered, requestType)),
       ...(record.filter.passedOver && record.filter.passedOver.length > 0 ? { passedOver: record.filter.passedOver.map((p) => ({ name: p.name, holder: p.holder })) } : {}),
       ...evidenceNoteOf(record),
+      ...(record.filter.selectors !== undefined ? { selectors: copySelectors(record.filter.selectors) } : {}),
     },
     bind,
     pod: { namespace: record.pod.namespace, name: record.pod.name, uid: record.pod.uid },
@@ -181,17 +216,45 @@ function evidenceNoteOf(record: AttemptRecord): { evidenceNote?: string } {
   return {};
 }
 
-function renderNode(node: NodeEvidence, detail: RenderOptions['detail']): NodeLog {
+function copySelectors(selectors: NonNullable<AttemptRecord['filter']['selectors']>): SelectorsLog {
+  return {
+    ...(selectors.useTypes ? { useTypes: [...selectors.useTypes] } : {}),
+    ...(selectors.noUseTypes ? { noUseTypes: [...selectors.noUseTypes] } : {}),
+    ...(selectors.useUuids ? { useUuids: [...selectors.useUuids] } : {}),
+    ...(selectors.noUseUuids ? { noUseUuids: [...selectors.noUseUuids] } : {}),
+    ...(selectors.vgpuMode !== undefined ? { vgpuMode: selectors.vgpuMode } : {}),
+    ...(selectors.numaBind ? { numaBind: true as const } : {}),
+  };
+}
+
+function renderNode(node: NodeEvidence, detail: RenderOptions['detail'], registered?: RegisteredDevices, requestType?: string): NodeLog {
   const score = float32Json(node.score);
   const containerFailed = node.containers.some((container) => container.status === 'failed');
   if (node.status === 'failed' && !containerFailed) {
     // docs/api.md §9: a failure that is not about a container is the node's own, with no containers.
     return { name: node.name, status: node.status, score, reason: node.reason ?? '', containers: [] };
   }
-  return { name: node.name, status: node.status, score, containers: node.containers.map((c) => renderContainer(c, detail)) };
+  const devices = registered?.(node.name);
+  const log: NodeLog = { name: node.name, status: node.status, score, containers: node.containers.map((c) => renderContainer(c, detail, (uuid) => (uuid === '' ? undefined : devices?.get(uuid)))) };
+  const others = otherKindsOf(node, devices, requestType);
+  if (others.length > 0) log.otherKinds = others;
+  return log;
 }
 
-function renderContainer(container: ContainerEvidence, detail: RenderOptions['detail']): ContainerLog {
+/**
+ * Devices of the node not of the pod's kind that no container tried, counted by vendor word. Only where a card
+ * the evidence names is found in `devices`: its id is read only while the node's registration is the decision's.
+ */
+function otherKindsOf(node: NodeEvidence, devices: ReadonlyMap<string, RegisteredDevice> | undefined, requestType: string | undefined): NonNullable<NodeLog['otherKinds']> {
+  if (devices === undefined || requestType === undefined) return [];
+  const tried = new Set(node.containers.flatMap((c) => c.cards.map((card) => card.uuid)));
+  if (![...tried].some((uuid) => uuid !== '' && devices.has(uuid))) return [];
+  const counts = new Map<string, number>();
+  for (const [id, device] of devices) if (device.vendor !== requestType && !tried.has(id)) counts.set(device.vendor, (counts.get(device.vendor) ?? 0) + 1);
+  return [...counts].map(([type, count]) => ({ type, count }));
+}
+
+function renderContainer(container: ContainerEvidence, detail: RenderOptions['detail'], infoOf: (uuid: string) => RegisteredDevice | undefined): ContainerLog {
   // A container without a GPU request trivially passes; the proposal has only passed/failed (+ skipped).
   const status = container.status === 'noRequest' ? 'passed' : container.status;
   const out: ContainerLog = { name: container.name, status };
@@ -200,7 +263,10 @@ function renderContainer(container: ContainerEvidence, detail: RenderOptions['de
   if (detail === 'devices') {
     const cores = container.request?.type === AWS_NEURON;
     if (container.request !== undefined) out.request = { ...container.request };
-    out.devices = container.cards.map((card) => (cores ? neuronCard(card) : { ...card }));
+    out.devices = container.cards.map((card) => {
+      const info = infoOf(card.uuid);
+      return { ...(cores ? neuronCard(card) : { ...card }), ...(info ? { type: info.type, mode: info.mode, numa: info.numa } : {}) };
+    });
     if (container.devices !== undefined) out.chosen = container.devices.map((device) => (cores ? { ...device, coreIndexes: coreIndexes(device.usedcores) } : { ...device }));
   }
   return out;

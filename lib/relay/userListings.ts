@@ -120,9 +120,12 @@ export function hidePodsOfNode(node: unknown, readable: ReadonlySet<string>): un
               }),
             }
           : card.mig;
+        const bindFailed = Array.isArray(card.bindFailed) ? card.bindFailed.filter(shown) : undefined;
+        const { bindFailed: _bindFailed, ...rest } = card;
         return {
-          ...card,
+          ...rest,
           pods: visible,
+          ...(bindFailed !== undefined && bindFailed.length > 0 ? { bindFailed } : {}),
           ...(pods.length > visible.length ? { hiddenPods: pods.length - visible.length } : {}),
           ...(mig !== undefined ? { mig } : {}),
         };

@@ -5,7 +5,8 @@
  */
 import type { SchedulerLogSummary } from '../../diagnostics/summary';
 import { listAll } from './api';
-import { badge, h, link, replace } from './dom';
+import { OUTCOMES, outcomeOf } from '../../diagnostics/vocabulary';
+import { h, link, outcomeBadge, replace } from './dom';
 
 const PER_PAGE = 100;
 const MAX_ITEMS = 10_000;
@@ -27,7 +28,7 @@ export async function renderDecisions(main: HTMLElement, query: URLSearchParams)
   let page = 0;
 
   const nsSelect = select('filter-namespace', 'Namespace', 'every namespace', namespaces, initial.namespace);
-  const outcomeSelect = select('filter-outcome', 'Outcome', 'every outcome', ['succeeded', 'pending', 'failed'], initial.outcome);
+  const outcomeSelect = select('filter-outcome', 'Outcome', 'every outcome', OUTCOMES, initial.outcome);
   const reasonSelect = select('filter-reason', 'Reason code', 'every reason', reasons, initial.reason);
   const table = h('tbody');
   const shown = h('p', { class: 'muted', id: 'shown' });
@@ -35,7 +36,7 @@ export async function renderDecisions(main: HTMLElement, query: URLSearchParams)
 
   const draw = () => {
     const f = { namespace: nsSelect.value, outcome: outcomeSelect.value, reason: reasonSelect.value };
-    const matching = all.filter((i) => (f.namespace === '' || i.pod.namespace === f.namespace) && (f.outcome === '' || i.status === f.outcome) && (f.reason === '' || i.answer.code === f.reason || i.filter.reasons.some((r) => r.code === f.reason)));
+    const matching = all.filter((i) => (f.namespace === '' || i.pod.namespace === f.namespace) && (f.outcome === '' || outcomeOf(i) === f.outcome) && (f.reason === '' || i.answer.code === f.reason || i.filter.reasons.some((r) => r.code === f.reason)));
     const pages = Math.max(1, Math.ceil(matching.length / PER_PAGE));
     page = Math.min(page, pages - 1);
     replace(shown, `${matching.length} of ${all.length} pods match`);
@@ -48,7 +49,7 @@ export async function renderDecisions(main: HTMLElement, query: URLSearchParams)
           h('td', { class: 'mono col-time' }, i.time),
           h('td', { class: 'col-namespace' }, i.pod.namespace),
           h('td', { class: 'col-pod' }, link(['pods', i.pod.namespace, i.pod.name], i.pod.name)),
-          h('td', { class: 'col-outcome' }, badge(i.status)),
+          h('td', { class: 'col-outcome' }, outcomeBadge(outcomeOf(i))),
           h('td', { class: 'col-reason' }, i.answer.code ?? i.filter.reasons[0]?.code ?? ''),
           h('td', { class: 'col-answer' }, i.answer.sentence),
         ),

@@ -2,6 +2,8 @@
  * Building the page: elements, attributes and text nodes only. Cluster data (pod and node names, annotations,
  * reasons) only ever becomes text (`createTextNode`), never markup; no `innerHTML` anywhere in the console.
  */
+import { outcomeClass, type Outcome } from '../../diagnostics/vocabulary';
+
 export type Child = Node | string | number | null | undefined | false;
 /** A child, or lists of them nested to any depth. */
 export type Children = Child | readonly Children[];
@@ -62,6 +64,12 @@ export function meter(label: string, used: number, total: number, text: string):
   );
 }
 
-export function badge(status: string): HTMLElement {
-  return h('span', { class: `badge ${status}` }, status);
+/** A status word in a pill; `cls` colours it (a word with spaces, `bind failed`, passes its class `bind-failed`). */
+export function badge(status: string, cls: string = status): HTMLElement {
+  return h('span', { class: `badge ${cls}` }, status);
+}
+
+/** The outcome word of an attempt (lib/diagnostics/vocabulary.ts) in a pill. */
+export function outcomeBadge(outcome: Outcome): HTMLElement {
+  return badge(outcome, outcomeClass(outcome));
 }

@@ -8,7 +8,8 @@
  */
 import type { NodeDevicesView } from '../../control/views';
 import { listAll } from './api';
-import { BAR_LEVELS, badge, h, link, meter, replace } from './dom';
+import { Outcome } from '../../diagnostics/vocabulary';
+import { BAR_LEVELS, badge, h, link, meter, outcomeBadge, replace } from './dom';
 import { isSortKey, SORTS, sortNodes, summarise, type NodeSummary, type SortKey } from './rank';
 import { amount, coresText, countText, memoryText } from './units';
 
@@ -306,13 +307,14 @@ function lockHolder(lock: { readonly holder?: string }): HTMLElement | string {
   return lock.holder !== undefined ? link(['pods', ...splitPod(lock.holder)], lock.holder) : 'a pod in a namespace you may not read';
 }
 
-function podsOf(card: { readonly pods: readonly string[]; readonly hiddenPods?: number }): HTMLElement {
+function podsOf(card: { readonly pods: readonly string[]; readonly hiddenPods?: number; readonly bindFailed?: readonly string[] }): HTMLElement {
   const hidden = card.hiddenPods ?? 0;
   if (card.pods.length === 0 && hidden === 0) return h('span', { class: 'muted' }, 'none');
   return h(
     'ul',
     { class: 'pods' },
-    card.pods.map((p) => h('li', null, link(['pods', ...splitPod(p)], p))),
+    // A pod whose bind failed is still booked until released: marked, so it does not read as running here.
+    card.pods.map((p) => h('li', null, link(['pods', ...splitPod(p)], p), card.bindFailed?.includes(p) === true ? [' ', outcomeBadge(Outcome.BindFailed)] : null)),
     hidden > 0 ? h('li', { class: 'muted', 'data-hidden-pods': String(hidden) }, `${hidden} in namespaces you may not read`) : null,
   );
 }

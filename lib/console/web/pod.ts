@@ -3,10 +3,11 @@
  * hint at the top, then the per-node reasons, the per-card evidence, the bind phase, every hint and the attempt
  * history. A pod without a record says so, with the debugging decision tree when the server could walk it.
  */
-import { chosenPhrase, coresPhrase, requestPhrase } from '../../diagnostics/phrases';
-import type { SchedulerLog } from '../../diagnostics/schedulerLog';
+import { chosenPhrase, coresPhrase, mismatchPhrase, otherKindsPhrase, podRequestPhrases, requestPhrase } from '../../diagnostics/phrases';
+import type { CardEvidenceLog, ContainerLog, SchedulerLog } from '../../diagnostics/schedulerLog';
+import { outcomeClass, outcomeOf, viewAgePhrase } from '../../diagnostics/vocabulary';
 import { ApiError, getJson } from './api';
-import { badge, bar, h, replace } from './dom';
+import { badge, bar, h, outcomeBadge, replace } from './dom';
 
 /** What the relay adds to a 404 when it could read the pod (lib/cli/decisionTree.ts). */
 interface NotFoundBody {
@@ -24,18 +25,22 @@ export async function renderPod(main: HTMLElement, namespace: string, name: stri
     throw err;
   }
   const hint = log.answer?.code !== undefined ? log.hints.find((x) => x.code === log.answer?.code) : undefined;
+  const outcome = outcomeOf(log);
+  const requests = podRequestPhrases(log.filter.nodes);
   replace(
     main,
     h('h1', null, `${log.pod.namespace}/${log.pod.name}`),
     h(
       'section',
-      { class: `answer ${log.status}`, id: 'answer', 'aria-label': 'Answer' },
-      h('p', null, badge(log.status), ' ', h('span', { id: 'answer-sentence' }, log.answer?.sentence ?? log.filter.summary)),
+      { class: `answer ${outcomeClass(outcome)}`, id: 'answer', 'aria-label': 'Answer' },
+      h('p', null, outcomeBadge(outcome), ' ', h('span', { id: 'answer-sentence' }, log.answer?.sentence ?? log.filter.summary)),
+      // The request, always in view beside the answer (not only in the per-card evidence further down).
+      requests.length > 0 ? h('p', { class: 'request', id: 'answer-request' }, h('strong', null, 'Request: '), requests.join('; ')) : null,
       hint
         ? h('div', { class: 'hint', id: 'answer-hint' }, h('p', null, h('strong', null, hint.code), ': ', hint.meaning), h('p', null, h('strong', null, 'Cause: '), hint.cause), h('p', null, h('strong', null, 'Fix: '), hint.fix))
         : null,
     ),
-    h('p', { class: 'muted' }, `Attempt #${log.attempt} at ${log.time} (id ${log.attemptId}), uid ${log.pod.uid}`, log.view ? `; decided on a view ${log.view.ageMs} ms old (journal entry ${log.view.seq})` : ''),
+    h('p', { class: 'muted' }, `Attempt #${log.attempt} at ${log.time} (id ${log.attemptId}), uid ${log.pod.uid}`, log.view ? `; ${viewAgePhrase(log.view.ageMs)}` : ''),
     h('h2', null, 'Filter'),
     h('p', null, badge(log.filter.status), ' ', log.filter.summary),
     (log.filter.passedOver ?? []).map((p) => h('p', { class: 'warn' }, `Passed over ${p.name}: ${p.holder ?? 'a pod in a namespace you may not read'} is allocating there`)),
@@ -48,7 +53,7 @@ export async function renderPod(main: HTMLElement, namespace: string, name: stri
     h('h2', null, 'Attempt history'),
     (log.history ?? []).length === 0
       ? h('p', { class: 'muted' }, 'No earlier attempt.')
-      : h('table', { id: 'history' }, h('thead', null, h('tr', null, ['#', 'Time', 'Outcome', 'Summary'].map((c) => h('th', { scope: 'col' }, c)))), h('tbody', null, (log.history ?? []).map((a) => h('tr', null, h('td', null, String(a.attempt)), h('td', { class: 'mono' }, a.time), h('td', null, badge(a.status)), h('td', null, a.filter.status === 'failed' ? a.filter.summary : a.bind.status === 'failed' ? `bind: ${a.bind.summary}` : a.filter.summary))))),
+      : h('table', { id: 'history' }, h('thead', null, h('tr', null, ['#', 'Time', 'Outcome', 'Summary'].map((c) => h('th', { scope: 'col' }, c)))), h('tbody', null, (log.history ?? []).map((a) => h('tr', null, h('td', null, String(a.attempt)), h('td', { class: 'mono' }, a.time), h('td', null, outcomeBadge(outcomeOf(a))), h('td', null, a.filter.status === 'failed' ? a.filter.summary : a.bind.status === 'failed' ? `bind: ${a.bind.summary}` : a.filter.summary))))),
   );
 }
 
@@ -72,6 +77,9 @@ function reasonLines(reason: string): (Node | string)[] {
 function evidence(log: SchedulerLog): HTMLElement[] {
   const out: HTMLElement[] = [];
   for (const node of log.filter.nodes) {
+    // Devices of another kind than the pod asks for, which no container tried: said, not left out silently.
+    const others = otherKindsPhrase(node.otherKinds, node.containers.find((c) => c.request !== undefined)?.request?.type);
+    if (others !== '') out.push(h('p', { class: 'muted other-kinds', 'data-node': node.name }, `${node.name}: ${others}`));
     for (const c of node.containers) {
       if (c.devices === undefined || c.devices.length === 0) continue;
       const req = c.request;
@@ -84,7 +92,7 @@ function evidence(log: SchedulerLog): HTMLElement[] {
             'table',
             null,
             h('thead', null, h('tr', null, ['#', 'Card', 'Outcome', 'Memory used / total', '+asked', 'Cores used / total', '+asked', 'Slots'].map((x) => h('th', { scope: 'col' }, x)))),
-            h('tbody', null, c.devices.map((d) => h('tr', null, h('td', null, String(d.index)), h('td', { class: 'mono' }, d.uuid), h('td', { class: d.outcome === 'Fit' ? 'good' : 'bad' }, d.outcome), d.coreIndexes !== undefined ? h('td', { class: 'muted' }, 'not booked') : h('td', null, bar(`memory ${d.uuid}`, d.usedMem, d.totalMem, 'MiB')), h('td', null, d.coreIndexes !== undefined ? '-' : String(d.requestedMem)), h('td', null, d.coreIndexes !== undefined ? coresPhrase(d.usedCores, d.totalCores, d.coreIndexes) : bar(`cores ${d.uuid}`, d.usedCores, d.totalCores, '%')), h('td', null, String(d.requestedCores)), h('td', null, `${d.usedSlots} / ${d.slots}`)))),
+            h('tbody', null, c.devices.map((d) => h('tr', null, h('td', null, String(d.index)), h('td', { class: 'mono' }, d.uuid), h('td', { class: d.outcome === 'Fit' ? 'good' : 'bad' }, d.outcome, mismatchOf(d, log, req)), d.coreIndexes !== undefined ? h('td', { class: 'muted' }, 'not booked') : h('td', null, bar(`memory ${d.uuid}`, d.usedMem, d.totalMem, 'MiB')), h('td', null, d.coreIndexes !== undefined ? '-' : String(d.requestedMem)), h('td', null, d.coreIndexes !== undefined ? coresPhrase(d.usedCores, d.totalCores, d.coreIndexes) : bar(`cores ${d.uuid}`, d.usedCores, d.totalCores, '%')), h('td', null, String(d.requestedCores)), h('td', null, `${d.usedSlots} / ${d.slots}`)))),
           ),
           (c.chosen ?? []).map((x) => h('p', null, `Chosen: ${chosenPhrase(x)}`)),
         ),
@@ -92,6 +100,12 @@ function evidence(log: SchedulerLog): HTMLElement[] {
     }
   }
   return out.length === 0 ? [] : [h('h2', null, 'Per-card evidence'), ...out];
+}
+
+/** Both sides of a mismatch under the card's outcome (`card type NVIDIA-T4; the pod asks for A100`), when known. */
+function mismatchOf(card: CardEvidenceLog, log: SchedulerLog, request: ContainerLog['request']): HTMLElement | null {
+  const phrase = mismatchPhrase(card, log.filter.selectors, request);
+  return phrase === '' ? null : h('div', { class: 'mismatch' }, phrase);
 }
 
 function renderNoRecord(main: HTMLElement, namespace: string, name: string, err: ApiError): void {
@@ -104,7 +118,7 @@ function renderNoRecord(main: HTMLElement, namespace: string, name: string, err:
       'section',
       { class: 'answer pending', id: 'answer', 'aria-label': 'Answer' },
       h('p', null, badge('no record'), ' ', h('span', { id: 'answer-sentence' }, tree ? tree.explanation : err.message)),
-      tree ? h('div', { class: 'hint', id: 'answer-hint' }, h('p', null, h('strong', null, 'Next: '), tree.advice)) : h('p', { class: 'muted' }, `The scheduler has no record of this pod: it was never filtered, asks for no GPU, or its record expired. \`hami-diag pod ${name} -n ${namespace}\` walks the debugging decision tree with your kubeconfig.`),
+      tree ? h('div', { class: 'hint', id: 'answer-hint' }, h('p', null, h('strong', null, 'Next: '), tree.advice)) : h('p', { class: 'muted' }, `The scheduler has no record of this pod: it was never filtered, asks for no GPU, or its record expired. Run hami-diag pod ${name} -n ${namespace} to walk the debugging decision tree with your kubeconfig.`),
     ),
     tree ? h('ol', { class: 'tree' }, tree.steps.map((s) => h('li', { class: s.ok ? 'good' : 'bad' }, `${s.question} `, h('strong', null, s.answer)))) : null,
   );

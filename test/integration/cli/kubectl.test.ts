@@ -111,7 +111,7 @@ describe('kubectl hami pod through the relay, with the kubeconfig', () => {
     expect(out.stderr).toBe('');
     expect(out.code).toBe(0);
     expect(out.stdout).toMatch(/^Pod {7}ml\/train /);
-    expect(out.stdout).toContain('Placed on node1');
+    expect(out.stdout).toContain('Binding: placed on node1');
     const proxied = kube.requests.slice(seen).map((r) => r.path);
     expect(proxied).toContain('/api/v1/namespaces/hami-system/services/https:hami-relay:8081/proxy/api/v1/namespaces/ml/pods/train/schedulerlog');
     // The relay reviewed alice's own token, forwarded in X-Hami-Authorization past the proxy.
@@ -145,7 +145,7 @@ describe('kubectl hami pod through the relay, with the kubeconfig', () => {
     expect(all.code).toBe(0);
     const lines = all.stdout.trimEnd().split('\n');
     expect(lines[0]).toMatch(/^NAMESPACE +NAME +STATUS +NODE +AGE +ANSWER$/);
-    expect(lines.slice(1).map((line) => line.split(/\s+/).slice(0, 3).join(' ')).sort()).toEqual(['ml train pending', 'team-b huge failed']);
+    expect(lines.slice(1).map((line) => line.split(/\s+/).slice(0, 3).join(' ')).sort()).toEqual(['ml train binding', 'team-b huge pending']);
     const one = await kubectlHami(['pod', '-n', 'team-b'], { KUBECONFIG: aliceOnly });
     expect(one.stdout.split('\n')[0]).toMatch(/^NAME +STATUS +NODE +AGE +ANSWER$/);
     expect(one.stdout).toContain('huge');

@@ -175,8 +175,14 @@ describe('the console served by npm start, with the demo cluster loaded', () => 
   it("draws the pending pod's page answer first: its reason code and the hint's fix", async () => {
     await open(server.url, '#/pods/default/gpu-pod-default');
     const answer = await textOf('#answer');
-    expect(answer).toContain('failed');
+    // One vocabulary: the badge says what the sentence says, and the request sits beside the answer.
+    expect(await textOf('#answer .badge')).toBe('pending');
     expect(answer).toContain('Pending: no node fits.');
+    expect(await textOf('#answer-request')).toMatch(/^Request: \S+ asks \d+ card\(s\)/);
+    expect(await textOf('main')).not.toContain('`');
+    // The freshness of the decision in user words; the journal entry stays in the JSON.
+    expect(await textOf('main')).toMatch(/decided on the cluster state as of \d+(\.\d)? s before/);
+    expect(await textOf('main')).not.toMatch(/journal entry|ms old/);
     expect(answer).toContain('NodeInsufficientDevice');
     expect(answer).toContain('Fix: Lower nvidia.com/gpu');
     expect(await textOf('#nodes')).toContain('NodeInsufficientDevice');
@@ -226,7 +232,7 @@ describe('the console served by npm start, with the demo cluster loaded', () => 
 
   it('filters the decisions by namespace, outcome and reason code', async () => {
     await open(server.url, '#/decisions');
-    await page.select('#filter-outcome', 'failed');
+    await page.select('#filter-outcome', 'pending');
     await page.select('#filter-reason', 'NodeInsufficientDevice');
     expect(await page.$$eval('#decisions tbody tr', (rows) => rows.map((r) => r.getAttribute('data-pod')))).toEqual(['default/gpu-pod-default']);
     await page.select('#filter-reason', '');
@@ -318,6 +324,42 @@ describe('the console served by npm start, with the demo cluster loaded', () => 
     await page.waitForSelector('section[data-node="zz-over"]');
     expect(await textOf('section[data-node="zz-over"] [data-overcommitted="GPU-zz-over"]')).toBe('over-committed: memory, cores');
     expect(await textOf('#totals')).toContain('(1 over-committed)');
+  });
+
+  it("names both sides of a CardTypeMismatch in the pod's per-card evidence", async () => {
+    const api = controlClient(server.url);
+    await api.events([{ type: 'ADDED', object: gpuNode('zz-t4', [card('GPU-zz-t4', { type: 'NVIDIA-Tesla T4' })]) }]);
+    expect((await api.filter(gpuPod('wants-a100', [{ name: 'main', gpu: 1, mem: 1000 }], { namespace: 'default', annotations: { 'nvidia.com/use-gputype': 'A100' } }), ['zz-t4'])).status).toBe(200);
+    await open(server.url, '#/pods/default/wants-a100');
+    await page.click('details.evidence[data-node="zz-t4"] summary');
+    expect(await textOf('details.evidence[data-node="zz-t4"] .mismatch')).toBe('card type NVIDIA-Tesla T4; the pod asks for A100');
+  });
+
+  it("says the devices of another kind a pod's kind never tried", async () => {
+    const api = controlClient(server.url);
+    const gpu = gpuNode('zz-mixed', [card('GPU-zz-mixed')]);
+    const trn = neuronNode('zz-mixed', 2, 4, 'trn1.2xlarge', { annotations: gpu.metadata.annotations as Record<string, string> });
+    const capacity = { ...trn.status.capacity, 'nvidia.com/gpu': '10' };
+    await api.events([{ type: 'ADDED', object: { ...trn, status: { capacity, allocatable: capacity } } }]);
+    expect((await api.filter(gpuPod('too-big-mixed', [{ name: 'main', gpu: 1, mem: 100_000 }], { namespace: 'default' }), ['zz-mixed'])).status).toBe(200);
+    await open(server.url, '#/pods/default/too-big-mixed');
+    expect(await textOf('.other-kinds[data-node="zz-mixed"]')).toBe('zz-mixed: 2 Neuron devices not considered: the pod asks for NVIDIA cards');
+  });
+
+  it('marks a booked pod whose bind failed as such beside its card', async () => {
+    const api = controlClient(server.url);
+    await api.events([{ type: 'ADDED', object: gpuNode('zz-bindfail', [card('GPU-zz-bindfail')]) }]);
+    const claims = { 'hami.io/vgpu-node': 'zz-bindfail', 'hami.io/vgpu-devices-allocated': 'GPU-zz-bindfail,NVIDIA,1024,10:;' };
+    const pods = await api.events([
+      { type: 'ADDED', object: forwardedPod(gpuPod('bind-lost', [{ name: 'main', gpu: 1 }], { namespace: 'team-a' }), { ...claims, 'hami.io/bind-phase': 'failed' }) },
+      { type: 'ADDED', object: forwardedPod(gpuPod('bind-ok', [{ name: 'main', gpu: 1 }], { namespace: 'team-a' }), { ...claims, 'hami.io/bind-phase': 'success' }, { phase: 'Running' }) },
+    ]);
+    expect(pods.json.rejected).toEqual([]);
+    await open(server.url, '#/');
+    await page.reload();
+    await page.waitForSelector('section[data-node="zz-bindfail"]');
+    const items = await page.$$eval('section[data-node="zz-bindfail"] ul.pods li', (lis) => lis.map((li) => li.textContent));
+    expect(items.sort()).toEqual(['team-a/bind-lost bind failed', 'team-a/bind-ok']);
   });
 });
 

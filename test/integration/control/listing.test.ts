@@ -94,7 +94,7 @@ describe('GET /api/v1/namespaces/{ns}/schedulerlogs and /api/v1/schedulerlogs', 
     expect(byName.get('huge')).toMatchObject({
       status: 'failed',
       filter: { status: 'failed', evaluated: 3, reasons: [{ code: 'CardInsufficientMemory', nodes: 3 }] },
-      answer: { sentence: 'Pending: no node fits. 3 of 3 nodes fail with CardInsufficientMemory.', code: 'CardInsufficientMemory', fix: expect.stringContaining('Lower the memory request') },
+      answer: { sentence: 'Pending: no node fits. All 3 nodes fail with CardInsufficientMemory.', code: 'CardInsufficientMemory', fix: expect.stringContaining('Lower the memory request') },
     });
   });
 

@@ -55,7 +55,7 @@ describe('npm run demo', () => {
       ['Normal', 'BindingSucceed', 'Successfully binding node [node3] to llm/deepseek-5996b8569d-kgwgx'],
     ]);
     expect(s1).toContain('$ hami-diag pod llm/deepseek-5996b8569d-kgwgx');
-    expect(s1).toContain('Status    succeeded');
+    expect(s1).toContain('Status    scheduled');
     expect(nodeRow(s1, 'node3')).toEqual(['node3', 'passed', '1.5', 'vllm', 'passed']);
     expect(nodeRow(s1, 'node4')).toEqual(['node4', 'passed', '0.5', 'vllm', 'passed']);
     const failed = ['node1', 'node2', 'node5', 'node6', 'node7', 'node8', 'node9', 'node10'];

@@ -2,7 +2,8 @@
 import { bindPodToNode, MAX_OUTCOME_TEXT, recordBindOutcome } from '../../../lib/control/bind';
 import { ingestClusterEvents } from '../../../lib/control/clusterEvents';
 import { filterPod } from '../../../lib/control/filter';
-import { readSchedulerLog } from '../../../lib/control/views';
+import { readNodeDevices, readSchedulerLog } from '../../../lib/control/views';
+import { renderNodeDevicesText } from '../../../lib/cli/render';
 import { card, forwardedPod, gpuNode, gpuPod, type ContainerSpec } from '../../support/cluster';
 import { filterOf, patchOf, world, type Environment } from './fixtures';
 
@@ -124,5 +125,22 @@ describe('bind', () => {
     expect(log.bind.status).toBe('failed');
     expect(log.bind.summary.length).toBeLessThan(MAX_OUTCOME_TEXT + 100);
     expect(log.bind.summary).toMatch(/… \(995904 more characters cut\)$/);
+  });
+});
+
+describe('a pod whose bind failed, still booked', () => {
+  it('is marked as such beside the card that holds it, in the node view and in hami-diag node', async () => {
+    const { w, env } = await setup();
+    const a = await placed(env, 'a');
+    const b = await placed(env, 'b');
+    await ingestClusterEvents(env.deps, [{ type: 'MODIFIED', object: forwardedPod(a.pod, { ...a.annotations, 'hami.io/bind-phase': 'failed' }) }]);
+    await ingestClusterEvents(env.deps, [{ type: 'MODIFIED', object: forwardedPod(b.pod, { ...b.annotations, 'hami.io/bind-phase': 'success' }) }]);
+    const view = await readNodeDevices(env.deps, 'n1');
+    const held = view.devices.filter((d) => d.pods.length > 0);
+    expect(held.flatMap((d) => d.pods).sort()).toEqual(['default/a', 'default/b']);
+    expect(held.flatMap((d) => d.bindFailed ?? [])).toEqual(['default/a']);
+    const text = renderNodeDevicesText(view, { nowMs: w.clock.now });
+    expect(text).toContain('default/a (bind failed)');
+    expect(text).not.toContain('default/b (bind failed)');
   });
 });

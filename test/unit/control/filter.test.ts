@@ -428,3 +428,17 @@ describe('filter: bad pods and bad state', () => {
     });
   });
 });
+
+describe('filter: the Events a pod gets are plain text', () => {
+  it('carry no Markdown, whether no node fits or the pod is refused', async () => {
+    const w = world();
+    const env = w.environment();
+    await registered(env, 'n1', 'n2');
+    const noFit = await filterPod(env.deps, filterOf(pod('huge', [{ name: 'c', gpu: 1, mem: 100_000 }]), ['n1', 'n2']));
+    const badWeights = gpuPod('weights', [{ name: 'c', gpu: 1, mem: 1000 }], { annotations: { 'hami.io/device-scoring-weights': 'slot=1' } });
+    const refused = await filterPod(env.deps, filterOf(badWeights, ['n1']));
+    const messages = [...noFit.effects, ...refused.effects].flatMap((e) => (e.kind === 'RecordEvent' ? [e.message] : []));
+    expect(messages.length).toBeGreaterThanOrEqual(2);
+    expect(messages.filter((m) => m.includes('`'))).toEqual([]);
+  });
+});

@@ -45,7 +45,7 @@ const node = {
   name: 'node1',
   lock: { holder: 'team-b/secret-lock', since: '2025-05-01T10:00:00Z', ageSeconds: 3 },
   devices: [
-    { id: 'GPU-0', used: 3, usedmem: 9000, pods: ['team-a/a1', 'team-b/secret-1', 'team-b/secret-2'] },
+    { id: 'GPU-0', used: 3, usedmem: 9000, pods: ['team-a/a1', 'team-b/secret-1', 'team-b/secret-2'], bindFailed: ['team-a/a1', 'team-b/secret-2'] },
     { id: 'GPU-1', used: 0, usedmem: 0, pods: [] },
     { id: 'GPU-2', used: 2, usedmem: 10, pods: ['team-a/a2', 'team-c/c1'], mig: { profiles: [], inUse: [{ start: 0, size: 1, pod: 'team-c/c1' }, { start: 1, size: 1, pod: 'team-a/a2' }] } },
   ],
@@ -62,13 +62,15 @@ describe('node views', () => {
       name: 'node1',
       lock: { since: '2025-05-01T10:00:00Z', ageSeconds: 3, holderHidden: true },
       devices: [
-        { id: 'GPU-0', used: 3, usedmem: 9000, pods: ['team-a/a1'], hiddenPods: 2 },
+        { id: 'GPU-0', used: 3, usedmem: 9000, pods: ['team-a/a1'], hiddenPods: 2, bindFailed: ['team-a/a1'] },
         { id: 'GPU-1', used: 0, usedmem: 0, pods: [] },
         { id: 'GPU-2', used: 2, usedmem: 10, pods: ['team-a/a2'], hiddenPods: 1, mig: { profiles: [], inUse: [{ start: 0, size: 1, podHidden: true }, { start: 1, size: 1, pod: 'team-a/a2' }] } },
       ],
     });
     expect(JSON.stringify(shown)).not.toMatch(/team-b|team-c|secret/);
     expect(hidePodsOfNode(node, new Set(['team-a', 'team-b', 'team-c']))).toEqual(node);
+    // A card whose failed binds are all hidden says none.
+    expect((hidePodsOfNode(node, new Set(['team-c'])) as { devices: Record<string, unknown>[] }).devices[0]).not.toHaveProperty('bindFailed');
   });
 });
 
