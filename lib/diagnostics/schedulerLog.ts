@@ -301,9 +301,13 @@ function hintsFor(record: AttemptRecord): Hint[] {
   }
   if (record.bind.status === 'failed') keys.push(bindFailureKey(record.bind.summary));
   const vendor = requestTypeOf(record);
-  return [...new Set(keys)].flatMap((key) => {
+  // Keys of a node-level and of a container-level reason can name the same code (NodeInsufficientDevice): one hint.
+  const seen = new Set<string>();
+  return keys.flatMap((key) => {
     const hint = hintFor(key, vendor);
-    return hint ? [{ ...hint }] : [];
+    if (!hint || seen.has(hint.code)) return [];
+    seen.add(hint.code);
+    return [{ ...hint }];
   });
 }
 

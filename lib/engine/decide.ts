@@ -22,7 +22,7 @@ import { DeviceScoringWeightsError, deviceScoringWeightsOf } from './podAnnotati
 import { bookCard, EMPTY_NODE, loadBookedUsage, nodeScore, prepareNode, type PreparedNode } from './prepared';
 import { describeQuantityProblems, podRequestProblems } from './requests';
 import { MemoUse, type NodeOutcome } from './reuse';
-import { NodeFailure, NVIDIA, PercentageUnset } from './types';
+import { NodeFailure, NVIDIA, PercentageUnset, ReasonCode } from './types';
 import type { ContainerRequest, DecideInput, Decision, NodeEvidence, NodeState, PodDevices, RealtimeNote } from './types';
 
 export { cardScore } from './order';
@@ -267,12 +267,15 @@ function evaluateNode(run: FitRun, state: NodeState, node: PreparedNode, outcome
 }
 
 /**
- * One container by its device kind (docs/hami-parity.md §4.4): a node without devices of the kind fails with
- * `Device type not found`; else the kind's Fit (which checks the device count as HAMi does).
+ * One container by its device kind (docs/hami-parity.md §4.4). A node without devices of the kind fails with the
+ * bare `NodeInsufficientDevice`, as HAMi's `fitInDevices` answers when a request asks more devices than the node has
+ * of its type (none); HAMi's `Device type not found` is for a type no device kind handles, which a planned container
+ * never has. Else the kind's Fit, which checks the device count itself.
  */
 function fitKind(run: FitRun, node: PreparedNode, container: PodContainer): string | undefined {
-  const cards = container.kind === undefined ? undefined : node.cardsByKind[container.kindIndex];
-  if (cards === undefined) return NodeFailure.DeviceTypeNotFound;
+  if (container.kind === undefined) return NodeFailure.DeviceTypeNotFound;
+  const cards = node.cardsByKind[container.kindIndex];
+  if (cards === undefined) return ReasonCode.NodeInsufficientDevice;
   run.input.kindState = node.kindState[container.kindIndex];
   return container.kind!.fit(run, cards);
 }

@@ -51,7 +51,7 @@ describe('a mixed NVIDIA and AWS Neuron cluster over HTTP', () => {
     return { failed, hints: (log.json.hints as { code: string }[]).map((h) => h.code), log: log.json };
   }
 
-  it('places an NVIDIA pod on a HAMi-core node with HAMi\'s annotations; the Neuron nodes fail with "Device type not found"', async () => {
+  it('places an NVIDIA pod on a HAMi-core node with HAMi\'s annotations; the Neuron nodes fail with NodeInsufficientDevice (none of that kind), as HAMi answers', async () => {
     const pod = gpuPod('cuda', [{ name: 'main', gpu: 1, mem: 4000, cores: 30 }], { annotations: coreMode });
     const res = await api.filter(pod, NODES);
     expect(res.json.Error).toBe('');
@@ -60,8 +60,8 @@ describe('a mixed NVIDIA and AWS Neuron cluster over HTTP', () => {
     expect(annotations['hami.io/vgpu-devices-allocated']).toMatch(/^GPU-[ab]\d,NVIDIA,4000,30:;$/);
     expect(Object.keys(annotations).filter((key) => key.includes('NEURON') || key.startsWith('aws.amazon.com/'))).toEqual([]);
     const { failed, hints } = await explained('default', 'cuda');
-    expect(failed).toEqual({ 'mig-a': '1/1 CardTypeMismatch', 'inf2-a': 'Device type not found', 'trn1-a': 'Device type not found' });
-    expect(hints).toEqual(['Device type not found', 'CardTypeMismatch']);
+    expect(failed).toEqual({ 'mig-a': '1/1 CardTypeMismatch', 'inf2-a': 'NodeInsufficientDevice', 'trn1-a': 'NodeInsufficientDevice' });
+    expect(hints).toEqual(['NodeInsufficientDevice', 'CardTypeMismatch']);
   });
 
   it('places a MIG pod on the MIG card with its instance, and no AWS annotation', async () => {
@@ -73,7 +73,7 @@ describe('a mixed NVIDIA and AWS Neuron cluster over HTTP', () => {
     expect(JSON.parse(annotations['hami.io/vgpu-mig-allocations']!)).toEqual([{ containerIndex: 0, deviceIndex: 0, gpuUUID: 'GPU-mig0', profile: '1g.5gb', placement: { start: 6, size: 1 } }]);
     expect(Object.keys(annotations).filter((key) => key.includes('NEURON') || key.startsWith('aws.amazon.com/'))).toEqual([]);
     const { failed } = await explained('default', 'mig');
-    expect(failed).toEqual({ 'gpu-a': '2/2 CardTypeMismatch', 'gpu-b': '1/1 CardTypeMismatch', 'inf2-a': 'Device type not found', 'trn1-a': 'Device type not found' });
+    expect(failed).toEqual({ 'gpu-a': '2/2 CardTypeMismatch', 'gpu-b': '1/1 CardTypeMismatch', 'inf2-a': 'NodeInsufficientDevice', 'trn1-a': 'NodeInsufficientDevice' });
   });
 
   it('places a 4-device pod on the first aligned trn1 group, binds it without a node lock, and frees it on delete', async () => {
@@ -132,8 +132,8 @@ describe('a mixed NVIDIA and AWS Neuron cluster over HTTP', () => {
       'aws.amazon.com/predicate-node': 'inf2-a',
     });
     const { failed, hints, log } = await explained('default', 'infer');
-    expect(failed).toEqual({ 'gpu-a': 'Device type not found', 'gpu-b': 'Device type not found', 'mig-a': 'Device type not found', 'trn1-a': '16/16 NumaNotFit' });
-    expect(hints).toEqual(['Device type not found', 'NumaNotFit']);
+    expect(failed).toEqual({ 'gpu-a': 'NodeInsufficientDevice', 'gpu-b': 'NodeInsufficientDevice', 'mig-a': 'NodeInsufficientDevice', 'trn1-a': '16/16 NumaNotFit' });
+    expect(hints).toEqual(['NodeInsufficientDevice', 'NumaNotFit']);
     const numa = (log.hints as { code: string; cause: string }[]).find((h) => h.code === 'NumaNotFit');
     expect(numa?.cause).toContain('Trainium');
     const chosen = (log.filter.nodes as { name: string; containers: { chosen?: unknown[] }[] }[]).find((n) => n.name === 'inf2-a')?.containers[0]?.chosen;
@@ -152,9 +152,9 @@ describe('a mixed NVIDIA and AWS Neuron cluster over HTTP', () => {
     const res = await api.filter(pod, NODES);
     expect(res.json.NodeNames).toBeNull();
     expect(res.json.FailedNodes).toEqual({
-      'gpu-a': 'Device type not found',
-      'gpu-b': 'Device type not found',
-      'mig-a': 'Device type not found',
+      'gpu-a': 'NodeInsufficientDevice',
+      'gpu-b': 'NodeInsufficientDevice',
+      'mig-a': 'NodeInsufficientDevice',
       'inf2-a': 'NodeInsufficientDevice',
       'trn1-a': '8/16 AllocatedCardsInsufficientRequest, 8/16 CardInsufficientCore',
     });
@@ -162,7 +162,7 @@ describe('a mixed NVIDIA and AWS Neuron cluster over HTTP', () => {
     expect(events).toContain('no available node, 5 nodes do not meet');
     const { failed, hints } = await explained('default', 'second');
     expect(failed).toEqual(res.json.FailedNodes);
-    expect(hints).toEqual(['Device type not found', 'NodeInsufficientDevice', 'AllocatedCardsInsufficientRequest', 'CardInsufficientCore']);
+    expect(hints).toEqual(['NodeInsufficientDevice', 'AllocatedCardsInsufficientRequest', 'CardInsufficientCore']);
   });
 
   it('answers a pod asking NVIDIA and Neuron devices with the one-kind-per-pod Error, in the scheduler log too', async () => {
@@ -197,6 +197,6 @@ describe('a mixed NVIDIA and AWS Neuron cluster over HTTP', () => {
     const gpu = await api.filter(gpuPod('g1', [{ name: 'main', gpu: 2, mem: 1000 }], { annotations: coreMode }), NODES);
     expect(neuron.json.NodeNames).toEqual(['trn1-a']);
     expect(gpu.json.NodeNames).toEqual(['gpu-a']);
-    expect((await explained('default', 'g1')).failed).toEqual({ 'gpu-b': 'NodeInsufficientDevice', 'mig-a': 'NodeInsufficientDevice', 'inf2-a': 'Device type not found', 'trn1-a': 'Device type not found' });
+    expect((await explained('default', 'g1')).failed).toEqual({ 'gpu-b': 'NodeInsufficientDevice', 'mig-a': 'NodeInsufficientDevice', 'inf2-a': 'NodeInsufficientDevice', 'trn1-a': 'NodeInsufficientDevice' });
   });
 });

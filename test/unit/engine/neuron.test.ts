@@ -349,11 +349,11 @@ describe('Fit on registered trn1 and inf2 nodes', () => {
     expect(cards.filter((c) => c.outcome === 'NumaNotFit')).toHaveLength(14);
   });
 
-  it('Neuron devices are invisible to NVIDIA requests and NVIDIA cards to Neuron requests', () => {
+  it('Neuron devices are invisible to NVIDIA requests and NVIDIA cards to Neuron requests: a node with none of the kind fails with NodeInsufficientDevice, as in HAMi', () => {
     const trn = neuronState(trn1());
-    expect(reasonOf(decide(input(pod([{ 'nvidia.com/gpu': 1 }]), [trn])), 'trn')).toBe('Device type not found');
+    expect(reasonOf(decide(input(pod([{ 'nvidia.com/gpu': 1 }]), [trn])), 'trn')).toBe('NodeInsufficientDevice');
     const gpuNode = node('gpu', [{ id: 'GPU-0', index: 0, count: 10, devmem: 8192, devcore: 100, type: 'NVIDIA-A100', numa: 0, mode: 'hami-core', health: true }]);
-    expect(reasonOf(decide(input(pod([{ [NEURON]: 1 }]), [gpuNode])), 'gpu')).toBe('Device type not found');
+    expect(reasonOf(decide(input(pod([{ [NEURON]: 1 }]), [gpuNode])), 'gpu')).toBe('NodeInsufficientDevice');
   });
 
   it('never takes the real-time check: no readings, never refused', () => {
