@@ -7,6 +7,7 @@
 export {};
 import { errorMessage } from '../errors';
 import { DYNAMODB_LOCAL_PORT, javaCanLaunch, startDynamoDbLocal } from './dynamoDbLocal';
+import { exitOnSignals } from './shutdown';
 
 function portFromArgs(args: readonly string[]): number {
   const at = args.indexOf('--port');
@@ -24,14 +25,7 @@ async function main(): Promise<void> {
   const dynamo = await startDynamoDbLocal({ port, log: (line) => process.stderr.write(`${line}\n`) });
   process.stdout.write(`DynamoDB Local listening on ${dynamo.endpoint} (in memory, this address only, telemetry off; Ctrl-C stops it)\n`);
   process.stdout.write(`run the control plane on it: DDB_ENDPOINT=${dynamo.endpoint} npm start\n`);
-  const stop = (): void => {
-    dynamo.stop().then(
-      () => process.exit(0),
-      () => process.exit(1),
-    );
-  };
-  process.once('SIGINT', stop);
-  process.once('SIGTERM', stop);
+  exitOnSignals(() => dynamo.stop());
 }
 
 main().catch((err: unknown) => {

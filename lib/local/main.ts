@@ -3,6 +3,7 @@
 // A module, not a script: its names stay its own.
 export {};
 import { errorMessage } from '../errors';
+import { exitOnSignals } from './shutdown';
 
 // Set before the observability clients are built (they read the environment once, at import).
 // The local server logs at info unless told otherwise; EMF metrics only mean something inside Lambda.
@@ -14,14 +15,7 @@ async function main(): Promise<void> {
   const server = await runFromEnvironment();
   process.stdout.write(`hami-explain control plane listening on ${server.url} (${describeStore(server.store)}${process.env.HAMI_API_TOKEN ? '; bearer token required' : ''})\n`);
   process.stdout.write(`web console: open ${server.url}/ in a browser${process.env.HAMI_API_TOKEN ? ' and sign in with HAMI_API_TOKEN' : ''}\n`);
-  const stop = () => {
-    server.close().then(
-      () => process.exit(0),
-      () => process.exit(1),
-    );
-  };
-  process.once('SIGINT', stop);
-  process.once('SIGTERM', stop);
+  exitOnSignals(() => server.close());
 }
 
 main().catch((err: unknown) => {
