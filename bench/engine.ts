@@ -12,7 +12,8 @@ import { performance } from 'node:perf_hooks';
 import { decide } from '../lib/engine/decide';
 import { parseNodeRegistration } from '../lib/engine/registration';
 import { defaultEngineConfig } from '../lib/engine/types';
-import type { DecideInput, DeviceUsage, NodeState, PodLike } from '../lib/engine/types';
+import type { DeviceUsage, NodeState, PodLike } from '../lib/engine/types';
+import type { DecideInput } from '../lib/engine/decision';
 import { cardId } from './workload';
 
 const CARDS_PER_NODE = 8;

@@ -5,7 +5,8 @@
  * attemptId so concurrent decisions can be separated in CloudWatch Logs Insights.
  */
 import { MetricUnit } from '@aws-lambda-powertools/metrics';
-import { ReasonCode, type CardEvidence, type ContainerEvidence, type Decision, type NodeEvidence, type RealtimeNote } from '../engine/types';
+import { ReasonCode, type CardEvidence, type ContainerEvidence, type NodeEvidence, type RealtimeNote } from '../engine/types';
+import { type Decision } from '../engine/decision';
 import { v } from '../powertools';
 import { LogMessage } from './logMessages';
 import { countFailedNodesByReason, filterErrorKey } from './reasons';

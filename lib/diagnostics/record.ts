@@ -5,7 +5,7 @@
  * read, word for word (lib/store/recordStore.ts).
  */
 import type { StoredEvidence } from '../engine/evidence';
-import type { NodePolicy } from '../engine/podAnnotations';
+import type { NodePolicy } from '../engine/types';
 import type { NodeEvidence, PodDevices } from '../engine/types';
 
 export interface PodRef {

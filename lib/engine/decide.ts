@@ -12,18 +12,21 @@
  * unchanged since a decision on the same plan get that decision's rows copied instead of running Fit.
  */
 import { DecisionArena } from './arena';
-import { deviceKind, deviceKindOf } from './devices';
+import { coresAreMasks, deviceKind, deviceKindOf, DEVICE_KINDS } from './devices';
 import { DecisionTrace } from './evidence';
 import { FitRun, realtimeView } from './fit';
 import { fitMessage, lastListedPosition, listingPositions, noAvailableNodeMessage, reasonEvents } from './messages';
-import { planPod, type PodContainer } from './plan';
+import type { PodContainer } from './plan';
+import { planPod } from './planPod';
 import type { DeviceScoringWeights } from './podAnnotations';
 import { DeviceScoringWeightsError, deviceScoringWeightsOf } from './podAnnotations';
-import { bookCard, EMPTY_NODE, loadBookedUsage, nodeScore, prepareNode, type PreparedNode } from './prepared';
+import { bookCard, EMPTY_NODE, loadBookedUsage, nodeScore, type PreparedNode } from './prepared';
+import { prepareNode } from './prepareNode';
 import { describeQuantityProblems, podRequestProblems } from './requests';
 import { MemoUse, type NodeOutcome } from './reuse';
 import { NodeFailure, NVIDIA, PercentageUnset, ReasonCode } from './types';
-import type { ContainerRequest, DecideInput, Decision, NodeEvidence, NodeState, PodDevices, RealtimeNote } from './types';
+import type { ContainerRequest, NodeEvidence, NodeState, PodDevices, RealtimeNote } from './types';
+import type { DecideInput, Decision } from './decision';
 
 export { cardScore } from './order';
 
@@ -141,7 +144,7 @@ export function decide(input: DecideInput): Decision {
     node: chosenName,
     score: fit.scores[chosen]!,
     devices,
-    claims: trace.claims(fit.rows[chosen]!, plan.initCount),
+    claims: trace.claims(fit.rows[chosen]!, plan.initCount, coresAreMasks),
     bookWholeNode: takesByPosition(devices, chosenState),
     ...annotationsFor(devices, chosenState, input, plan.initCount, plan.containers.map((container) => container.request)),
     get fitNodes() {
@@ -241,7 +244,7 @@ function evaluateNode(run: FitRun, state: NodeState, node: PreparedNode, outcome
       trace.addContainer(c, 'failed', failure, firstCard);
       continue;
     }
-    const kind = container.kind!;
+    const kind = DEVICE_KINDS[container.kindIndex]!;
     if (kind.addResourceUsage !== undefined) for (let i = 0; i < run.pickedCount && failure === undefined; i++) failure = kind.addResourceUsage(run, i);
     if (failure !== undefined) {
       trace.addContainer(c, 'failed', failure, firstCard);
@@ -273,9 +276,10 @@ function evaluateNode(run: FitRun, state: NodeState, node: PreparedNode, outcome
  * never has. Else the kind's Fit, which checks the device count itself.
  */
 function fitKind(run: FitRun, node: PreparedNode, container: PodContainer): string | undefined {
-  if (container.kind === undefined) return NodeFailure.DeviceTypeNotFound;
+  const kind = DEVICE_KINDS[container.kindIndex];
+  if (kind === undefined) return NodeFailure.DeviceTypeNotFound;
   const cards = node.cardsByKind[container.kindIndex];
   if (cards === undefined) return ReasonCode.NodeInsufficientDevice;
   run.input.kindState = node.kindState[container.kindIndex];
-  return container.kind!.fit(run, cards);
+  return kind.fit(run, cards);
 }

@@ -18,7 +18,6 @@
  * `decide`) costs nothing measurable.
  */
 import type { CardFigures } from './cardFigures';
-import { coresAreMasks } from './devices';
 import { ReasonCode } from './types';
 import { collapsePodUsage } from './usage';
 import type { CardClaim, CardEvidence, ContainerDevice, ContainerEvidence, ContainerRequest, ContainerStatus, DeviceInfo, NodeEvidence } from './types';
@@ -657,9 +656,10 @@ export class DecisionTrace {
   /**
    * Per card the node's containers took: what the pod's booking adds to the card (after HAMi's init-container
    * collapse, the form the ledger counts) and the tightest bound any of its checks put on the card's usage
-   * before the pod.
+   * before the pod. `coresAreMasks` tells the request types whose cores are masks (the registry's, passed in: the
+   * trace sits below the device kinds).
    */
-  claims(node: number, initCount: number): CardClaim[] {
+  claims(node: number, initCount: number, coresAreMasks: (type: string) => boolean): CardClaim[] {
     this.assertReadable();
     const bounds = new Map<string, { maxSlots: number; maxMem: number; maxCores: number; exclusive: boolean }>();
     const devices = this.nodeDevices[node]!;

@@ -2,7 +2,7 @@
  * Texts exactly as HAMi writes them (docs/hami-parity.md §4.3, 5.5): reason strings, filter messages and
  * Go's `%.2f` / `%q` formatting.
  */
-import type { NodePolicy } from './podAnnotations';
+import type { NodePolicy } from './types';
 
 /**
  * Go's `fmt` `%.2f`: the exact binary value rounded to two decimals, exact halves to even.

@@ -5,10 +5,8 @@
 import type { DecisionArena } from './arena';
 import type { DeviceScoringWeights, GpuPolicy } from './podAnnotations';
 import type { PreparedNode } from './prepared';
-import { PercentageUnset, type ContainerRequest, type DeviceInfo } from './types';
+import { PercentageUnset, SCORE_WEIGHT, type ContainerRequest, type DeviceInfo } from './types';
 
-/** `util.Weight` in HAMi's score formulas (card scores here, the node score in ./prepared.ts). */
-export const SCORE_WEIGHT = 10;
 const f32 = Math.fround;
 
 /**

@@ -5,7 +5,7 @@
 import { NeuronSchedulerOwned } from './devices/neuron/names';
 import { MigAllocationsAnnotation } from './devices/nvidia/mig';
 import { goQuote, parseGoBool } from './messages';
-import type { ContainerDevice, PodDevices } from './types';
+import type { ContainerDevice, NodePolicy, PodDevices } from './types';
 
 export const PodAnnotation = {
   VgpuNode: 'hami.io/vgpu-node',
@@ -163,7 +163,6 @@ export function idAllowed(use: ReadonlySet<string>, noUse: ReadonlySet<string>, 
   return !noUse.has(id);
 }
 
-export type NodePolicy = 'binpack' | 'spread';
 
 /** Exactly `spread` spreads; anything else packs (docs/hami-parity.md §3.4, 5.4). */
 export function nodePolicyOf(annotations: Readonly<Record<string, string>>, configured: string): NodePolicy {

@@ -4,9 +4,7 @@
  * node score before the pod (docs/hami-parity.md §5.1), booking a chosen card for the pod's later containers.
  */
 import type { DecisionArena } from './arena';
-import { deviceKindOf, DEVICE_KINDS, kindIndex } from './devices';
-import { SCORE_WEIGHT } from './order';
-import type { DeviceInfo, NodeRegistration, NodeState, PairScores } from './types';
+import { SCORE_WEIGHT, type DeviceInfo, type NodeState, type PairScores } from './types';
 
 const f32 = Math.fround;
 
@@ -40,47 +38,6 @@ export const EMPTY_NODE: PreparedNode = {
   totalMem: 0,
 };
 
-
-/**
- * What `prepareNode` computed, per registration object. A memo of a pure function keyed by immutable objects: it
- * changes no result, and entries go with their registrations.
- */
-const preparedNodes = new WeakMap<NodeRegistration, PreparedNode>();
-
-export function prepareNode(registration: Extract<NodeRegistration, { registered: true }>): PreparedNode {
-  const cached = preparedNodes.get(registration);
-  if (cached !== undefined) return cached;
-  const { devices } = registration;
-  const cordonedIds = new Set(registration.cordoned);
-  const positions: (number[] | undefined)[] = DEVICE_KINDS.map(() => undefined);
-  let totalSlots = 0;
-  let totalCores = 0;
-  let totalMem = 0;
-  devices.forEach((device, position) => {
-    const kind = deviceKindOf(device);
-    if (kind !== undefined) {
-      const list = (positions[kindIndex(kind)] ??= []);
-      if (kind.fitSees(device)) list.push(position);
-    }
-    totalSlots += device.count;
-    totalCores += device.devcore;
-    totalMem += device.devmem;
-  });
-  const prepared: PreparedNode = {
-    devices,
-    cardsByKind: positions.map((list) => (list === undefined ? undefined : Int32Array.from(list))),
-    kindState: DEVICE_KINDS.map((kind) => kind.prepare?.(devices)),
-    cordoned: Uint8Array.from(devices, (d) => (cordonedIds.has(d.id) ? 1 : 0)),
-    numa: Int32Array.from(devices, (d) => d.numa),
-    typeKeys: devices.map((d) => `${d.type}\u0000${d.mode}`),
-    pairScores: registration.pairScores,
-    totalSlots,
-    totalCores,
-    totalMem,
-  };
-  preparedNodes.set(registration, prepared);
-  return prepared;
-}
 
 /** Booked usage per card into the arena; cards absent from the ledger are idle (docs/hami-parity.md §7.2). */
 export function loadBookedUsage(arena: DecisionArena, state: NodeState, node: PreparedNode): void {

@@ -1,8 +1,3 @@
-import type { DecisionArena } from './arena';
-import type { PackedEvidence } from './evidence';
-import type { EvaluationMemo } from './reuse';
-import type { NodePolicy } from './podAnnotations';
-
 /**
  * The decision engine's vocabulary: plain data in, plain data out, no I/O.
  * Everything here mirrors HAMi v2.10 (docs/hami-parity.md); the section numbers in comments point there.
@@ -160,6 +155,12 @@ export interface AlignedUsage {
   readonly cores: Int32Array;
 }
 
+/** `util.Weight` in HAMi's score formulas (card scores in ./order.ts, the node score in ./prepared.ts). */
+export const SCORE_WEIGHT = 10;
+
+/** How nodes are ordered (HAMi's node scheduler policy, docs/hami-parity.md §5). */
+export type NodePolicy = 'binpack' | 'spread';
+
 /** `MemPercentagereq` sentinel meaning "no percentage given". */
 export const PercentageUnset = 101;
 
@@ -270,32 +271,6 @@ export interface QuotaView {
   readonly usedCores: number;
 }
 
-export interface DecideInput {
-  readonly pod: PodLike;
-  /** Candidate node names in kube-scheduler's order (`NodeNames`, or the names of `Nodes`). */
-  readonly candidates: readonly string[];
-  /** Known nodes by name; a candidate missing here is `node unregistered`. */
-  readonly nodes: { get(name: string): NodeState | undefined };
-  /**
-   * The candidates' states by position, as `nodes` would give them, where the caller has them already (the control
-   * plane's view resolves a candidate list it has seen before by position, without a lookup per name).
-   */
-  readonly candidateStates?: readonly (NodeState | undefined)[];
-  readonly quota?: QuotaView;
-  readonly config: EngineConfig;
-  /** Epoch milliseconds, for real-time freshness only. */
-  readonly nowMs: number;
-  /**
-   * Lock-aware placement (ours): who is allocating on a node, or undefined when nobody is. Fitting nodes that
-   * are busy are passed over, in HAMi's order, while another one fits; HAMi's exact choice when absent.
-   */
-  readonly avoid?: (node: string) => string | undefined;
-  /** Working memory to reuse (see ./arena): callers that decide again and again keep one; a fresh one otherwise. */
-  readonly arena?: DecisionArena;
-  /** Outcomes of earlier decisions to reuse for unchanged node states (see ./reuse); Fit runs on every node without it. */
-  readonly memo?: EvaluationMemo;
-}
-
 /** What one card showed when a container was tried on it. Numbers are those compared. */
 export interface CardEvidence {
   readonly uuid: string;
@@ -371,62 +346,3 @@ export interface CardClaim {
   readonly maxCoresBefore: number;
   readonly exclusive: boolean;
 }
-
-export type Decision =
-  | {
-      readonly kind: 'fit';
-      readonly node: string;
-      readonly score: number;
-      /** Aligned per container, init first: what goes into the pod annotations. */
-      readonly devices: PodDevices;
-      /** What booking `devices` on `node` must be guarded by, one entry per card taken. */
-      readonly claims: readonly CardClaim[];
-      /**
-       * Some card is taken by position (a MIG placement, NeuronCore indexes): the per-card counters cannot guard the
-       * booking, so it must be written under the node's version (docs/state.md, "Guards").
-       */
-      readonly bookWholeNode: boolean;
-      /** Which parts of cards the pod takes, as its device kind records them (MIG placements); stored with the booking. */
-      readonly parts?: string;
-      /** The pod annotations the device plugin reads, for the chosen devices (HAMi's `PatchAnnotations`, per kind). */
-      readonly podAnnotations: Readonly<Record<string, string>>;
-      /** Fitting nodes in HAMi's listing order (binpack ascending, spread descending; ties by name: `listingOrder`). */
-      readonly fitNodes: readonly { readonly name: string; readonly score: number }[];
-      /** How many nodes fit: `fitNodes.length`, without building the list (built when first read); not enumerable. */
-      readonly fitNodeCount: number;
-      /** The node policy the pod was placed by (its annotation, else the configured one): it ordered `fitNodes`. */
-      readonly nodePolicy: NodePolicy;
-      /** Nodes HAMi would have chosen first but another allocation was under way on, and by whom (lock-aware placement). */
-      readonly passedOver: readonly { readonly name: string; readonly holder: string }[];
-      /** Unfit nodes and why (not returned to kube-scheduler on success, kept for diagnostics). */
-      readonly failedNodes: Readonly<Record<string, string>>;
-      /** `find fit node(<node>), <n> nodes not fit, <m> nodes fit(<a>:<s>,…)`. */
-      readonly message: string;
-      readonly evidence: readonly NodeEvidence[];
-      readonly realtime: readonly RealtimeNote[];
-      /** The evidence packed for storage (not enumerable: JSON and spreads show `evidence`). */
-      readonly packEvidence: () => PackedEvidence;
-      /** Done with the decision: its rows may go to later decisions once no memo keeps them (not enumerable; see `RowStore`). */
-      readonly release: () => void;
-    }
-  | {
-      readonly kind: 'noFit';
-      readonly failedNodes: Readonly<Record<string, string>>;
-      /** The device type the pod asks for (one kind per pod), so its reasons are explained in that kind's terms. */
-      readonly requestType?: string;
-      /** `no available node, <n> nodes do not meet`. */
-      readonly message: string;
-      /** Per-reason `<n> nodes <Reason>(<nodes>)` texts, in HAMi's order. */
-      readonly reasonEvents: readonly string[];
-      readonly evidence: readonly NodeEvidence[];
-      readonly realtime: readonly RealtimeNote[];
-      /** The evidence packed for storage (not enumerable: JSON and spreads show `evidence`). */
-      readonly packEvidence: () => PackedEvidence;
-      /** Done with the decision: its rows may go to later decisions once no memo keeps them (not enumerable; see `RowStore`). */
-      readonly release: () => void;
-    }
-  | {
-      /** The pod itself is bad (e.g. invalid `hami.io/device-scoring-weights`): HAMi's error text. */
-      readonly kind: 'error';
-      readonly message: string;
-    };

@@ -6,7 +6,8 @@ import {
   recordLockContention,
   recordRealtime,
 } from '../../../lib/diagnostics/decisionLogs';
-import type { Decision, NodeEvidence, RealtimeNote } from '../../../lib/engine/types';
+import type { NodeEvidence, RealtimeNote } from '../../../lib/engine/types';
+import type { Decision } from '../../../lib/engine/decision';
 import { setVerbosity } from '../../../lib/powertools';
 import { captureLogger, captureMetrics, type LogLine } from './capture';
 import { record } from './fixtures';

@@ -6,7 +6,8 @@ import { isOvercommitted, overcommittedDimensions } from '../../../lib/engine/ca
 import { decide } from '../../../lib/engine/decide';
 import { REALTIME_CLOCK_ALLOWANCE_MS, realtimeReportFresh } from '../../../lib/engine/fit';
 import { parseNodeRegistration } from '../../../lib/engine/registration';
-import { ReasonCode, type Decision, type DeviceUsage, type NodeState } from '../../../lib/engine/types';
+import { ReasonCode, type DeviceUsage, type NodeState } from '../../../lib/engine/types';
+import { type Decision } from '../../../lib/engine/decision';
 import { hintFor } from '../../../lib/diagnostics/hints';
 import { card, config, gpu, input, node, pod } from './fixtures';
 

@@ -1,6 +1,7 @@
 import { cardScore, decide } from '../../../lib/engine/decide';
 import { defaultDeviceScoringWeights } from '../../../lib/engine/podAnnotations';
-import type { Decision, DecideInput, NodeEvidence, RealtimeMode } from '../../../lib/engine/types';
+import type { NodeEvidence, RealtimeMode } from '../../../lib/engine/types';
+import type { Decision, DecideInput } from '../../../lib/engine/decision';
 import { card, cards, config, gpu, input, node, pod } from './fixtures';
 
 function fit(decision: Decision): Extract<Decision, { kind: 'fit' }> {

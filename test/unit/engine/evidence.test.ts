@@ -10,7 +10,8 @@ import { cardIdsCheck, DecisionTrace, type RegisteredCards, type StoredEvidence 
 import previousRelease from './packed-evidence-v2.json';
 import withIds from './packed-evidence-v3.json';
 import idsChecked from './packed-evidence-v4.json';
-import type { CardEvidence, ContainerEvidence, DecideInput, Decision, DeviceInfo, DeviceUsage, NodeEvidence, NodeState, ReasonCode } from '../../../lib/engine/types';
+import type { CardEvidence, ContainerEvidence, DeviceInfo, DeviceUsage, NodeEvidence, NodeState, ReasonCode } from '../../../lib/engine/types';
+import type { DecideInput, Decision } from '../../../lib/engine/decision';
 
 /** Each node of a decision's input as registered, version and cards by position: where a stored record finds its card ids. */
 const registeredIn =

@@ -2,7 +2,8 @@
 import fc from 'fast-check';
 import { isEngineAnnotation } from '../../../lib/engine/reuse';
 import { defaultEngineConfig } from '../../../lib/engine/types';
-import type { DecideInput, DeviceInfo, DeviceUsage, EngineConfig, NodeState, PodLike, QuotaView, RealtimeReport } from '../../../lib/engine/types';
+import type { DeviceInfo, DeviceUsage, EngineConfig, NodeState, PodLike, QuotaView, RealtimeReport } from '../../../lib/engine/types';
+import type { DecideInput } from '../../../lib/engine/decision';
 
 export function card(id: string, overrides: Partial<DeviceInfo> = {}): DeviceInfo {
   return { id, index: 0, count: 10, devmem: 8192, devcore: 100, type: 'NVIDIA-A100', numa: 0, mode: 'hami-core', health: true, ...overrides };

@@ -17,7 +17,8 @@ import { neuronRequest } from '../../../lib/engine/devices/neuron/requests';
 import { parseNodeRegistration } from '../../../lib/engine/registration';
 import { describeQuantityProblems, podRequestProblems } from '../../../lib/engine/requests';
 import { collapsePodUsage } from '../../../lib/engine/usage';
-import { AWS_NEURON, type ContainerRequest, type Decision, type DeviceInfo, type DeviceUsage, type NodeLike, type NodeState } from '../../../lib/engine/types';
+import { AWS_NEURON, type ContainerRequest, type DeviceInfo, type DeviceUsage, type NodeLike, type NodeState } from '../../../lib/engine/types';
+import { type Decision } from '../../../lib/engine/decision';
 import { config, input, node, pod, type Limits } from './fixtures';
 import { card, gpuNode } from '../../support/cluster';
 

@@ -6,7 +6,8 @@
 import fc from 'fast-check';
 import { decide } from '../../../lib/engine/decide';
 import { EvaluationMemo } from '../../../lib/engine/reuse';
-import type { Decision, DeviceInfo, DeviceUsage, NodeState, QuotaView } from '../../../lib/engine/types';
+import type { DeviceInfo, DeviceUsage, NodeState, QuotaView } from '../../../lib/engine/types';
+import type { Decision } from '../../../lib/engine/decision';
 import { cardFiguresArb, cardUsageArb, config, gpu, input, pod, type Limits } from './fixtures';
 
 type Generated<A> = A extends fc.Arbitrary<infer T> ? T : never;
