@@ -8,7 +8,6 @@ import { homedir } from 'node:os';
 import { delimiter, join } from 'node:path';
 import { CoreV1Api, KubeConfig } from '@kubernetes/client-node';
 import type { ClusterNode, ClusterPod, ClusterReader } from './decisionTree';
-import type { ClusterAccess } from './run';
 import { errorMessage } from '../errors';
 
 export class ClusterReadError extends Error {
@@ -23,6 +22,9 @@ export class ClusterReadError extends Error {
 }
 
 /** kubectl's `--kubeconfig` (one file, in place of KUBECONFIG) and `--context` (in place of the current context). */
+/** A cluster to read, or why there is none (`CliDeps.cluster`, ./run.ts). */
+export type ClusterAccess = { readonly kind: 'ready'; readonly reader: ClusterReader } | { readonly kind: 'unavailable'; readonly reason: string };
+
 export interface KubeSelection {
   readonly kubeconfig?: string;
   readonly context?: string;

@@ -6,9 +6,9 @@ import { stringify } from 'yaml';
 import type { z } from 'zod';
 import { getNodeDevices, getSchedulerLog, listAll, type ApiOptions } from './apiClient';
 import { parseCommand, usage, type Command, type Program } from './args';
-import { defaultTreeOptions, walkDecisionTree, type ClusterNode, type ClusterReader } from './decisionTree';
+import { defaultTreeOptions, walkDecisionTree, type ClusterNode } from './decisionTree';
 import { ApiResponseError, CliError } from './errors';
-import { loadKubeConfig, type KubeSelection } from './kubeClusterReader';
+import { loadKubeConfig, type ClusterAccess, type KubeSelection } from './kubeClusterReader';
 import { kubeRequest } from './relayRoute';
 import { renderNodesText, renderPodsText, summaryRowSchema } from './renderList';
 import { nodeDevicesSchema } from '../diagnostics/nodeDevices';
@@ -18,8 +18,6 @@ import { VERSION } from '../version';
 import { errorMessage } from '../errors';
 
 /** A reader, or why none is available (no kubeconfig): the 404 path then says so instead of guessing. */
-export type ClusterAccess = { readonly kind: 'ready'; readonly reader: ClusterReader } | { readonly kind: 'unavailable'; readonly reason: string };
-
 export interface CliDeps {
   readonly env: Readonly<Record<string, string | undefined>>;
   readonly stdout: { write(text: string): unknown; readonly isTTY?: boolean };

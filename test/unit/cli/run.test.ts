@@ -8,7 +8,8 @@ import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { notFoundStatus, renderSchedulerLog } from '../../../lib/diagnostics/schedulerLog';
 import type { AttemptRecord } from '../../../lib/diagnostics/record';
-import { run, type CliDeps, type ClusterAccess } from '../../../lib/cli/run';
+import { run, type CliDeps } from '../../../lib/cli/run';
+import { type ClusterAccess } from '../../../lib/cli/kubeClusterReader';
 import { VERSION } from '../../../lib/version';
 import { fixtureCluster, fixtureDir, readFixture, record } from './golden';
 
