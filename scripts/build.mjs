@@ -7,7 +7,7 @@ import consoleAssets from './console-assets.cjs';
 
 const entries = {
   local: 'lib/local/main.ts',
-  relay: 'lib/relay/main.ts',
+  relay: 'lib/entry/relayImage.ts',
   'hami-diag': 'lib/cli/main.ts',
   bench: 'bench/e2e.ts',
   'bench-console': 'bench/console.ts',

@@ -1,50 +1,14 @@
 /**
- * Entry point of dist/relay.js. `node dist/relay.js` runs the relay against the current cluster
- * credentials; `node dist/relay.js node-agent` (or RELAY_MODE=node-agent) runs the node reporter.
+ * The relay's process (docs/relay.md): configuration from the environment, the cluster's credentials, the listeners,
+ * what it prints when they are up, and a clean close on shutdown. Started by the relay image's entry point
+ * (lib/entry/relayImage.ts), which also runs the node agent.
  */
-import { loggerFromEnv } from '../logging/processLogger';
+import type { AppLogger } from '../powertools';
 import { loadRelayConfig } from './config';
-import { RelayConfigError } from './errors';
 import { loadKubeConfig } from '../kube/kubeconfig';
 import { startRelay } from './relay';
-import { VERSION } from '../version';
-import { errorMessage } from '../errors';
 
-const usage = `Usage:
-  relay              the in-cluster relay (extender, watch forwarding, scheduler logs, admission webhook)
-  relay node-agent   the node agent (RELAY_MODE=node-agent does the same)
-  relay --version    print the version
-
-Configuration comes from the environment; every variable is described in docs/relay.md.`;
-
-const logger = loggerFromEnv(process.env, 'hami-relay');
-
-function wantsNodeAgent(argv: readonly string[], env: NodeJS.ProcessEnv): boolean {
-  return argv.includes('node-agent') || env.RELAY_MODE === 'node-agent';
-}
-
-function onShutdown(stop: () => void): void {
-  for (const signal of ['SIGINT', 'SIGTERM'] as const) process.once(signal, stop);
-}
-
-async function main(): Promise<void> {
-  const argv = process.argv.slice(2);
-  if (argv.includes('--help') || argv.includes('-h')) {
-    console.log(usage);
-    return;
-  }
-  if (argv.includes('--version')) {
-    console.log(VERSION);
-    return;
-  }
-  if (wantsNodeAgent(process.argv.slice(2), process.env)) {
-    // Loaded lazily: the relay itself never needs the node reporter's code.
-    const { runNodeAgent } = await import('../realtime/agent');
-    const controller = new AbortController();
-    onShutdown(() => controller.abort());
-    await runNodeAgent({ signal: controller.signal });
-    return;
-  }
+export async function runRelayProcess(logger: AppLogger, onShutdown: (stop: () => void) => void): Promise<void> {
   const config = loadRelayConfig(process.env);
   const { kubeConfig, source } = loadKubeConfig(process.env);
   logger.info('ClusterCredentials', { source: source.kind, detail: source.detail, server: kubeConfig.getCurrentCluster()?.server });
@@ -61,13 +25,3 @@ async function main(): Promise<void> {
     void relay.close().then(() => process.exit(0));
   });
 }
-
-main().catch((err: unknown) => {
-  // Configuration problems are the operator's to fix: printed plainly, every bad variable named.
-  if (err instanceof RelayConfigError || (err instanceof Error && err.name === 'NodeAgentConfigError')) {
-    console.error(err.message);
-  } else {
-    logger.error('RelayFailed', { error: errorMessage(err) });
-  }
-  process.exit(1);
-});
