@@ -30,11 +30,14 @@ export function dynamoStores(config: AppConfig, runtime: Runtime, options: Store
   };
 }
 
+/** The services with the whole configuration they were built from (the local server and tests read its tables). */
+export type AppDeps = ControlDeps & { readonly config: AppConfig };
+
 export function createDeps(
   config: AppConfig,
   runtime: Runtime = systemRuntime,
   stores: { ledger: LedgerStore; records: RecordStorePort } = dynamoStores(config, runtime),
-): ControlDeps {
+): AppDeps {
   setVerbosity(config.logVerbosity);
   return {
     config,

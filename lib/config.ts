@@ -4,7 +4,7 @@
  */
 import { z } from 'zod';
 import { ConfigError } from './errors';
-import type { EngineConfig } from './engine/types';
+import type { ControlConfig } from './control/deps';
 import { DynamoEndpointError, realRegion, resolveDynamoEndpoint, type EndpointSetting } from './store/dynamoEndpoint';
 
 const intIn = (min: number, max: number, fallback: number) =>
@@ -86,7 +86,7 @@ const envSchema = z.object({
   HAMI_API_TOKEN: z.string().min(8, 'must be at least 8 characters').optional(),
 });
 
-export interface AppConfig {
+export interface AppConfig extends ControlConfig {
   readonly stateTable: string;
   readonly recordsTable: string;
   /**
@@ -100,11 +100,6 @@ export interface AppConfig {
   /** AWS_REGION; a FIPS pseudo-region (`us-east-1-fips`) as its real region, FIPS being in `ddbEndpoint`. */
   readonly region: string;
   readonly logVerbosity: number;
-  readonly engine: EngineConfig;
-  readonly nodeLockExpireSeconds: number;
-  readonly bindLockWaitSeconds: number;
-  readonly lockAware: boolean;
-  readonly reservationTtlSeconds: number;
   readonly recordRetentionHours: number;
   readonly viewMaxAgeMs: number;
   readonly apiToken?: string;

@@ -9,10 +9,9 @@ import { randomUUID, timingSafeEqual } from 'node:crypto';
 import { startEmbeddedStore, type EmbeddedStoreMode } from './embeddedStore';
 import { DynamoDBClient } from '@aws-sdk/client-dynamodb';
 import type { APIGatewayProxyEventV2, Context } from 'aws-lambda';
-import { createDeps, dynamoStores } from '../app';
+import { createDeps, dynamoStores, type AppDeps } from '../app';
 import { loadConfig } from '../config';
 import { systemRuntime, type Runtime } from '../clock';
-import type { ControlDeps } from '../control/deps';
 import { PayloadTooLargeError, UnauthorizedError } from '../errors';
 import { lambdaHandler, type LambdaHandler } from '../http/lambda';
 import { bearerToken } from '../http/bearer';
@@ -45,7 +44,7 @@ export type StoreDescription = { readonly kind: 'memory' } | { readonly kind: 'd
 
 export interface LocalServer {
   readonly url: string;
-  readonly deps: ControlDeps;
+  readonly deps: AppDeps;
   readonly store: StoreDescription;
   readonly stats: StoreStats;
   close(): Promise<void>;
