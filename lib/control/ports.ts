@@ -5,13 +5,21 @@
  * are the only thing that keeps concurrent deciders from over-allocating (docs/state.md).
  */
 import type { StoredClaim } from '../engine/claims';
-import type { RegisteredCards } from '../engine/evidence';
 import type { AttemptRecord, BindRecord, PodRef } from '../diagnostics/record';
 import type { AttemptSummary } from '../diagnostics/summary';
 import type { Booking, NodeLedger, NodeLock, QuotaLedger } from './ledger';
 
 /** A node write's result: the node as stored after it, or, when the condition failed, the node as stored if the store said. */
 export type NodeWrite = { readonly ok: true; readonly node: NodeLedger } | { readonly ok: false; readonly current?: NodeLedger };
+
+/** A node's registration when a record is read: its version and its cards by position. */
+export interface RegisteredNode {
+  readonly registrationVersion: number;
+  readonly cards: readonly { readonly id: string }[];
+}
+
+/** The registration of a node now (undefined: the node is not registered now). */
+export type RegisteredCards = (node: string) => RegisteredNode | undefined;
 
 /** A released lock, as it was (its waiters are nudged). */
 export type LockRelease = { readonly ok: true; readonly node: NodeLedger; readonly released: NodeLock } | { readonly ok: false; readonly current?: NodeLedger };
@@ -117,7 +125,7 @@ export interface RecordStorePort {
   putBind(pod: PodRef, bind: BindRecord, timeMs: number): Promise<void>;
   /**
    * The bind item and up to `attempts` newest unexpired attempts of a pod; the cards' ids, which records do not store,
-   * from the nodes' registrations now (`RegisteredCards`, lib/engine/evidence.ts), asked of `registered` once and only
+   * from the nodes' registrations now (`RegisteredCards`, below; docs/state.md, "Layout"), asked of `registered` once and only
    * when there is an attempt to decode: a pod without records costs no look at the nodes.
    */
   readPod(namespace: string, name: string, attempts: number, nowMs: number, registered?: () => Promise<RegisteredCards>): Promise<PodRecords>;

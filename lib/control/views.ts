@@ -8,7 +8,7 @@ import { renderSchedulerLog, type RegisteredDevice, type RegisteredDevices, type
 import type { NodeDevices } from '../diagnostics/nodeDevices';
 import { coresAreMasks } from '../engine/devices';
 import { splitCores } from '../engine/devices/neuron/masks';
-import type { RegisteredCards, RegisteredNode } from '../engine/evidence';
+import type { RegisteredCards, RegisteredNode } from './ports';
 import { NodeFailure, NVIDIA, type MigProfile } from '../engine/types';
 import { freePlacements } from '../engine/devices/nvidia/mig';
 import { BindPhase } from '../engine/podAnnotations';

@@ -4,7 +4,7 @@
  * stored as produced, never recomputed; only a passed filter's HAMi message is written out again from it on
  * read, word for word (lib/store/recordStore.ts).
  */
-import type { StoredEvidence } from '../engine/evidence';
+import type { PackedEvidence } from '../engine/evidence';
 import type { NodePolicy } from '../engine/types';
 import type { NodeEvidence, PodDevices } from '../engine/types';
 
@@ -31,7 +31,7 @@ export interface FilterRecord {
   /** Engine evidence, one entry per candidate node, in candidate order (empty when written packed). */
   readonly nodes: readonly NodeEvidence[];
   /** The same evidence packed, as the filter writes it; the record store turns it back into `nodes` on read. */
-  readonly packed?: StoredEvidence;
+  readonly packed?: PackedEvidence;
   /** Devices chosen per container (init first) when passed. */
   readonly devices?: PodDevices;
   /** Nodes evaluated (the candidates), set by the filter: the evidence is written packed. */

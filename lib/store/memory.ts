@@ -4,7 +4,7 @@
  * tables of filter, bind and cluster events run on it, fast and without a server.
  */
 import { claimAdmits } from '../engine/claims';
-import type { RegisteredCards } from '../engine/evidence';
+import type { RegisteredCards } from '../control/ports';
 import type { AttemptRecord, BindRecord, PodRef } from '../diagnostics/record';
 import { lockEndsWithBooking, lockHeldByOther, type Booking, type CardCounter, type NodeLedger, type NodeLock, type QuotaLedger } from '../control/ledger';
 import type { JournalEntry, LedgerStore, LockRelease, NodeWrite, PodRecords, ReadOptions, RecordStorePort, Reservation, SummaryPage, SummaryQuery } from '../control/ports';

@@ -5,7 +5,7 @@
  *   pk `POD#<ns>/<name>`, sk `A#<epoch ms>#<attemptId>`: one filter attempt, Brotli-compressed JSON (`enc`
  *     `br`; attempts written before Brotli have no `enc` and are gzip'd): the evidence of a thousand nodes is
  *     about 1 KB, far under DynamoDB's 400 KB item limit (a passed filter's HAMi message is left out and rebuilt
- *     from the evidence on read: `encodeRecord`; the tried cards' ids are left out too: lib/engine/evidence.ts;
+ *     from the evidence on read: `encodeRecord`; the tried cards' ids are left out too: ./storedEvidence.ts;
  *     the evaluated nodes' names are stored apart, below);
  *   pk `NAMES#<list key>`, sk `L`: a list of node names the attempts refer to by its key (a hash of the list), Brotli-
  *     compressed JSON. kube-scheduler sends the same names filter after filter, and real node names
@@ -23,7 +23,9 @@ import { createHash } from 'node:crypto';
 import { brotliCompressSync, brotliDecompressSync, constants, gunzipSync } from 'node:zlib';
 import { z } from 'zod';
 import { sameItems } from '../arrays';
-import { DecisionTrace, type PackedEvidence, type RegisteredCards, type StoredEvidence } from '../engine/evidence';
+import type { PackedEvidence } from '../engine/evidence';
+import { unpackStoredEvidence, type StoredEvidence } from './storedEvidence';
+import { type RegisteredCards } from '../control/ports';
 import { BadRequestError, CorruptItemError, errorMessage } from '../errors';
 import type { AttemptRecord, BindRecord, FilterRecord, PodRef } from '../diagnostics/record';
 import { fitNodeMessage, listingOrder } from '../engine/messages';
@@ -252,7 +254,7 @@ function fitMessageFromEvidence(filter: Omit<FilterRecord, 'summary'>, nodes: re
 
 function encodeTrimmed(record: StoredRecord): Uint8Array {
   const { packed, ...filter } = record.filter;
-  const nodes = packed ? DecisionTrace.unpack(packed).evidence() : record.filter.nodes;
+  const nodes = packed ? unpackStoredEvidence(packed).evidence() : record.filter.nodes;
   const trimmed: StoredRecord = {
     ...record,
     evidenceTrimmed: true,
@@ -290,7 +292,7 @@ export function finishRecord(record: ReadRecord, registered?: RegisteredCards, l
   if (stored) {
     let nodes: readonly NodeEvidence[];
     try {
-      nodes = DecisionTrace.unpack(withNames(stored, lists), registered).evidence();
+      nodes = unpackStoredEvidence(withNames(stored, lists), registered).evidence();
     } catch (err) {
       // Only the evidence is lost: the outcome, the node, the bind and the pod's other attempts still read. A later
       // release may pack evidence in a version this one does not know (a rollback while its records live).

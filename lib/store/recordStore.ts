@@ -5,7 +5,7 @@
  */
 import type { BatchWriteCommandInput, PutCommandInput, QueryCommandInput, UpdateCommandInput } from '@aws-sdk/lib-dynamodb';
 import type { Sleep } from '../clock';
-import type { RegisteredCards } from '../engine/evidence';
+import type { RegisteredCards } from '../control/ports';
 import { StoreUnavailableError } from '../errors';
 import type { AttemptRecord, BindRecord, PodRef } from '../diagnostics/record';
 import type { AttemptSummary } from '../diagnostics/summary';

@@ -6,7 +6,8 @@
  */
 import fc from 'fast-check';
 import { decide } from '../../../lib/engine/decide';
-import { cardIdsCheck, DecisionTrace, type RegisteredCards, type StoredEvidence } from '../../../lib/engine/evidence';
+import { cardIdsCheck, unpackStoredEvidence, type StoredEvidence } from '../../../lib/store/storedEvidence';
+import { type RegisteredCards } from '../../../lib/control/ports';
 import previousRelease from './packed-evidence-v2.json';
 import withIds from './packed-evidence-v3.json';
 import idsChecked from './packed-evidence-v4.json';
@@ -145,7 +146,7 @@ describe('evidence as plain data', () => {
     const d = decide(given);
     if (d.kind === 'error') throw new Error(d.message);
     const stored = JSON.parse(JSON.stringify(d.packEvidence()));
-    expect(JSON.stringify(DecisionTrace.unpack(stored, registeredIn(given)).evidence())).toBe(JSON.stringify(d.evidence));
+    expect(JSON.stringify(unpackStoredEvidence(stored, registeredIn(given)).evidence())).toBe(JSON.stringify(d.evidence));
   });
 
   it('stores no card ids: read back, they come from the registrations where the node registers as it did then', () => {
@@ -158,13 +159,13 @@ describe('evidence as plain data', () => {
     const withoutIds = (evidence: readonly NodeEvidence[]) =>
       JSON.parse(JSON.stringify(evidence, (key, value: unknown) => (key === 'uuid' ? '' : value))) as unknown;
     // Without registrations, every id reads as empty and nothing else changes.
-    const blind = DecisionTrace.unpack(stored).evidence();
+    const blind = unpackStoredEvidence(stored).evidence();
     expect(uuids(blind).flat(2).every((id) => id === '')).toBe(true);
     expect(withoutIds(blind)).toEqual(withoutIds(d.evidence));
     // n2 registered another card at the same position since (its version moved on): only n2's ids are unknown.
     const replaced = { ...x, id: 'GPU-replaced' };
     const later: RegisteredCards = (name) => (name === 'n2' ? { registrationVersion: 2, cards: [replaced] } : registeredIn(given)(name));
-    const read = DecisionTrace.unpack(stored, later).evidence();
+    const read = unpackStoredEvidence(stored, later).evidence();
     expect(uuids(read)[0]).toEqual(uuids(d.evidence)[0]);
     expect(uuids(read)[0]!.flat()).toContain(b.id);
     expect(uuids(read)[1]!.flat().every((id) => id === '')).toBe(true);
@@ -172,7 +173,7 @@ describe('evidence as plain data', () => {
     // Any registration since counts, even one listing the same cards (a health or capacity change, a node that left
     // and came back): the record cannot tell what moved, so it shows no id rather than a wrong one.
     const again: RegisteredCards = (name) => (name === 'n1' ? { registrationVersion: 2, cards: [a, b] } : registeredIn(given)(name));
-    expect(uuids(DecisionTrace.unpack(stored, again).evidence())[0]!.flat().every((id) => id === '')).toBe(true);
+    expect(uuids(unpackStoredEvidence(stored, again).evidence())[0]!.flat().every((id) => id === '')).toBe(true);
     // A decision made without versions (a caller that does not keep them) keeps no ids either.
     const withoutVersion = (state: NodeState | undefined): NodeState | undefined => {
       if (!state) return undefined;
@@ -180,7 +181,7 @@ describe('evidence as plain data', () => {
       return rest;
     };
     const unversioned = decided(decide({ ...given, nodes: { get: (name) => withoutVersion(given.nodes.get(name)) } }));
-    expect(uuids(DecisionTrace.unpack(JSON.parse(JSON.stringify(unversioned.packEvidence())) as StoredEvidence, registeredIn(given)).evidence()).flat(2).every((id) => id === '')).toBe(true);
+    expect(uuids(unpackStoredEvidence(JSON.parse(JSON.stringify(unversioned.packEvidence())) as StoredEvidence, registeredIn(given)).evidence()).flat(2).every((id) => id === '')).toBe(true);
   });
 
   it('stores one registration version per node, as runs (a few bytes however many nodes)', () => {
@@ -193,7 +194,7 @@ describe('evidence as plain data', () => {
     const given = mixedInput();
     const stored = JSON.parse(JSON.stringify(decided(decide(given)).packEvidence())) as StoredEvidence & { v: 5 };
     const short = { ...stored, nodes: { ...stored.nodes, registrationVersion: [1, 2] } };
-    expect(() => DecisionTrace.unpack(short, registeredIn(given))).toThrow('packed evidence column nodes.registrationVersion does not hold 3 values');
+    expect(() => unpackStoredEvidence(short, registeredIn(given))).toThrow('packed evidence column nodes.registrationVersion does not hold 3 values');
   });
 
   it('checks ids in order, and tells apart lists that join to the same text', () => {
@@ -207,8 +208,8 @@ describe('evidence as plain data', () => {
     // Written by the release before runs were introduced, for this very input.
     const { packed, evidence } = previousRelease as unknown as { packed: StoredEvidence; evidence: NodeEvidence[] };
     expect(packed.v).toBe(2);
-    expect(JSON.stringify(DecisionTrace.unpack(packed).evidence())).toBe(JSON.stringify(evidence));
-    expect(DecisionTrace.unpack(packed).evidence()).toEqual(mixedEvidence);
+    expect(JSON.stringify(unpackStoredEvidence(packed).evidence())).toBe(JSON.stringify(evidence));
+    expect(unpackStoredEvidence(packed).evidence()).toEqual(mixedEvidence);
   });
 
   it('records written with a check of the ids (version 4) read with the ids where the check still agrees', () => {
@@ -216,26 +217,26 @@ describe('evidence as plain data', () => {
     const { packed, evidence } = idsChecked as unknown as { packed: StoredEvidence; evidence: NodeEvidence[] };
     expect(packed.v).toBe(4);
     const given = mixedInput();
-    expect(JSON.stringify(DecisionTrace.unpack(packed, registeredIn(given)).evidence())).toBe(JSON.stringify(evidence));
-    expect(DecisionTrace.unpack(packed, registeredIn(given)).evidence()).toEqual(mixedEvidence);
+    expect(JSON.stringify(unpackStoredEvidence(packed, registeredIn(given)).evidence())).toBe(JSON.stringify(evidence));
+    expect(unpackStoredEvidence(packed, registeredIn(given)).evidence()).toEqual(mixedEvidence);
     // The check, not the version, decides for these: n2's replaced card loses its id, n1's cards (any version) keep theirs.
     const later: RegisteredCards = (name) => (name === 'n2' ? { registrationVersion: 1, cards: [{ ...x, id: 'GPU-replaced' }] } : { registrationVersion: 7, cards: [a, b] });
-    const read = DecisionTrace.unpack(packed, later).evidence();
+    const read = unpackStoredEvidence(packed, later).evidence();
     expect(read[0]).toEqual(mixedEvidence[0]);
     expect(read[1]!.containers.flatMap((c) => (c.cards ?? []).map((card) => card.uuid))).toEqual(['']);
     // Moved cards (same ids, other positions) do not pass the check.
-    const moved = DecisionTrace.unpack(packed, (name) => (name === 'n1' ? { registrationVersion: 1, cards: [b, a] } : registeredIn(given)(name))).evidence();
+    const moved = unpackStoredEvidence(packed, (name) => (name === 'n1' ? { registrationVersion: 1, cards: [b, a] } : registeredIn(given)(name))).evidence();
     expect(moved[0]!.containers.flatMap((c) => (c.cards ?? []).map((card) => card.uuid)).every((id) => id === '')).toBe(true);
     const short = { ...packed, devices: { ...(packed as { devices: object }).devices, idsCheck: [1] } } as unknown as StoredEvidence;
-    expect(() => DecisionTrace.unpack(short, registeredIn(given))).toThrow('packed evidence column devices.idsCheck does not hold 3 values');
+    expect(() => unpackStoredEvidence(short, registeredIn(given))).toThrow('packed evidence column devices.idsCheck does not hold 3 values');
   });
 
   it('records written with the card ids (version 3) read as they were, whatever the nodes register now', () => {
     // Written by the release before card ids were left out, for this very input.
     const { packed, evidence } = withIds as unknown as { packed: StoredEvidence; evidence: NodeEvidence[] };
     expect(packed.v).toBe(3);
-    expect(JSON.stringify(DecisionTrace.unpack(packed).evidence())).toBe(JSON.stringify(evidence));
-    expect(DecisionTrace.unpack(packed, () => undefined).evidence()).toEqual(mixedEvidence);
+    expect(JSON.stringify(unpackStoredEvidence(packed).evidence())).toBe(JSON.stringify(evidence));
+    expect(unpackStoredEvidence(packed, () => undefined).evidence()).toEqual(mixedEvidence);
   });
 
   it('packs equal figures as runs, and refuses columns whose runs do not add up', () => {
@@ -245,8 +246,8 @@ describe('evidence as plain data', () => {
     // Three nodes: n1 and n2 failed-flags differ from ghost's.
     expect(packed.nodes.failed).toEqual([0, 1, 1, 2]);
     const corrupt = { ...packed, nodes: { ...packed.nodes, failed: [0, 1, 1, 1] } };
-    expect(() => DecisionTrace.unpack(corrupt)).toThrow('packed evidence column nodes.failed does not hold 3 values');
-    expect(() => DecisionTrace.unpack({ ...packed, v: 9 } as unknown as StoredEvidence)).toThrow('unknown version 9');
+    expect(() => unpackStoredEvidence(corrupt)).toThrow('packed evidence column nodes.failed does not hold 3 values');
+    expect(() => unpackStoredEvidence({ ...packed, v: 9 } as unknown as StoredEvidence)).toThrow('unknown version 9');
   });
 
   it('keeps container keys in the order they always had', () => {
@@ -448,7 +449,7 @@ describe('evidence property: random clusters', () => {
         const d = decided(decision);
         expect(JSON.parse(JSON.stringify(d.evidence))).toEqual(d.evidence);
         // Stored packed and read back, the evidence is the same, key order included.
-        expect(JSON.stringify(DecisionTrace.unpack(packed, registeredIn(given)).evidence())).toBe(JSON.stringify(d.evidence));
+        expect(JSON.stringify(unpackStoredEvidence(packed, registeredIn(given)).evidence())).toBe(JSON.stringify(d.evidence));
         d.evidence.forEach((evidence, n) => {
           const state = nodes[n]!;
           if (!state.registration.registered) throw new Error('fixture nodes are registered');
