@@ -27,8 +27,8 @@ import type { PackedEvidence } from '../engine/evidence';
 import { unpackStoredEvidence, type StoredEvidence } from './storedEvidence';
 import { type RegisteredCards } from '../control/ports';
 import { BadRequestError, CorruptItemError, errorMessage } from '../errors';
+import { canRebuildSummary, fitMessageFromEvidence, unreadableFitMessage } from '../diagnostics/fitMessage';
 import type { AttemptRecord, BindRecord, FilterRecord, PodRef } from '../diagnostics/record';
-import { fitNodeMessage, listingOrder } from '../engine/messages';
 import type { NodeEvidence } from '../engine/types';
 import { shortBind, summarizeAttempt, type AttemptSummary } from '../diagnostics/summary';
 import type { PodRecords } from '../control/ports';
@@ -240,18 +240,6 @@ function compressed(stored: StoredRecord): Uint8Array {
   return full.byteLength <= MAX_RECORD_BYTES ? full : encodeTrimmed(stored);
 }
 
-/** A passed decision's record, with the policy that listed its fitting nodes and its evidence. */
-function canRebuildSummary(filter: FilterRecord): boolean {
-  return filter.status === 'passed' && filter.node !== undefined && filter.nodePolicy !== undefined && (filter.packed !== undefined || filter.nodes.length > 0);
-}
-
-/** `find fit node(...)…` as the decision wrote it: its fitting nodes, from the evidence, in the order it listed them. */
-function fitMessageFromEvidence(filter: Omit<FilterRecord, 'summary'>, nodes: readonly NodeEvidence[]): string {
-  if (filter.node === undefined || filter.nodePolicy === undefined) throw new CorruptItemError('stored attempt has no summary');
-  const fitting = nodes.filter((n) => n.status === 'passed').map((n) => ({ name: n.name, score: n.score }));
-  return fitNodeMessage(filter.node, nodes.length, fitting.sort(listingOrder(filter.nodePolicy)));
-}
-
 function encodeTrimmed(record: StoredRecord): Uint8Array {
   const { packed, ...filter } = record.filter;
   const nodes = packed ? unpackStoredEvidence(packed).evidence() : record.filter.nodes;
@@ -310,12 +298,6 @@ function withNames(packed: StoredEvidence | PackedApart, lists: ReadonlyMap<stri
   const names = lists?.get(key);
   if (names === undefined) throw new Error('the node names this attempt refers to are no longer stored');
   return { ...packed, v: 5, nodes: { ...nodes, name: names } };
-}
-
-/** A passed attempt's message when the evidence it is rebuilt from cannot be read: the node HAMi's message names. */
-function unreadableFitMessage(filter: Omit<FilterRecord, 'summary'>): string {
-  if (filter.node === undefined) throw new CorruptItemError('stored attempt has no summary');
-  return `find fit node(${filter.node}); the nodes' evidence cannot be read`;
 }
 
 // ---- items: what each request writes and how each read is decoded ------------------------------------------------
