@@ -10,7 +10,7 @@
 import { z } from 'zod';
 import { errorMessage } from '../errors';
 import { isJsonObject, nestingExceeds } from '../json';
-import { SchedulerOwnedPodAnnotations } from '../engine/podAnnotations';
+import { SchedulerOwnedPodAnnotations } from '../engine/devices';
 import { readQuantity } from '../engine/quantity';
 import { containerRequest, describeQuantityProblems, hasManagedResources, podRequestProblems } from '../engine/requests';
 import { NVIDIA, type ContainerLike, type EngineConfig, type PodLike } from '../engine/types';

@@ -24,13 +24,13 @@ import { bookCard, EMPTY_NODE, loadBookedUsage, nodeScore, type PreparedNode } f
 import { prepareNode } from './prepareNode';
 import { describeQuantityProblems, podRequestProblems } from './requests';
 import { MemoUse, type NodeOutcome } from './reuse';
-import { NodeFailure, NVIDIA, PercentageUnset, ReasonCode } from './types';
+import { NodeFailure, PercentageUnset, ReasonCode } from './types';
 import type { ContainerRequest, NodeEvidence, NodeState, PodDevices, RealtimeNote } from './types';
 import type { DecideInput, Decision } from './decision';
 
 export { cardScore } from './order';
 
-const NO_REQUEST: ContainerRequest = { nums: 0, type: NVIDIA, memreq: 0, mempercentagereq: PercentageUnset, coresreq: 0 };
+const NO_REQUEST: ContainerRequest = { nums: 0, type: '', memreq: 0, mempercentagereq: PercentageUnset, coresreq: 0 };
 
 export function decide(input: DecideInput): Decision {
   const arena = input.arena ?? new DecisionArena();

@@ -13,7 +13,7 @@ import type { PodPlan, RealtimeSettings } from './plan';
 import { typeAllowed, uuidAllowed } from './podAnnotations';
 import type { PreparedNode } from './prepared';
 import { chooseByTopology } from './topology';
-import { NVIDIA, PercentageUnset, ReasonCode } from './types';
+import { PercentageUnset, ReasonCode } from './types';
 import type { ContainerDevice, ContainerRequest, NodeState, RealtimeDeviceUsage, RealtimeNote } from './types';
 import { collapsePodUsage } from './usage';
 
@@ -87,6 +87,8 @@ export interface FitInput {
 
 /** What a device kind adds to HAMi's card loop (HAMi's `CustomFilterRule` and what follows a pick). */
 export interface FitRules {
+  /** The request type the kind's cards serve (HAMi's check 3 compares it first): its `DeviceKind.vendor`. */
+  readonly vendor: string;
   /** Whether asking more cards than the node has fails at once with `NodeInsufficientDevice`. */
   readonly countsDevices: boolean;
   /** A last check after HAMi's own (`CustomFilterRule`), and the reason a card failing it counts under. */
@@ -102,7 +104,7 @@ export interface FitRules {
 export function fitContainer(run: FitRun, cards: Int32Array, rules: FitRules): string | undefined {
   const { arena, plan, node, request } = run.input;
   const cardCount = cards.length;
-  run.begin(rules.custom);
+  run.begin(rules);
   scoreCards(arena, cards, node, request, plan.weights);
   if (rules.countsDevices && request.nums > cardCount) return ReasonCode.NodeInsufficientDevice;
   orderCards(arena, cards, node, plan.gpuPolicy);
@@ -164,10 +166,12 @@ export class FitRun {
   }
 
   private custom: FitRules['custom'];
+  private vendor = '';
 
   /** Starts Fit for `input.request` on `input.node`. */
-  begin(custom: FitRules['custom']): void {
-    this.custom = custom;
+  begin(rules: FitRules): void {
+    this.custom = rules.custom;
+    this.vendor = rules.vendor;
     this.remaining = this.input.request.nums;
     this.coresRequest = this.input.request.coresreq;
     this.pickedCount = 0;
@@ -289,7 +293,7 @@ export class FitRun {
   /** use/nouse gputype, vgpu-mode and the request type (check 3). */
   private typeMatches(p: number): boolean {
     const { plan, node, request } = this.input;
-    if (request.type !== NVIDIA) return false;
+    if (request.type !== this.vendor) return false;
     if (!plan.selectsByType) return true;
     const key = node.typeKeys[p]!;
     let allowed = plan.typeCheckCache.get(key);

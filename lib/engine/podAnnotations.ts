@@ -2,8 +2,6 @@
  * Pod annotations HAMi writes and reads (docs/hami-parity.md §3): the device encoding and the user steering
  * annotations, with HAMi's error texts.
  */
-import { NeuronSchedulerOwned } from './devices/neuron/names';
-import { MigAllocationsAnnotation } from './devices/nvidia/mig';
 import { goQuote, parseGoBool } from './messages';
 import type { ContainerDevice, NodePolicy, PodDevices } from './types';
 
@@ -28,18 +26,16 @@ export const PodAnnotation = {
 } as const;
 
 /**
- * Pod annotations only the scheduler writes (filter and bind) and the device plugin trusts. A pod created
- * carrying one holds a booking nobody made (a forged allocation); the admission webhook denies it.
+ * Pod annotations only the scheduler writes (filter and bind) and the device plugin trusts, whatever the device kind;
+ * with each kind's own, `SchedulerOwnedPodAnnotations` (./devices/index.ts).
  */
-export const SchedulerOwnedPodAnnotations: readonly string[] = [
+export const SchedulerOwnedCommonPodAnnotations: readonly string[] = [
   PodAnnotation.VgpuNode,
   PodAnnotation.VgpuTime,
   PodAnnotation.DevicesToAllocate,
   PodAnnotation.DevicesAllocated,
   PodAnnotation.BindPhase,
   PodAnnotation.BindTime,
-  MigAllocationsAnnotation,
-  ...NeuronSchedulerOwned,
 ];
 
 export const BindPhase = { Allocating: 'allocating', Success: 'success', Failed: 'failed' } as const;

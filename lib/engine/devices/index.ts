@@ -1,4 +1,5 @@
 /** Every device kind the scheduler places, and how a registered device finds its kind. */
+import { SchedulerOwnedCommonPodAnnotations } from '../podAnnotations';
 import { NVIDIA, type DeviceInfo } from '../types';
 import type { DeviceKind } from './kind';
 import { neuron } from './neuron';
@@ -7,6 +8,12 @@ import { nvidia } from './nvidia';
 export type { DeviceKind } from './kind';
 
 export const DEVICE_KINDS: readonly DeviceKind[] = [nvidia, neuron];
+
+/**
+ * Pod annotations only the scheduler writes (filter and bind) and the device plugins trust. A pod created carrying
+ * one holds a booking nobody made (a forged allocation); the admission webhook denies it.
+ */
+export const SchedulerOwnedPodAnnotations: readonly string[] = [...SchedulerOwnedCommonPodAnnotations, ...DEVICE_KINDS.flatMap((kind) => kind.ownedPodAnnotations)];
 
 const byVendor = new Map<string, DeviceKind>(DEVICE_KINDS.map((kind) => [kind.vendor, kind]));
 const indexes = new Map<DeviceKind, number>(DEVICE_KINDS.map((kind, i) => [kind, i]));

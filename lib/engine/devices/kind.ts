@@ -57,6 +57,11 @@ export interface DeviceKind {
   /** The pod annotation where the kind's device plugin reads the devices decided (HAMi's encoding, init containers first). */
   readonly allocatedAnnotation: string;
   /**
+   * The pod annotations of this kind that only the scheduler writes, beyond the kind-independent ones
+   * (`SchedulerOwnedPodAnnotations`, ./index.ts): a pod created carrying one holds a booking nobody made.
+   */
+  readonly ownedPodAnnotations: readonly string[];
+  /**
    * The pod annotations the filter writes for the chosen devices (HAMi's `PatchAnnotations`), beyond the
    * kind-independent `hami.io/vgpu-node` and `hami.io/vgpu-time`. `devices` holds only this kind's containers;
    * `node` is the chosen node as decided on; `requests` are the containers' requests, aligned with `devices`.

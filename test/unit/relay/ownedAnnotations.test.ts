@@ -9,7 +9,7 @@ import { join } from 'node:path';
 import { reviewAdmission } from '../../../lib/admission/review';
 import { REQUEUE_ANNOTATION } from '../../../lib/control/effects';
 import { defaultEngineConfig } from '../../../lib/engine/types';
-import { SchedulerOwnedPodAnnotations } from '../../../lib/engine/podAnnotations';
+import { SchedulerOwnedPodAnnotations } from '../../../lib/engine/devices';
 import { ROOT, renderChart, type K8sObject } from '../../support/chart';
 
 interface CelOutcome {

@@ -9,6 +9,7 @@ import type { FitRun } from '../../fit';
 import { AWS_NEURON, type DeviceInfo, type NodeState, type PodDevices } from '../../types';
 import type { DeviceKind } from '../kind';
 import { NeuronPodAnnotation, neuronPodAnnotations } from './annotations';
+import { NeuronSchedulerOwned } from './names';
 import { neuronFit } from './fit';
 import { registerNeuron } from './registration';
 import { neuronQuantities, neuronRequest } from './requests';
@@ -25,5 +26,6 @@ export const neuron: DeviceKind = {
   positional: () => true,
   coreMask: true,
   allocatedAnnotation: NeuronPodAnnotation.DevicesAllocated,
+  ownedPodAnnotations: NeuronSchedulerOwned,
   podAnnotations: (devices: PodDevices, node: NodeState, context) => neuronPodAnnotations(devices, node, context),
 };

@@ -35,9 +35,9 @@ const custom = { fits: migPlacementFits, failure: ReasonCode.CardMigTopologyInfe
 // A MIG card just picked is tried again for the container's next instance (HAMi's `i++`).
 const retriesCard = (run: FitRun, position: number) => isMig(run.input.node.devices[position]!);
 /** A node without MIG cards: HAMi's checks alone. */
-const SHARED_ONLY: FitRules = { countsDevices: true };
-const MIG_NODE: FitRules = { countsDevices: true, custom, retriesCard };
-const MIG_REQUEST: FitRules = { countsDevices: false, custom, retriesCard };
+const SHARED_ONLY: FitRules = { vendor: NVIDIA, countsDevices: true };
+const MIG_NODE: FitRules = { vendor: NVIDIA, countsDevices: true, custom, retriesCard };
+const MIG_REQUEST: FitRules = { vendor: NVIDIA, countsDevices: false, custom, retriesCard };
 
 /** Whether the node being tried has a MIG card (worked out once per registration: `prepare`). */
 function hasMigCard(run: FitRun): boolean {
@@ -99,6 +99,7 @@ export const nvidia: DeviceKind = {
   positional: isMig,
   allocatedAnnotation: PodAnnotation.DevicesAllocated,
   partsAnnotation: MigAllocationsAnnotation,
+  ownedPodAnnotations: [MigAllocationsAnnotation],
   heldParts: migHeld,
   // What the device plugin reads: the devices to allocate and as allocated, and where each MIG instance goes
   // (docs/hami-parity.md §3.1, docs/devices.md).
