@@ -5,7 +5,8 @@
  * filter in steady state waits on one store round trip. A refused guard re-reads that node and decides again.
  */
 import { decide } from '../engine/decide';
-import { encodePodDevices, parseDeviceSelectors, PodAnnotation } from '../engine/podAnnotations';
+import { podDeviceSelectors } from '../engine/devices';
+import { encodePodDevices, PodAnnotation } from '../engine/podAnnotations';
 import { hasManagedResources } from '../engine/requests';
 import { parseNodeRegistration } from '../engine/registration';
 import type { NodeLike, NodeState, PodLike } from '../engine/types';
@@ -317,7 +318,7 @@ function observe(deps: ControlDeps, pod: string, attemptId: string, decision: De
 
 /** The pod's card selection for its record, when it sets one (the pod's side of a CardTypeMismatch or CardUuidMismatch). */
 function selectorsOf(pod: PodLike): { selectors?: SelectorsRecord } {
-  const parsed = parseDeviceSelectors(pod.metadata?.annotations ?? {});
+  const parsed = podDeviceSelectors(pod.metadata?.annotations ?? {});
   const selectors: SelectorsRecord = {
     ...(parsed.useTypes.length > 0 ? { useTypes: parsed.useTypes } : {}),
     ...(parsed.noUseTypes.length > 0 ? { noUseTypes: parsed.noUseTypes } : {}),

@@ -1,8 +1,8 @@
 /** The plan of one pod (./plan.ts): read once per decision, from the pod, the configuration and the kinds registered. */
 import type { DecideInput } from './decision';
-import { deviceKind, kindIndex } from './devices';
+import { deviceKind, kindIndex, podDeviceSelectors } from './devices';
 import type { PodContainer, PodPlan } from './plan';
-import { gpuPolicyOf, nodePolicyOf, parseDeviceSelectors, realtimeOverrideOf, type DeviceScoringWeights } from './podAnnotations';
+import { gpuPolicyOf, nodePolicyOf, realtimeOverrideOf, type DeviceScoringWeights } from './podAnnotations';
 import { podContainerRequests } from './requests';
 import type { ContainerRequest } from './types';
 
@@ -18,7 +18,7 @@ export function planPod(input: DecideInput, weights: DeviceScoringWeights): PodP
   (pod.spec?.initContainers ?? []).forEach((c, i) => containers.push(container(c.name, i, true, requests.init[i])));
   const initCount = containers.length;
   (pod.spec?.containers ?? []).forEach((c, i) => containers.push(container(c.name, initCount + i, false, requests.app[i])));
-  const selectors = parseDeviceSelectors(annotations);
+  const selectors = podDeviceSelectors(annotations);
   const realtimeOn = realtimeOverrideOf(annotations) ?? config.realtime.enabled;
   const mode = config.realtime.mode;
   return {

@@ -12,12 +12,6 @@ export const PodAnnotation = {
   DevicesAllocated: 'hami.io/vgpu-devices-allocated',
   BindPhase: 'hami.io/bind-phase',
   BindTime: 'hami.io/bind-time',
-  UseGpuType: 'nvidia.com/use-gputype',
-  NoUseGpuType: 'nvidia.com/nouse-gputype',
-  UseGpuUuid: 'nvidia.com/use-gpuuuid',
-  NoUseGpuUuid: 'nvidia.com/nouse-gpuuuid',
-  NumaBind: 'nvidia.com/numa-bind',
-  VgpuMode: 'nvidia.com/vgpu-mode',
   NodeSchedulerPolicy: 'hami.io/node-scheduler-policy',
   GpuSchedulerPolicy: 'hami.io/gpu-scheduler-policy',
   DeviceScoringWeights: 'hami.io/device-scoring-weights',
@@ -121,23 +115,37 @@ export interface DeviceSelectors {
   readonly noUseTypes: readonly string[];
   readonly useUuids: ReadonlySet<string>;
   readonly noUseUuids: ReadonlySet<string>;
-  /** `nvidia.com/vgpu-mode` value when present. */
+  /** The vgpu-mode annotation's value when present. */
   readonly vgpuMode?: string;
   readonly numaBind: boolean;
 }
 
-export function parseDeviceSelectors(annotations: Readonly<Record<string, string>>): DeviceSelectors {
-  const vgpuMode = annotations[PodAnnotation.VgpuMode];
-  const numaBind = annotations[PodAnnotation.NumaBind];
+/** Where a device kind's steering annotations are (`DeviceKind.selectorAnnotations`). */
+export interface SelectorAnnotations {
+  readonly useTypes: string;
+  readonly noUseTypes: string;
+  readonly useUuids: string;
+  readonly noUseUuids: string;
+  readonly vgpuMode: string;
+  readonly numaBind: string;
+}
+
+/** The steering constraints the pod sets in the annotations `names` gives (docs/hami-parity.md §3.4). */
+export function parseDeviceSelectors(annotations: Readonly<Record<string, string>>, names: SelectorAnnotations): DeviceSelectors {
+  const vgpuMode = annotations[names.vgpuMode];
+  const numaBind = annotations[names.numaBind];
   return {
-    useTypes: parseAnnotationList(annotations[PodAnnotation.UseGpuType]).map((t) => t.toUpperCase()),
-    noUseTypes: parseAnnotationList(annotations[PodAnnotation.NoUseGpuType]).map((t) => t.toUpperCase()),
-    useUuids: new Set(parseAnnotationList(annotations[PodAnnotation.UseGpuUuid])),
-    noUseUuids: new Set(parseAnnotationList(annotations[PodAnnotation.NoUseGpuUuid])),
+    useTypes: parseAnnotationList(annotations[names.useTypes]).map((t) => t.toUpperCase()),
+    noUseTypes: parseAnnotationList(annotations[names.noUseTypes]).map((t) => t.toUpperCase()),
+    useUuids: new Set(parseAnnotationList(annotations[names.useUuids])),
+    noUseUuids: new Set(parseAnnotationList(annotations[names.noUseUuids])),
     ...(vgpuMode !== undefined ? { vgpuMode } : {}),
     numaBind: numaBind !== undefined && parseGoBool(numaBind) === true,
   };
 }
+
+/** A pod that steers nothing. */
+export const NO_SELECTORS: DeviceSelectors = { useTypes: [], noUseTypes: [], useUuids: new Set(), noUseUuids: new Set(), numaBind: false };
 
 /** use/nouse gputype (case-insensitive substring of the card type) and vgpu-mode (value contains the card mode). */
 export function typeAllowed(selectors: DeviceSelectors, deviceType: string, deviceMode: string): boolean {

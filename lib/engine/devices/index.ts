@@ -1,5 +1,5 @@
 /** Every device kind the scheduler places, and how a registered device finds its kind. */
-import { SchedulerOwnedCommonPodAnnotations } from '../podAnnotations';
+import { NO_SELECTORS, parseDeviceSelectors, SchedulerOwnedCommonPodAnnotations, type DeviceSelectors } from '../podAnnotations';
 import { NVIDIA, type DeviceInfo } from '../types';
 import type { DeviceKind } from './kind';
 import { neuron } from './neuron';
@@ -52,4 +52,26 @@ export function deviceKindOf(device: DeviceInfo): DeviceKind | undefined {
 /** Whether devices of this request type book cores as a mask of core indexes (`DeviceKind.coreMask`). */
 export function coresAreMasks(type: string): boolean {
   return byVendor.get(type)?.coreMask === true;
+}
+
+/**
+ * The steering constraints a pod sets (docs/hami-parity.md §3.4), read from the annotations of every kind that has
+ * them and joined: a pod asks for one kind, whose Fit applies them.
+ */
+export function podDeviceSelectors(annotations: Readonly<Record<string, string>>): DeviceSelectors {
+  let joined = NO_SELECTORS;
+  for (const kind of DEVICE_KINDS) {
+    if (kind.selectorAnnotations === undefined) continue;
+    const own = parseDeviceSelectors(annotations, kind.selectorAnnotations);
+    const vgpuMode = joined.vgpuMode ?? own.vgpuMode;
+    joined = {
+      useTypes: [...joined.useTypes, ...own.useTypes],
+      noUseTypes: [...joined.noUseTypes, ...own.noUseTypes],
+      useUuids: new Set([...joined.useUuids, ...own.useUuids]),
+      noUseUuids: new Set([...joined.noUseUuids, ...own.noUseUuids]),
+      ...(vgpuMode !== undefined ? { vgpuMode } : {}),
+      numaBind: joined.numaBind || own.numaBind,
+    };
+  }
+  return joined;
 }

@@ -5,6 +5,7 @@
  * module under lib/engine/devices; nothing outside it knows the kind's rules.
  */
 import type { FitRun } from '../fit';
+import type { SelectorAnnotations } from '../podAnnotations';
 import type { ContainerLike, ContainerRequest, DeviceInfo, EngineConfig, MigPlacement, NodeLike, NodeState, PairScores, PodDevices } from '../types';
 
 /** A node's devices of one kind (HAMi's `GetNodeDevices`), or why it has none that can be scheduled. */
@@ -36,6 +37,8 @@ export interface DeviceKind {
    * failure of the container.
    */
   addResourceUsage?(run: FitRun, pick: number): string | undefined;
+  /** The pod annotations that steer which of its devices a pod gets (type, UUID, mode, NUMA), when the kind has them. */
+  readonly selectorAnnotations?: SelectorAnnotations;
   /** Whether `/bind` takes HAMi's node lock for pods whose regular containers use this kind. */
   readonly locksNode: boolean;
   /** The pod annotation where the kind records the parts of cards a pod holds, when it does (MIG placements). */

@@ -6,10 +6,10 @@ import {
   gpuPolicyOf,
   nodePolicyOf,
   parseDeviceScoringWeights,
-  parseDeviceSelectors,
   typeAllowed,
   uuidAllowed,
 } from '../../../lib/engine/podAnnotations';
+import { podDeviceSelectors } from '../../../lib/engine/devices';
 import type { ContainerDevice } from '../../../lib/engine/types';
 
 const dev = (uuid: string, type: string, usedmem: number, usedcores: number): ContainerDevice => ({ idx: 0, uuid, type, usedmem, usedcores });
@@ -53,25 +53,25 @@ describe('bind phases (docs/hami-parity.md §6.2-6.3, lock-free parts)', () => {
 
 describe('steering annotations (docs/hami-parity.md §3.4)', () => {
   it('gputype: case-insensitive substring; nouse checked after use', () => {
-    const s = parseDeviceSelectors({ 'nvidia.com/use-gputype': 'a100, ,h100', 'nvidia.com/nouse-gputype': '80gb' });
+    const s = podDeviceSelectors({ 'nvidia.com/use-gputype': 'a100, ,h100', 'nvidia.com/nouse-gputype': '80gb' });
     expect(typeAllowed(s, 'NVIDIA-A100-SXM4-40GB', 'hami-core')).toBe(true);
     expect(typeAllowed(s, 'NVIDIA-A100-SXM4-80GB', 'hami-core')).toBe(false);
     expect(typeAllowed(s, 'NVIDIA-Tesla T4', 'hami-core')).toBe(false);
   });
 
   it('blank values are no constraint', () => {
-    const s = parseDeviceSelectors({ 'nvidia.com/use-gputype': '  ', 'nvidia.com/use-gpuuuid': ',' });
+    const s = podDeviceSelectors({ 'nvidia.com/use-gputype': '  ', 'nvidia.com/use-gpuuuid': ',' });
     expect(typeAllowed(s, 'anything', 'mig')).toBe(true);
     expect(uuidAllowed(s, 'GPU-1')).toBe(true);
   });
 
   it('gpuuuid: exact trimmed match', () => {
-    const s = parseDeviceSelectors({ 'nvidia.com/use-gpuuuid': ' GPU-1 ,GPU-2', 'nvidia.com/nouse-gpuuuid': 'GPU-2' });
+    const s = podDeviceSelectors({ 'nvidia.com/use-gpuuuid': ' GPU-1 ,GPU-2', 'nvidia.com/nouse-gpuuuid': 'GPU-2' });
     expect([uuidAllowed(s, 'GPU-1'), uuidAllowed(s, 'GPU-2'), uuidAllowed(s, 'GPU-10')]).toEqual([true, false, false]);
   });
 
   it('vgpu-mode: the value must contain the card mode (empty mode always matches)', () => {
-    const s = parseDeviceSelectors({ 'nvidia.com/vgpu-mode': 'hami-core' });
+    const s = podDeviceSelectors({ 'nvidia.com/vgpu-mode': 'hami-core' });
     expect([typeAllowed(s, 'NVIDIA', 'hami-core'), typeAllowed(s, 'NVIDIA', 'mig'), typeAllowed(s, 'NVIDIA', '')]).toEqual([true, false, true]);
   });
 
@@ -82,7 +82,7 @@ describe('steering annotations (docs/hami-parity.md §3.4)', () => {
     ['yes', false],
     ['false', false],
   ])('numa-bind %j -> %p (Go ParseBool)', (value, expected) => {
-    expect(parseDeviceSelectors({ 'nvidia.com/numa-bind': value }).numaBind).toBe(expected);
+    expect(podDeviceSelectors({ 'nvidia.com/numa-bind': value }).numaBind).toBe(expected);
   });
 
   it('node policy: exactly "spread" spreads, anything else packs', () => {

@@ -9,6 +9,7 @@ import { encodePodDevices, PodAnnotation } from '../../podAnnotations';
 import { NodeFailure, NVIDIA, ReasonCode, type DeviceInfo, type NodeState, type PodDevices } from '../../types';
 import type { DeviceKind } from '../kind';
 import { encodeMigAllocations, isMig, migHeld, MigAllocationsAnnotation, MIG_MODE, placeMigInstances, selectMigCandidate } from './mig';
+import { NvidiaSelectorAnnotations } from './names';
 import { registerNvidia } from './registration';
 import { nvidiaQuantities, nvidiaRequest } from './requests';
 
@@ -50,7 +51,7 @@ function hasMigCard(run: FitRun): boolean {
  */
 function migRequest(run: FitRun): boolean {
   if (!hasMigCard(run)) return false;
-  const mode = run.input.plan.annotations[PodAnnotation.VgpuMode];
+  const mode = run.input.plan.annotations[NvidiaSelectorAnnotations.vgpuMode];
   return mode === undefined || mode.includes(MIG_MODE);
 }
 
@@ -100,6 +101,7 @@ export const nvidia: DeviceKind = {
   allocatedAnnotation: PodAnnotation.DevicesAllocated,
   partsAnnotation: MigAllocationsAnnotation,
   ownedPodAnnotations: [MigAllocationsAnnotation],
+  selectorAnnotations: NvidiaSelectorAnnotations,
   heldParts: migHeld,
   // What the device plugin reads: the devices to allocate and as allocated, and where each MIG instance goes
   // (docs/hami-parity.md §3.1, docs/devices.md).

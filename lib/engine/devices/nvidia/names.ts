@@ -1,0 +1,11 @@
+/** The pod annotations a pod steers its NVIDIA cards by (HAMi's nvidia device; docs/hami-parity.md §3.4). */
+import type { SelectorAnnotations } from '../../podAnnotations';
+
+export const NvidiaSelectorAnnotations: SelectorAnnotations = {
+  useTypes: 'nvidia.com/use-gputype',
+  noUseTypes: 'nvidia.com/nouse-gputype',
+  useUuids: 'nvidia.com/use-gpuuuid',
+  noUseUuids: 'nvidia.com/nouse-gpuuuid',
+  vgpuMode: 'nvidia.com/vgpu-mode',
+  numaBind: 'nvidia.com/numa-bind',
+};
