@@ -6,14 +6,12 @@ import type { AttemptRecord, BindRecord } from '../diagnostics/record';
 import { renderSummary, type SchedulerLogSummary } from '../diagnostics/summary';
 import { renderSchedulerLog, type RegisteredDevice, type RegisteredDevices, type SchedulerLog } from '../diagnostics/schedulerLog';
 import type { NodeDevices } from '../diagnostics/nodeDevices';
-import { coresAreMasks } from '../engine/devices';
-import { splitCores } from '../engine/devices/neuron/masks';
+import { coresAreMasks, isMig, migPartsView, splitCores, vendorOf } from '../engine/devices';
 import type { RegisteredCards, RegisteredNode } from './ports';
-import { NodeFailure, NVIDIA, type MigProfile } from '../engine/types';
-import { freePlacements } from '../engine/devices/nvidia/mig';
+import { NodeFailure } from '../engine/types';
 import { BindPhase } from '../engine/podAnnotations';
 import { NotFoundError } from '../errors';
-import { bookingCounts, effectiveRegistration, lockIsLive, overcommittedCards, partsHeld, usageOf, type HeldPart, type NodeLedger } from './ledger';
+import { bookingCounts, effectiveRegistration, lockIsLive, overcommittedCards, partsHeld, usageOf, type NodeLedger } from './ledger';
 import type { PodRecords } from './ports';
 import type { ControlDeps } from './deps';
 import { decodeContinue, encodeContinue, MAX_PAGE_BYTES, type ListBody } from './listing';
@@ -60,7 +58,7 @@ function registeredDevicesOf(deps: ControlDeps): RegisteredDevices {
     let devices = byNode.get(nodeName);
     if (devices === undefined) {
       const registration = deps.view.get(nodeName)?.registration;
-      devices = new Map(registration?.registered === true ? registration.devices.map((d) => [d.id, { type: d.type, mode: d.mode, numa: d.numa, vendor: d.vendor ?? NVIDIA }]) : []);
+      devices = new Map(registration?.registered === true ? registration.devices.map((d) => [d.id, { type: d.type, mode: d.mode, numa: d.numa, vendor: vendorOf(d) }]) : []);
       byNode.set(nodeName, devices);
     }
     return devices;
@@ -166,10 +164,10 @@ export function renderNodeDevices(node: NodeLedger, nowMs: number, countResource
             freemem: d.devmem - used.usedmem,
             pods: (holders.get(d.id) ?? []).sort(),
             ...(bindFailed.has(d.id) ? { bindFailed: (bindFailed.get(d.id) ?? []).sort() } : {}),
-            ...(d.mode === 'mig' ? { mode: d.mode } : {}),
+            ...(isMig(d) ? { mode: d.mode } : {}),
             ...(failClosed.has(d.id) ? { health: false, unhealthyReason: 'a pod booked on this MIG card holds no placement the scheduler can account for' } : {}),
             ...(overcommitted.has(d.id) ? { overcommitted: [...(overcommitted.get(d.id) ?? [])] } : {}),
-            ...(d.migProfiles ? { mig: migView(d.migProfiles, held.parts.filter((part) => part.uuid === d.id)) } : {}),
+            ...(d.migProfiles ? { mig: migPartsView(d.migProfiles, held.parts.filter((part) => part.uuid === d.id)) } : {}),
             ...(measured
               ? { realtime: { usedmem: measured.usedMemMB, totalmem: measured.totalMemMB, ...(measured.utilization !== undefined ? { utilization: measured.utilization } : {}) } }
               : {}),
@@ -186,15 +184,6 @@ export function renderNodeDevices(node: NodeLedger, nowMs: number, countResource
           expires: new Date(liveLock.expiresAtMs).toISOString(),
         }
       : null,
-  };
-}
-
-/** A MIG card's profiles with their free placements now, and its instances in use (by start). */
-function migView(profiles: readonly MigProfile[], held: readonly HeldPart[]) {
-  const taken = held.map((part) => part.placement);
-  return {
-    profiles: profiles.map((p) => ({ name: p.name, memoryMB: p.memoryMB, core: p.core, placements: p.placements.length, free: freePlacements(p, taken).length })),
-    inUse: held.map((part) => ({ start: part.placement.start, size: part.placement.size, pod: part.pod })).sort((a, b) => a.start - b.start),
   };
 }
 

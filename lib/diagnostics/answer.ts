@@ -4,7 +4,7 @@
  * One rule for all three (docs/api.md §5 `answer`, §10). A pod without a record is answered by the debugging
  * decision tree instead (lib/cli/decisionTree.ts).
  */
-import { NVIDIA } from '../engine/types';
+import { DEFAULT_KIND } from '../engine/devices';
 import { hintFor } from './hints';
 import type { AttemptRecord } from './record';
 import { bindFailureKey, countNodesByReason, filterErrorKey } from './reasons';
@@ -22,7 +22,7 @@ export interface AnswerInput {
     readonly reasons: readonly { readonly code: string; readonly nodes: number }[];
     /** Nodes the filter evaluated. */
     readonly evaluated: number;
-    /** The device type the pod asked for, when not NVIDIA's: the fix is given in that kind's terms. */
+    /** The device type the pod asked for, when not the default kind's: the fix is given in that kind's terms. */
     readonly requestType?: string;
   };
   readonly bind: { readonly status: 'passed' | 'failed' | 'pending'; readonly summary: string; readonly node?: string };
@@ -48,7 +48,7 @@ export function filterFacts(record: AttemptRecord): AnswerInput['filter'] {
     ...(filter.node !== undefined ? { node: filter.node } : {}),
     reasons: reasons.map(({ code, nodes }) => ({ code, nodes })),
     evaluated: filter.evaluated ?? filter.nodes.length,
-    ...(requestType !== undefined && requestType !== NVIDIA ? { requestType } : {}),
+    ...(requestType !== undefined && requestType !== DEFAULT_KIND.vendor ? { requestType } : {}),
   };
 }
 

@@ -5,8 +5,8 @@
  */
 import { z } from 'zod';
 import { answerFor, filterFacts, requestTypeOf } from './answer';
-import { coreCount, coreIndexes, splitCores } from '../engine/devices/neuron/masks';
-import { AWS_NEURON, type CardEvidence, type ContainerEvidence, type NodeEvidence } from '../engine/types';
+import { coreCount, coreIndexes, coresAreMasks, splitCores } from '../engine/devices';
+import type { CardEvidence, ContainerEvidence, NodeEvidence } from '../engine/types';
 import { hintFor, type Hint } from './hints';
 import type { AttemptRecord } from './record';
 import { bindFailureKey, countNodesByReason, filterErrorKey } from './reasons';
@@ -261,19 +261,19 @@ function renderContainer(container: ContainerEvidence, detail: RenderOptions['de
   if (container.status === 'failed') out.reason = container.reason ?? '';
   if (container.init) out.init = true;
   if (detail === 'devices') {
-    const cores = container.request?.type === AWS_NEURON;
+    const cores = container.request !== undefined && coresAreMasks(container.request.type);
     if (container.request !== undefined) out.request = { ...container.request };
     out.devices = container.cards.map((card) => {
       const info = infoOf(card.uuid);
-      return { ...(cores ? neuronCard(card) : { ...card }), ...(info ? { type: info.type, mode: info.mode, numa: info.numa } : {}) };
+      return { ...(cores ? maskedCoresCard(card) : { ...card }), ...(info ? { type: info.type, mode: info.mode, numa: info.numa } : {}) };
     });
     if (container.devices !== undefined) out.chosen = container.devices.map((device) => (cores ? { ...device, coreIndexes: coreIndexes(device.usedcores) } : { ...device }));
   }
   return out;
 }
 
-/** A Neuron device's evidence with its cores as counts and indexes (the engine compares masks). */
-function neuronCard(card: CardEvidence): CardEvidenceLog {
+/** The evidence of a device whose cores are a mask (AWS Neuron) with its cores as counts and indexes (the engine compares masks). */
+function maskedCoresCard(card: CardEvidence): CardEvidenceLog {
   const cores = splitCores(card.totalCores, card.usedCores);
   return { ...card, totalCores: coreCount(card.totalCores), usedCores: cores.used.length, coreIndexes: cores };
 }

@@ -1,13 +1,25 @@
 /** Every device kind the scheduler places, and how a registered device finds its kind. */
 import { NO_SELECTORS, parseDeviceSelectors, SchedulerOwnedCommonPodAnnotations, type DeviceSelectors } from '../podAnnotations';
-import { NVIDIA, type DeviceInfo } from '../types';
+import type { DeviceInfo } from '../types';
 import type { DeviceKind } from './kind';
 import { neuron } from './neuron';
 import { nvidia } from './nvidia';
 
 export type { DeviceKind } from './kind';
+// Core masks (`DeviceKind.coreMask`) as counts and indexes, for views of devices that book cores by index.
+export { coreCount, coreIndexes, splitCores } from './neuron/masks';
+// A MIG card's profiles and instances, for the devices view.
+export { isMig, migPartsView } from './nvidia/mig';
 
 export const DEVICE_KINDS: readonly DeviceKind[] = [nvidia, neuron];
+
+/** The kind of a device registered without a vendor word (what HAMi's register annotation holds): NVIDIA. */
+export const DEFAULT_KIND: DeviceKind = nvidia;
+
+/** A registered device's vendor word, the default kind's when it has none. */
+export function vendorOf(device: Pick<DeviceInfo, 'vendor'>): string {
+  return device.vendor ?? DEFAULT_KIND.vendor;
+}
 
 /**
  * Pod annotations only the scheduler writes (filter and bind) and the device plugins trust. A pod created carrying
@@ -46,7 +58,7 @@ export function allocatedDevicesOf(
 
 /** A registered device's kind: its `vendor`, NVIDIA when absent (what HAMi's register annotation holds). */
 export function deviceKindOf(device: DeviceInfo): DeviceKind | undefined {
-  return byVendor.get(device.vendor ?? NVIDIA);
+  return byVendor.get(vendorOf(device));
 }
 
 /** Whether devices of this request type book cores as a mask of core indexes (`DeviceKind.coreMask`). */

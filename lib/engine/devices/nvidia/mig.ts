@@ -192,3 +192,12 @@ export function migHeld(
   }
   return { placements, failClosed: [...failClosed] };
 }
+
+/** A MIG card's profiles with their free placements now, and its instances in use by whom (by start): the devices view's. */
+export function migPartsView(profiles: readonly MigProfile[], held: readonly { readonly placement: MigPlacement; readonly pod: string }[]) {
+  const taken = held.map((part) => part.placement);
+  return {
+    profiles: profiles.map((p) => ({ name: p.name, memoryMB: p.memoryMB, core: p.core, placements: p.placements.length, free: freePlacements(p, taken).length })),
+    inUse: held.map((part) => ({ start: part.placement.start, size: part.placement.size, pod: part.pod })).sort((a, b) => a.start - b.start),
+  };
+}
