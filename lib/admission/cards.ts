@@ -5,7 +5,8 @@
  * other kinds (AWS Neuron, docs/devices.md) are not cards an NVIDIA request can use, so they are not counted.
  */
 import { parseNodeRegistration } from '../engine/registration';
-import { NVIDIA, type EngineConfig, type NodeLike } from '../engine/types';
+import { DEFAULT_KIND, vendorOf } from '../engine/devices';
+import type { EngineConfig, NodeLike } from '../engine/types';
 
 export interface CardCapacity {
   /** Registered nodes and their cards. */
@@ -27,7 +28,7 @@ export function cardCapacity(nodes: readonly NodeLike[], config: EngineConfig): 
   let hasMig = false;
   for (const node of nodes) {
     const registration = parseNodeRegistration(node, config);
-    const devices = registration.registered ? registration.devices.filter((device) => (device.vendor ?? NVIDIA) === NVIDIA) : [];
+    const devices = registration.registered ? registration.devices.filter((device) => vendorOf(device) === DEFAULT_KIND.vendor) : [];
     if (devices.length === 0) continue;
     registered++;
     cards += devices.length;

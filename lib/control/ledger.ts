@@ -10,10 +10,10 @@
  */
 import { overcommittedDimensions, type CapacityDimension } from '../engine/capacity';
 import type { StoredClaim } from '../engine/claims';
-import { coresAreMasks, DEVICE_KINDS, deviceKind, deviceKindOf } from '../engine/devices';
+import { coresAreMasks, DEFAULT_KIND, DEVICE_KINDS, deviceKind, deviceKindOf, vendorOf } from '../engine/devices';
 import { decodePodDevices } from '../engine/podAnnotations';
 import { collapsePodUsage } from '../engine/usage';
-import { NodeFailure, NVIDIA, type AlignedUsage, type CardClaim, type DeviceInfo, type DeviceUsage, type MigPlacement, type NodeRegistration, type NodeState, type PodDevices, type QuotaView, type RealtimeReport } from '../engine/types';
+import { NodeFailure, type AlignedUsage, type CardClaim, type DeviceInfo, type DeviceUsage, type MigPlacement, type NodeRegistration, type NodeState, type PodDevices, type QuotaView, type RealtimeReport } from '../engine/types';
 
 /** One card's share of a booking after HAMi's init-container collapse. */
 export interface CardUse {
@@ -211,7 +211,7 @@ export function cardUsesOf(devices: PodDevices, initCount: number, initDone: boo
     slots: Math.max(d.slots, 1),
     mem: d.usedmem,
     cores: d.usedcores,
-    ...(d.type !== NVIDIA && deviceKind(d.type) !== undefined ? { vendor: d.type } : {}),
+    ...(d.type !== DEFAULT_KIND.vendor && deviceKind(d.type) !== undefined ? { vendor: d.type } : {}),
   }));
 }
 
@@ -345,7 +345,7 @@ export function overcommittedCards(devices: readonly DeviceInfo[], usage: Readon
   for (const device of devices) {
     const used = usage[device.id];
     if (used === undefined) continue;
-    const over = overcommittedDimensions(device, used.used, used.usedmem, used.usedcores, coresAreMasks(device.vendor ?? NVIDIA));
+    const over = overcommittedDimensions(device, used.used, used.usedmem, used.usedcores, coresAreMasks(vendorOf(device)));
     if (over.length === 0) continue;
     cards.push({ uuid: device.id, over, used: used.used, count: device.count, usedmem: used.usedmem, devmem: device.devmem, usedcores: used.usedcores, devcore: device.devcore });
   }

@@ -3,17 +3,15 @@
  * so both say the same for every device kind (AWS Neuron in NeuronCores, by index: docs/devices.md). Pure, and safe in
  * the browser.
  */
+import { DEFAULT_WORDS, wordsFor } from '../engine/devices/words';
 import type { CardEvidenceLog, ContainerLog, SelectorsLog } from './schedulerLog';
 
 type Chosen = NonNullable<ContainerLog['chosen']>[number];
 
-/** `asks 2 card(s) × 4000 MiB, 30% cores`, `asks 4 Neuron device(s)` or `asks 3 NeuronCore(s)`; empty without a request. */
+/** `asks 2 card(s) × 4000 MiB, 30% cores`, `asks 4 Neuron device(s)` or `asks 3 NeuronCore(s)`, in the kind's words; empty without a request. */
 export function requestPhrase(request: ContainerLog['request']): string {
   if (request === undefined) return '';
-  // AWS Neuron: whole devices (cores 0), or a number of NeuronCores.
-  if (request.type === 'AWSNeuron') return request.coresreq === 0 ? `asks ${request.nums} Neuron device(s)` : `asks ${request.coresreq} NeuronCore(s)`;
-  const memory = request.memreq > 0 ? `${request.memreq} MiB` : request.mempercentagereq !== 101 ? `${request.mempercentagereq}% memory` : 'default memory';
-  return `asks ${request.nums} card(s) × ${memory}, ${request.coresreq}% cores`;
+  return (wordsFor(request.type) ?? DEFAULT_WORDS).describeRequest(request);
 }
 
 /** `device 1 inf-AWSNeuron-1, cores 0,1` or `card 0 GPU-a, 4000 MiB, 30% cores`. */
@@ -54,7 +52,7 @@ export function mismatchPhrase(card: CardEvidenceLog, selectors: SelectorsLog | 
   const sides: string[] = [];
   switch (card.outcome) {
     case 'CardTypeMismatch':
-      if (request !== undefined && request.type !== 'NVIDIA') {
+      if (request !== undefined && wordsFor(request.type)?.selectsByType !== true) {
         sides.push(card.type !== undefined ? `device type ${card.type}` : 'a device of another type', `the pod asks for ${request.type} devices`);
         break;
       }
@@ -80,7 +78,7 @@ export function mismatchPhrase(card: CardEvidenceLog, selectors: SelectorsLog | 
 
 /** `NVIDIA card(s)`, `Neuron device(s)`: a device kind's own noun (docs/devices.md). */
 function kindNoun(vendor: string, plural: boolean): string {
-  const noun = vendor === 'AWSNeuron' ? 'Neuron device' : vendor === 'NVIDIA' ? 'NVIDIA card' : `${vendor} device`;
+  const noun = wordsFor(vendor)?.noun ?? `${vendor} device`;
   return plural ? `${noun}s` : noun;
 }
 

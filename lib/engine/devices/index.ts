@@ -13,8 +13,8 @@ export { isMig, migPartsView } from './nvidia/mig';
 
 export const DEVICE_KINDS: readonly DeviceKind[] = [nvidia, neuron];
 
-/** The kind of a device registered without a vendor word (what HAMi's register annotation holds): NVIDIA. */
-export const DEFAULT_KIND: DeviceKind = nvidia;
+/** The kind of a device registered without a vendor word (what HAMi's register annotation holds): the first, NVIDIA. */
+export const DEFAULT_KIND: DeviceKind = DEVICE_KINDS[0]!;
 
 /** A registered device's vendor word, the default kind's when it has none. */
 export function vendorOf(device: Pick<DeviceInfo, 'vendor'>): string {

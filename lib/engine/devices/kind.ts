@@ -6,6 +6,7 @@
  */
 import type { FitRun } from '../fit';
 import type { SelectorAnnotations } from '../podAnnotations';
+import type { KindWords } from './wordsOf';
 import type { ContainerLike, ContainerRequest, DeviceInfo, EngineConfig, MigPlacement, NodeLike, NodeState, PairScores, PodDevices } from '../types';
 
 /** A node's devices of one kind (HAMi's `GetNodeDevices`), or why it has none that can be scheduled. */
@@ -16,6 +17,8 @@ export type KindRegistration =
 export interface DeviceKind {
   /** HAMi's `CommonWord`: the request type and the vendor of its devices (`NVIDIA`, `AWSNeuron`). */
   readonly vendor: string;
+  /** What its devices are called and how its requests read (./words.ts, which the browser carries without the rules). */
+  readonly words: KindWords;
   /** The node's devices of this kind; undefined when it has none and nothing to say about it. */
   register(node: NodeLike, config: EngineConfig): KindRegistration | undefined;
   /** Whether Fit of this kind sees a device of the kind (NVIDIA's Fit sees only types containing "nvidia"). */

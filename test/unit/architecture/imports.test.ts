@@ -182,6 +182,73 @@ describe('imports of lib/ and functions/', () => {
   });
 });
 
+/**
+ * Device-kind knowledge lives in lib/engine/devices/ (docs/devices.md): the wire module, the configuration's defaults
+ * and the demo's data aside, no source names a vendor's resources, annotations or request types, nor imports a kind's
+ * own modules (the registry, lib/engine/devices/index.ts and words.ts, is how the rest asks the kinds).
+ */
+const VENDOR_ALLOWED = ['lib/engine/devices/', 'lib/wire/', 'lib/config.ts', 'lib/demo/'];
+const VENDOR_TEXT = /nvidia\.com\/|aws\.amazon\.com\/|hami\.io\/node-nvidia-|hami\.io\/aws-neuron|^NVIDIA$|^AWSNeuron$/;
+const VENDOR_IDENTIFIERS = new Set(['NVIDIA', 'AWS_NEURON']);
+
+/**
+ * Files that still name a vendor, due to move their knowledge into the kinds (issue 41). Nothing may be added here,
+ * and a file that no longer names one must leave the list.
+ */
+const VENDOR_REMAINING: readonly string[] = [
+  // HAMi's NVIDIA admission rules (a kind's admission hook to come).
+  'lib/admission/review.ts',
+  // Moving to lib/diagnostics with the engine's parsers (issue 41, the decision tree).
+  'lib/cli/decisionTree.ts',
+  // Ingestion, being split (issue 41): the default kind of a booking read from annotations.
+  'lib/control/clusterEvents.ts',
+  // The hint texts per reason: NVIDIA's resources and annotations, Neuron's overrides.
+  'lib/diagnostics/hints.ts',
+  // Re-exports NVIDIA's registration parsing; the real-time annotation.
+  'lib/engine/registration.ts',
+  // The vendor words NVIDIA and AWSNeuron, and the resource names' defaults.
+  'lib/engine/types.ts',
+  // The node agent measures NVIDIA cards (nvidia-smi) and writes the real-time annotation.
+  'lib/realtime/nvidiaSmi.ts',
+  // The relay's default managed resources, the configuration's.
+  'lib/relay/config.ts',
+];
+
+/** What in the file names a vendor: string literals and identifiers as above, imports of a kind's own modules. */
+function vendorMentions(file: string, text: string): string[] {
+  const source = ts.createSourceFile(file, text, ts.ScriptTarget.Latest, false, file.endsWith('.tsx') ? ts.ScriptKind.TSX : ts.ScriptKind.TS);
+  const found: string[] = [];
+  const visit = (node: ts.Node): void => {
+    if (ts.isStringLiteralLike(node) || ts.isTemplateHead(node) || ts.isTemplateMiddle(node) || ts.isTemplateTail(node)) {
+      if (VENDOR_TEXT.test(node.text)) found.push(JSON.stringify(node.text));
+    } else if (ts.isIdentifier(node) && VENDOR_IDENTIFIERS.has(node.text)) found.push(node.text);
+    ts.forEachChild(node, visit);
+  };
+  visit(source);
+  for (const specifier of specifiersOf(file, text)) {
+    const target = resolveRelative(join(ROOT, file), specifier);
+    if (target !== undefined && /^lib\/engine\/devices\/[^/]+\//.test(relative(ROOT, target))) found.push(`import of ${relative(ROOT, target)}`);
+  }
+  return [...new Set(found)];
+}
+
+describe('device-kind knowledge', () => {
+  const mentions = [...importGraph().keys()]
+    .filter((file) => !VENDOR_ALLOWED.some((allowed) => file.startsWith(allowed)))
+    .map((file) => ({ file, names: vendorMentions(file, readFileSync(join(ROOT, file), 'utf8')) }))
+    .filter(({ names }) => names.length > 0);
+
+  it('stays in lib/engine/devices (the wire module, configuration defaults and the demo aside)', () => {
+    const found = mentions.filter(({ file }) => !VENDOR_REMAINING.includes(file)).map(({ file, names }) => `${file}: ${names.join(', ')}`);
+    expect(found).toEqual([]);
+  });
+
+  it('leaves the list of files still to move as each one moves', () => {
+    const still = new Set(mentions.map(({ file }) => file));
+    expect(VENDOR_REMAINING.filter((file) => !still.has(file))).toEqual([]);
+  });
+});
+
 describe('the checks themselves', () => {
   it('see every kind of import, type-only and dynamic included', () => {
     const text = [
@@ -208,6 +275,18 @@ describe('the checks themselves', () => {
     ]);
     expect(circles(graph)).toEqual([['lib/a.ts', 'lib/b.ts', 'lib/c.ts'], ['lib/e.ts']]);
     expect(oneLoop(graph, ['lib/a.ts', 'lib/b.ts', 'lib/c.ts'])).toEqual(['lib/a.ts', 'lib/b.ts', 'lib/c.ts', 'lib/a.ts']);
+  });
+
+  it('see vendor names in strings and identifiers, not in comments, and imports of a kind’s own modules', () => {
+    const text = [
+      '// nvidia.com/gpu in a comment is no use of it',
+      "const a = 'nvidia.com/gpu';",
+      'const b = `${x}aws.amazon.com/neuroncore`;',
+      'const c = NVIDIA;',
+      "import { d } from './engine/devices/neuron/masks';",
+      "import { e } from './engine/devices';",
+    ].join('\n');
+    expect(vendorMentions('lib/x.ts', text)).toEqual(['"nvidia.com/gpu"', '"aws.amazon.com/neuroncore"', 'NVIDIA', 'import of lib/engine/devices/neuron/masks.ts']);
   });
 
   it('name the area of a file', () => {

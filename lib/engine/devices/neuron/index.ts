@@ -13,9 +13,11 @@ import { NeuronSchedulerOwned } from './names';
 import { neuronFit } from './fit';
 import { registerNeuron } from './registration';
 import { neuronQuantities, neuronRequest } from './requests';
+import { neuronWords } from './words';
 
 export const neuron: DeviceKind = {
   vendor: AWS_NEURON,
+  words: neuronWords,
   register: registerNeuron,
   fitSees: (device: DeviceInfo) => device.type === AWS_NEURON,
   request: neuronRequest,

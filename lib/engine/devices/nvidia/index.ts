@@ -12,6 +12,7 @@ import { encodeMigAllocations, isMig, migHeld, MigAllocationsAnnotation, MIG_MOD
 import { NvidiaSelectorAnnotations } from './names';
 import { registerNvidia } from './registration';
 import { nvidiaQuantities, nvidiaRequest } from './requests';
+import { nvidiaWords } from './words';
 
 /**
  * HAMi's `CustomFilterRule` for MIG cards: with the instances this container already took on the card placed first,
@@ -62,6 +63,7 @@ function rulesFor(run: FitRun): FitRules {
 
 export const nvidia: DeviceKind = {
   vendor: NVIDIA,
+  words: nvidiaWords,
   prepare: (devices: readonly DeviceInfo[]) => devices.some((device) => (device.vendor ?? NVIDIA) === NVIDIA && isMig(device)),
   register: registerNvidia,
   fitSees: (device: DeviceInfo) => device.type.toLowerCase().includes('nvidia'),
