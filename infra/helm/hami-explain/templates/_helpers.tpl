@@ -113,7 +113,7 @@ admissionregistration.k8s.io/v1/ValidatingAdmissionPolicy`. Helm's offline capab
 {{- define "hami.tlsNeeded" -}}{{ if or .Values.webhook.enabled (eq .Values.extender.tls "mutual") (eq .Values.userPort.tls "https") }}true{{ end }}{{- end -}}
 
 {{/*
-Pod annotations only the scheduler writes (lib/engine/podAnnotations.ts SchedulerOwnedPodAnnotations, plus the relay's
+Pod annotations only the scheduler writes (lib/engine/devices/index.ts SchedulerOwnedPodAnnotations, plus the relay's
 nudge annotation). test/unit/relay/ownedAnnotations.test.ts keeps this list equal to the code's.
 */}}
 {{- define "hami.ownedAnnotations" -}}
