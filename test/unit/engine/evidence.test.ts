@@ -6,54 +6,11 @@
  */
 import fc from 'fast-check';
 import { decide } from '../../../lib/engine/decide';
-import { cardIdsCheck, unpackStoredEvidence, type StoredEvidence } from '../../../lib/store/storedEvidence';
-import { type RegisteredCards } from '../../../lib/control/ports';
-import previousRelease from './packed-evidence-v2.json';
-import withIds from './packed-evidence-v3.json';
-import idsChecked from './packed-evidence-v4.json';
-import type { CardEvidence, ContainerEvidence, DeviceInfo, DeviceUsage, NodeEvidence, NodeState, ReasonCode } from '../../../lib/engine/types';
-import type { DecideInput, Decision } from '../../../lib/engine/decision';
-
-/** Each node of a decision's input as registered, version and cards by position: where a stored record finds its card ids. */
-const registeredIn =
-  (given: Pick<DecideInput, 'nodes'>): RegisteredCards =>
-  (name) => {
-    const state = given.nodes.get(name);
-    return state?.registration.registered ? { registrationVersion: state.registrationVersion ?? -1, cards: state.registration.devices } : undefined;
-  };
+import { unpackStoredEvidence } from '../../../lib/store/storedEvidence';
+import type { ContainerEvidence, DeviceInfo, DeviceUsage, NodeEvidence, NodeState } from '../../../lib/engine/types';
+import type { Decision } from '../../../lib/engine/decision';
 import { card, cardFiguresArb, cardUsageArb, cards, config, gpu, input, node, pod } from './fixtures';
-
-function decided(decision: Decision): Exclude<Decision, { kind: 'error' }> {
-  if (decision.kind === 'error') throw new Error(decision.message);
-  return decision;
-}
-
-/** A card's evidence as the engine always wrote it, keys in that order. */
-function cardEvidence(
-  device: DeviceInfo,
-  outcome: ReasonCode | 'Fit',
-  used: { mem: number; cores: number; slots: number },
-  requested: { mem: number; cores: number },
-  realtime?: { usedMem: number; totalMem: number },
-): CardEvidence {
-  return {
-    uuid: device.id,
-    index: device.index,
-    outcome,
-    totalMem: device.devmem,
-    usedMem: used.mem,
-    requestedMem: requested.mem,
-    freeMem: device.devmem - used.mem,
-    totalCores: device.devcore,
-    usedCores: used.cores,
-    requestedCores: requested.cores,
-    slots: device.count,
-    usedSlots: used.slots,
-    ...(realtime ? { realtimeUsedMem: realtime.usedMem, realtimeTotalMem: realtime.totalMem } : {}),
-  };
-}
-
-const idle = { mem: 0, cores: 0, slots: 0 };
+import { a, b, cardEvidence, decided, idle, mixedEvidence, mixedInput, registeredIn } from './mixedDecision';
 
 /** Same values and the same key order everywhere (the scheduler log and stored records depend on both). */
 function expectSerialisedAs(decision: Exclude<Decision, { kind: 'error' }>, expected: readonly NodeEvidence[]): void {
@@ -65,75 +22,6 @@ function expectSerialisedAs(decision: Exclude<Decision, { kind: 'error' }>, expe
 }
 
 describe('evidence as plain data', () => {
-  // n1 fits an init container and two app containers (one without GPU); n2 fails the init
-  // container on memory, so its app containers are skipped; ghost is not registered.
-  const a = card('a', { index: 0 });
-  const b = card('b', { index: 1 });
-  const x = card('x', { index: 0, count: 4, devmem: 16000, devcore: 200 });
-  const mixedInput = () =>
-    input(
-      pod([gpu(1, { 'nvidia.com/gpumem': 2000, 'nvidia.com/gpucores': 20 }), {}], { init: [gpu(1, { 'nvidia.com/gpumem': 1000, 'nvidia.com/gpucores': 10 })] }),
-      [
-        node('n1', [a, b], { usage: { a: { used: 1, usedmem: 1000, usedcores: 10 } } }),
-        node('n2', [x], { usage: { x: { used: 3, usedmem: 15500, usedcores: 50 } } }),
-      ],
-      { candidates: ['n1', 'n2', 'ghost'] },
-    );
-  const initRequest = { nums: 1, type: 'NVIDIA', memreq: 1000, mempercentagereq: 101, coresreq: 10 };
-  const appRequest = { nums: 1, type: 'NVIDIA', memreq: 2000, mempercentagereq: 101, coresreq: 20 };
-  // docs/hami-parity.md §5.1 in float32: 10 × (1/20 slots + 10/200 cores + 1000/16384 MiB).
-  const f32 = Math.fround;
-  const n1Score = f32(10 * f32(f32(f32(f32(1) / f32(20)) + f32(f32(10) / f32(200))) + f32(f32(1000) / f32(16384))));
-  const mixedEvidence: NodeEvidence[] = [
-    {
-      name: 'n1',
-      status: 'passed',
-      score: n1Score,
-      containers: [
-        {
-          name: 'init0',
-          index: 0,
-          init: true,
-          status: 'passed',
-          request: initRequest,
-          devices: [{ idx: 1, uuid: 'b', type: 'NVIDIA', usedmem: 1000, usedcores: 10 }],
-          // Spread tries the idle card first.
-          cards: [cardEvidence(b, 'Fit', idle, { mem: 1000, cores: 10 })],
-        },
-        {
-          name: 'c0',
-          index: 1,
-          init: false,
-          status: 'passed',
-          request: appRequest,
-          devices: [{ idx: 1, uuid: 'b', type: 'NVIDIA', usedmem: 2000, usedcores: 20 }],
-          // App containers start from the booked usage again, not from the init container's copy.
-          cards: [cardEvidence(b, 'Fit', idle, { mem: 2000, cores: 20 })],
-        },
-        { name: 'c1', index: 2, init: false, status: 'noRequest', cards: [] },
-      ],
-    },
-    {
-      name: 'n2',
-      status: 'failed',
-      score: 0,
-      reason: '1/1 CardInsufficientMemory',
-      containers: [
-        {
-          name: 'init0',
-          index: 0,
-          init: true,
-          status: 'failed',
-          reason: '1/1 CardInsufficientMemory',
-          request: initRequest,
-          cards: [cardEvidence(x, 'CardInsufficientMemory', { mem: 15500, cores: 50, slots: 3 }, { mem: 1000, cores: 10 })],
-        },
-        { name: 'c0', index: 1, init: false, status: 'skipped', request: appRequest, cards: [] },
-        { name: 'c1', index: 2, init: false, status: 'skipped', cards: [] },
-      ],
-    },
-    { name: 'ghost', status: 'failed', score: 0, reason: 'node unregistered', containers: [] },
-  ];
 
   it('mixed containers, a failed node and an unregistered one: values, key order, JSON and spreads', () => {
     const d = decided(decide(mixedInput()));
@@ -141,113 +29,10 @@ describe('evidence as plain data', () => {
     expectSerialisedAs(d, mixedEvidence);
   });
 
-  it('packed for storage and unpacked, gives back the same evidence (unregistered and failed nodes included)', () => {
-    const given = mixedInput();
-    const d = decide(given);
-    if (d.kind === 'error') throw new Error(d.message);
-    const stored = JSON.parse(JSON.stringify(d.packEvidence()));
-    expect(JSON.stringify(unpackStoredEvidence(stored, registeredIn(given)).evidence())).toBe(JSON.stringify(d.evidence));
-  });
-
-  it('stores no card ids: read back, they come from the registrations where the node registers as it did then', () => {
-    const given = mixedInput();
-    const d = decided(decide(given));
-    const stored = JSON.parse(JSON.stringify(d.packEvidence())) as StoredEvidence & { v: 5 };
-    const text = JSON.stringify(stored);
-    for (const id of [a.id, b.id, x.id]) expect(text).not.toContain(JSON.stringify(id));
-    const uuids = (evidence: readonly NodeEvidence[]) => evidence.map((n) => n.containers.map((c) => (c.cards ?? []).map((card) => card.uuid)));
-    const withoutIds = (evidence: readonly NodeEvidence[]) =>
-      JSON.parse(JSON.stringify(evidence, (key, value: unknown) => (key === 'uuid' ? '' : value))) as unknown;
-    // Without registrations, every id reads as empty and nothing else changes.
-    const blind = unpackStoredEvidence(stored).evidence();
-    expect(uuids(blind).flat(2).every((id) => id === '')).toBe(true);
-    expect(withoutIds(blind)).toEqual(withoutIds(d.evidence));
-    // n2 registered another card at the same position since (its version moved on): only n2's ids are unknown.
-    const replaced = { ...x, id: 'GPU-replaced' };
-    const later: RegisteredCards = (name) => (name === 'n2' ? { registrationVersion: 2, cards: [replaced] } : registeredIn(given)(name));
-    const read = unpackStoredEvidence(stored, later).evidence();
-    expect(uuids(read)[0]).toEqual(uuids(d.evidence)[0]);
-    expect(uuids(read)[0]!.flat()).toContain(b.id);
-    expect(uuids(read)[1]!.flat().every((id) => id === '')).toBe(true);
-    expect(withoutIds(read)).toEqual(withoutIds(d.evidence));
-    // Any registration since counts, even one listing the same cards (a health or capacity change, a node that left
-    // and came back): the record cannot tell what moved, so it shows no id rather than a wrong one.
-    const again: RegisteredCards = (name) => (name === 'n1' ? { registrationVersion: 2, cards: [a, b] } : registeredIn(given)(name));
-    expect(uuids(unpackStoredEvidence(stored, again).evidence())[0]!.flat().every((id) => id === '')).toBe(true);
-    // A decision made without versions (a caller that does not keep them) keeps no ids either.
-    const withoutVersion = (state: NodeState | undefined): NodeState | undefined => {
-      if (!state) return undefined;
-      const { registrationVersion: _version, ...rest } = state;
-      return rest;
-    };
-    const unversioned = decided(decide({ ...given, nodes: { get: (name) => withoutVersion(given.nodes.get(name)) } }));
-    expect(uuids(unpackStoredEvidence(JSON.parse(JSON.stringify(unversioned.packEvidence())) as StoredEvidence, registeredIn(given)).evidence()).flat(2).every((id) => id === '')).toBe(true);
-  });
-
   it('stores one registration version per node, as runs (a few bytes however many nodes)', () => {
     const cluster = Array.from({ length: 50 }, (_, i) => node(`n${i}`, [card(`c${i}`)], { registrationVersion: i < 40 ? 1 : 3 }));
     const packed = decided(decide(input(pod([gpu(1, { 'nvidia.com/gpumem': 1000 })]), cluster))).packEvidence();
     expect(packed.nodes.registrationVersion).toEqual([1, 40, 3, 10]);
-  });
-
-  it('refuses a record whose registration versions do not cover its nodes (a corrupt record, not ids shown wrong)', () => {
-    const given = mixedInput();
-    const stored = JSON.parse(JSON.stringify(decided(decide(given)).packEvidence())) as StoredEvidence & { v: 5 };
-    const short = { ...stored, nodes: { ...stored.nodes, registrationVersion: [1, 2] } };
-    expect(() => unpackStoredEvidence(short, registeredIn(given))).toThrow('packed evidence column nodes.registrationVersion does not hold 3 values');
-  });
-
-  it('checks ids in order, and tells apart lists that join to the same text', () => {
-    expect(cardIdsCheck(['ab', 'c'])).not.toBe(cardIdsCheck(['a', 'bc']));
-    expect(cardIdsCheck(['a', 'b'])).not.toBe(cardIdsCheck(['b', 'a']));
-    expect(cardIdsCheck([])).not.toBe(cardIdsCheck(['']));
-    expect(cardIdsCheck(['GPU-1'])).toBe(cardIdsCheck(['GPU-1']));
-  });
-
-  it('records written in the previous packed form (version 2, no runs) still read as the same evidence', () => {
-    // Written by the release before runs were introduced, for this very input.
-    const { packed, evidence } = previousRelease as unknown as { packed: StoredEvidence; evidence: NodeEvidence[] };
-    expect(packed.v).toBe(2);
-    expect(JSON.stringify(unpackStoredEvidence(packed).evidence())).toBe(JSON.stringify(evidence));
-    expect(unpackStoredEvidence(packed).evidence()).toEqual(mixedEvidence);
-  });
-
-  it('records written with a check of the ids (version 4) read with the ids where the check still agrees', () => {
-    // Written by the release before registration versions replaced the checks, for this very input.
-    const { packed, evidence } = idsChecked as unknown as { packed: StoredEvidence; evidence: NodeEvidence[] };
-    expect(packed.v).toBe(4);
-    const given = mixedInput();
-    expect(JSON.stringify(unpackStoredEvidence(packed, registeredIn(given)).evidence())).toBe(JSON.stringify(evidence));
-    expect(unpackStoredEvidence(packed, registeredIn(given)).evidence()).toEqual(mixedEvidence);
-    // The check, not the version, decides for these: n2's replaced card loses its id, n1's cards (any version) keep theirs.
-    const later: RegisteredCards = (name) => (name === 'n2' ? { registrationVersion: 1, cards: [{ ...x, id: 'GPU-replaced' }] } : { registrationVersion: 7, cards: [a, b] });
-    const read = unpackStoredEvidence(packed, later).evidence();
-    expect(read[0]).toEqual(mixedEvidence[0]);
-    expect(read[1]!.containers.flatMap((c) => (c.cards ?? []).map((card) => card.uuid))).toEqual(['']);
-    // Moved cards (same ids, other positions) do not pass the check.
-    const moved = unpackStoredEvidence(packed, (name) => (name === 'n1' ? { registrationVersion: 1, cards: [b, a] } : registeredIn(given)(name))).evidence();
-    expect(moved[0]!.containers.flatMap((c) => (c.cards ?? []).map((card) => card.uuid)).every((id) => id === '')).toBe(true);
-    const short = { ...packed, devices: { ...(packed as { devices: object }).devices, idsCheck: [1] } } as unknown as StoredEvidence;
-    expect(() => unpackStoredEvidence(short, registeredIn(given))).toThrow('packed evidence column devices.idsCheck does not hold 3 values');
-  });
-
-  it('records written with the card ids (version 3) read as they were, whatever the nodes register now', () => {
-    // Written by the release before card ids were left out, for this very input.
-    const { packed, evidence } = withIds as unknown as { packed: StoredEvidence; evidence: NodeEvidence[] };
-    expect(packed.v).toBe(3);
-    expect(JSON.stringify(unpackStoredEvidence(packed).evidence())).toBe(JSON.stringify(evidence));
-    expect(unpackStoredEvidence(packed, () => undefined).evidence()).toEqual(mixedEvidence);
-  });
-
-  it('packs equal figures as runs, and refuses columns whose runs do not add up', () => {
-    const d = decided(decide(mixedInput()));
-    const packed = JSON.parse(JSON.stringify(d.packEvidence())) as StoredEvidence & { v: 5 };
-    expect(packed.v).toBe(5);
-    // Three nodes: n1 and n2 failed-flags differ from ghost's.
-    expect(packed.nodes.failed).toEqual([0, 1, 1, 2]);
-    const corrupt = { ...packed, nodes: { ...packed.nodes, failed: [0, 1, 1, 1] } };
-    expect(() => unpackStoredEvidence(corrupt)).toThrow('packed evidence column nodes.failed does not hold 3 values');
-    expect(() => unpackStoredEvidence({ ...packed, v: 9 } as unknown as StoredEvidence)).toThrow('unknown version 9');
   });
 
   it('keeps container keys in the order they always had', () => {
