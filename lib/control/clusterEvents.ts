@@ -21,7 +21,8 @@ import { nvidia } from '../engine/devices/nvidia';
 import { recordAdoptedPastCapacity } from '../diagnostics/decisionLogs';
 import { BindPhase, decodePodDevices, PodAnnotation } from '../engine/podAnnotations';
 import { quantityAsInt64 } from '../engine/quantity';
-import { HandshakeAnnotation, parseNodeRegistration, parseRealtimeReport, RealtimeAnnotation } from '../engine/registration';
+import { HandshakeAnnotation, parseNodeRegistration, parseRealtimeReport } from '../engine/registration';
+import { REALTIME_ANNOTATION } from '../wire/realtime';
 import type { NodeRegistration } from '../engine/types';
 import { ContentionError, DomainError, StoreRejectedError } from '../errors';
 import {
@@ -426,7 +427,7 @@ function nodeChange(deps: ControlDeps, type: WatchEvent['type'], object: NodeObj
     }
     const annotations = object.metadata.annotations ?? {};
     const registration = withinCardBound(parseNodeRegistration(object, deps.config.engine));
-    const realtime = parseRealtimeReport(annotations[RealtimeAnnotation]);
+    const realtime = parseRealtimeReport(annotations[REALTIME_ANNOTATION]);
     const allocatable = object.status?.allocatable?.[deps.config.engine.resourceCountName];
     const handshake = annotations[HandshakeAnnotation];
     const facts = {

@@ -6,10 +6,8 @@
 import { DEVICE_KINDS } from './devices';
 import type { DeviceInfo, EngineConfig, NodeLike, NodeRegistration, PairScores, RealtimeDeviceUsage, RealtimeReport } from './types';
 
-export { CordonAnnotation, decodeNodeDevices, decodePairScores, PairScoreAnnotation, parseCordon, RegisterAnnotation } from './devices/nvidia/registration';
 export { parseGoBool } from './messages';
 export const HandshakeAnnotation = 'hami.io/node-handshake';
-export const RealtimeAnnotation = 'hami.io/node-nvidia-realtime';
 
 export function parseNodeRegistration(node: NodeLike, config: EngineConfig): NodeRegistration {
   const devices: DeviceInfo[] = [];

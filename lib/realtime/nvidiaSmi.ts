@@ -14,9 +14,6 @@
  * and simply has no `utilization` field.
  */
 
-/** The annotation key the node agent writes and the control plane reads. */
-export const REALTIME_ANNOTATION = 'hami.io/node-nvidia-realtime';
-
 export const GPU_QUERY_FIELDS = ['uuid', 'index', 'memory.used', 'memory.total', 'utilization.gpu'] as const;
 export const COMPUTE_APPS_QUERY_FIELDS = ['gpu_uuid', 'pid', 'used_memory'] as const;
 

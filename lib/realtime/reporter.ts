@@ -20,12 +20,12 @@ import {
   NvidiaSmiOutputError,
   parseComputeApps,
   parseGpuQuery,
-  REALTIME_ANNOTATION,
   serializeRealtimeAnnotation,
   type CardReadError,
   type ComputeApp,
   type RealtimeAnnotationDevice,
 } from './nvidiaSmi';
+import { REALTIME_ANNOTATION } from '../wire/realtime';
 
 export interface NvidiaSmiResult {
   readonly stdout: string;

@@ -204,12 +204,8 @@ const VENDOR_REMAINING: readonly string[] = [
   'lib/control/clusterEvents.ts',
   // The hint texts per reason: NVIDIA's resources and annotations, Neuron's overrides.
   'lib/diagnostics/hints.ts',
-  // Re-exports NVIDIA's registration parsing; the real-time annotation.
-  'lib/engine/registration.ts',
   // The vendor words NVIDIA and AWSNeuron, and the resource names' defaults.
   'lib/engine/types.ts',
-  // The node agent measures NVIDIA cards (nvidia-smi) and writes the real-time annotation.
-  'lib/realtime/nvidiaSmi.ts',
   // The relay's default managed resources, the configuration's.
   'lib/relay/config.ts',
 ];

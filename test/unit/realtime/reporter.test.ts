@@ -6,7 +6,8 @@ import {
   NvidiaSmiSpawnError,
   NvidiaSmiTimeoutError,
 } from '../../../lib/realtime/errors';
-import { REALTIME_ANNOTATION, type RealtimeAnnotationDevice } from '../../../lib/realtime/nvidiaSmi';
+import type { RealtimeAnnotationDevice } from '../../../lib/realtime/nvidiaSmi';
+import { REALTIME_ANNOTATION } from '../../../lib/wire/realtime';
 import {
   createNodeReporter,
   devicesChanged,
