@@ -7,12 +7,11 @@ import { renderSummary, type SchedulerLogSummary } from '../diagnostics/summary'
 import { renderSchedulerLog, type RegisteredDevice, type RegisteredDevices, type SchedulerLog } from '../diagnostics/schedulerLog';
 import type { NodeDevices } from '../diagnostics/nodeDevices';
 import { coresAreMasks, isMig, migPartsView, splitCores, vendorOf } from '../engine/devices';
-import type { RegisteredCards, RegisteredNode } from './ports';
 import { NodeFailure } from '../engine/types';
 import { BindPhase } from '../engine/podAnnotations';
 import { NotFoundError } from '../errors';
 import { bookingCounts, effectiveRegistration, lockIsLive, overcommittedCards, partsHeld, usageOf, type NodeLedger } from './ledger';
-import type { PodRecords } from './ports';
+import type { PodRecords, RegisteredCards, RegisteredNode } from './ports';
 import type { ControlDeps } from './deps';
 import { decodeContinue, encodeContinue, MAX_PAGE_BYTES, type ListBody } from './listing';
 

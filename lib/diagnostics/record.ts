@@ -5,8 +5,7 @@
  * read, word for word (lib/store/recordStore.ts).
  */
 import type { PackedEvidence } from '../engine/evidence';
-import type { NodePolicy } from '../engine/types';
-import type { NodeEvidence, PodDevices } from '../engine/types';
+import type { NodeEvidence, NodePolicy, PodDevices } from '../engine/types';
 
 export interface PodRef {
   readonly namespace: string;

@@ -4,9 +4,8 @@
  */
 import type { DecisionArena } from './arena';
 import type { PackedEvidence } from './evidence';
-import type { NodePolicy } from './types';
 import type { EvaluationMemo } from './reuse';
-import type { CardClaim, NodeEvidence, NodeState, PodDevices, PodLike, QuotaView, EngineConfig, RealtimeNote } from './types';
+import type { CardClaim, EngineConfig, NodeEvidence, NodePolicy, NodeState, PodDevices, PodLike, QuotaView, RealtimeNote } from './types';
 
 export interface DecideInput {
   readonly pod: PodLike;

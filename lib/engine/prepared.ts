@@ -1,6 +1,6 @@
 /**
- * A node as the decision works on it: what is fixed for one registration (remembered for as long as the
- * registration object lives), and the node-level steps on the arena's usage arrays: loading the booked usage, the
+ * A node as the decision works on it: what is fixed for one registration (`PreparedNode`, made by ./prepareNode.ts
+ * and remembered for as long as the registration object lives), and the node-level steps on the arena's usage arrays: loading the booked usage, the
  * node score before the pod (docs/hami-parity.md §5.1), booking a chosen card for the pod's later containers.
  */
 import type { DecisionArena } from './arena';

@@ -4,10 +4,9 @@
  * tables of filter, bind and cluster events run on it, fast and without a server.
  */
 import { claimAdmits } from '../engine/claims';
-import type { RegisteredCards } from '../control/ports';
 import type { AttemptRecord, BindRecord, PodRef } from '../diagnostics/record';
 import { lockEndsWithBooking, lockHeldByOther, type Booking, type CardCounter, type NodeLedger, type NodeLock, type QuotaLedger } from '../control/ledger';
-import type { JournalEntry, LedgerStore, LockRelease, NodeWrite, PodRecords, ReadOptions, RecordStorePort, Reservation, SummaryPage, SummaryQuery } from '../control/ports';
+import type { JournalEntry, LedgerStore, LockRelease, NodeWrite, PodRecords, ReadOptions, RecordStorePort, RegisteredCards, Reservation, SummaryPage, SummaryQuery } from '../control/ports';
 import { emptyStats, type StoreStats } from './dynamo';
 import { NodeCodec, holdsAppCards, nodeItemExpired, type Item } from './codec';
 import { decodeRecord, encodeRecord, formatPosition, parsePosition, RECORD_ENCODING, summaryKey, summaryPrefix, SUMMARY_SHARDS } from './recordCodec';

@@ -25,13 +25,12 @@ import { z } from 'zod';
 import { sameItems } from '../arrays';
 import type { PackedEvidence } from '../engine/evidence';
 import { unpackStoredEvidence, type StoredEvidence } from './storedEvidence';
-import { type RegisteredCards } from '../control/ports';
 import { BadRequestError, CorruptItemError, errorMessage } from '../errors';
 import { canRebuildSummary, fitMessageFromEvidence, unreadableFitMessage } from '../diagnostics/fitMessage';
 import type { AttemptRecord, BindRecord, FilterRecord, PodRef } from '../diagnostics/record';
 import type { NodeEvidence } from '../engine/types';
 import { shortBind, summarizeAttempt, type AttemptSummary } from '../diagnostics/summary';
-import type { PodRecords } from '../control/ports';
+import type { PodRecords, RegisteredCards } from '../control/ports';
 import type { DocumentItem } from './dynamoHttp';
 
 /** Items above this are stored without per-card evidence rather than rejected by DynamoDB. */

@@ -5,11 +5,10 @@
  */
 import type { BatchWriteCommandInput, PutCommandInput, QueryCommandInput, UpdateCommandInput } from '@aws-sdk/lib-dynamodb';
 import type { Sleep } from '../clock';
-import type { RegisteredCards } from '../control/ports';
 import { StoreUnavailableError } from '../errors';
 import type { AttemptRecord, BindRecord, PodRef } from '../diagnostics/record';
 import type { AttemptSummary } from '../diagnostics/summary';
-import type { PodRecords, RecordStorePort, SummaryPage, SummaryQuery } from '../control/ports';
+import type { PodRecords, RecordStorePort, RegisteredCards, SummaryPage, SummaryQuery } from '../control/ports';
 import { batchGetAll, emptyStats, isConditionFailed, send, type StoreStats } from './dynamo';
 import type { DocumentClient } from './dynamoHttp';
 import {
