@@ -14,6 +14,13 @@ export type KindRegistration =
   | { readonly devices: readonly DeviceInfo[]; readonly cordoned?: readonly string[]; readonly pairScores?: PairScores }
   | { readonly reason: string };
 
+/** What a failure means on the kind's devices, why it usually happens and what to do (lib/diagnostics/hints.ts). */
+export interface KindHint {
+  readonly meaning: string;
+  readonly cause: string;
+  readonly fix: string;
+}
+
 export interface DeviceKind {
   /** HAMi's `CommonWord`: the request type and the vendor of its devices (`NVIDIA`, `AWSNeuron`). */
   readonly vendor: string;
@@ -42,6 +49,11 @@ export interface DeviceKind {
   addResourceUsage?(run: FitRun, pick: number): string | undefined;
   /** The pod annotations that steer which of its devices a pod gets (type, UUID, mode, NUMA), when the kind has them. */
   readonly selectorAnnotations?: SelectorAnnotations;
+  /**
+   * The hints for the codes and node-level texts the kind's rules give, in its terms, by code or text (the default
+   * kind's serve the kinds without their own).
+   */
+  readonly hints?: Readonly<Record<string, KindHint>>;
   /** Whether `/bind` takes HAMi's node lock for pods whose regular containers use this kind. */
   readonly locksNode: boolean;
   /** The pod annotation where the kind records the parts of cards a pod holds, when it does (MIG placements). */

@@ -202,8 +202,6 @@ const VENDOR_REMAINING: readonly string[] = [
   'lib/cli/decisionTree.ts',
   // Ingestion, being split (issue 41): the default kind of a booking read from annotations.
   'lib/control/clusterEvents.ts',
-  // The hint texts per reason: NVIDIA's resources and annotations, Neuron's overrides.
-  'lib/diagnostics/hints.ts',
   // The vendor words NVIDIA and AWSNeuron, and the resource names' defaults.
   'lib/engine/types.ts',
   // The relay's default managed resources, the configuration's.

@@ -1,5 +1,6 @@
 import { NodeFailure, ReasonCode } from '../../../lib/engine/types';
 import { hintFor, hints } from '../../../lib/diagnostics/hints';
+import { DEVICE_KINDS } from '../../../lib/engine/devices';
 import { bindFailureKey, ExtraReasonKey, filterErrorKey, reasonKeysOf } from '../../../lib/diagnostics/reasons';
 
 describe('reasonKeysOf', () => {
@@ -41,6 +42,10 @@ describe('hints', () => {
     expect(hint).toBeDefined();
     expect(hint?.code).toBe(code);
     for (const text of [hint?.meaning, hint?.cause, hint?.fix]) expect(text?.length ?? 0).toBeGreaterThan(20);
+  });
+
+  it('takes from the device kinds hints for codes and texts there are only', () => {
+    for (const kind of DEVICE_KINDS) expect(Object.keys(kind.hints ?? {}).filter((key) => !(required as string[]).includes(key))).toEqual([]);
   });
 
   it('has no hint for an unknown code and no duplicate texts', () => {

@@ -14,10 +14,12 @@ import { neuronFit } from './fit';
 import { registerNeuron } from './registration';
 import { neuronQuantities, neuronRequest } from './requests';
 import { neuronWords } from './words';
+import { neuronHints } from './hints';
 
 export const neuron: DeviceKind = {
   vendor: AWS_NEURON,
   words: neuronWords,
+  hints: neuronHints,
   register: registerNeuron,
   fitSees: (device: DeviceInfo) => device.type === AWS_NEURON,
   request: neuronRequest,

@@ -13,6 +13,7 @@ import { NvidiaSelectorAnnotations } from './names';
 import { registerNvidia } from './registration';
 import { nvidiaQuantities, nvidiaRequest } from './requests';
 import { nvidiaWords } from './words';
+import { nvidiaHints } from './hints';
 
 /**
  * HAMi's `CustomFilterRule` for MIG cards: with the instances this container already took on the card placed first,
@@ -64,6 +65,7 @@ function rulesFor(run: FitRun): FitRules {
 export const nvidia: DeviceKind = {
   vendor: NVIDIA,
   words: nvidiaWords,
+  hints: nvidiaHints,
   prepare: (devices: readonly DeviceInfo[]) => devices.some((device) => (device.vendor ?? NVIDIA) === NVIDIA && isMig(device)),
   register: registerNvidia,
   fitSees: (device: DeviceInfo) => device.type.toLowerCase().includes('nvidia'),
