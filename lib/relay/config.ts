@@ -5,17 +5,9 @@
 import { z } from 'zod';
 import type { AdmissionSettings } from '../admission/review';
 import { loadConfig } from '../config';
+import { managedQuantityNames } from '../engine/devices';
 import { ConfigError } from '../errors';
 import { RelayConfigError } from './errors';
-
-export const DEFAULT_MANAGED_RESOURCES = [
-  'nvidia.com/gpu',
-  'nvidia.com/gpumem',
-  'nvidia.com/gpumem-percentage',
-  'nvidia.com/gpucores',
-  'aws.amazon.com/neuron',
-  'aws.amazon.com/neuroncore',
-] as const;
 
 const intFromEnv = (fallback: number, min: number, max: number) =>
   z
@@ -231,14 +223,7 @@ export function loadRelayConfig(env: NodeJS.ProcessEnv = process.env): RelayConf
   const e = parsed.data;
   const auth = e.HAMI_CONTROL_PLANE_AUTH ?? inferAuth(e);
   const names = engine.engine;
-  const managed = e.RELAY_MANAGED_RESOURCES?.split(',').map((s) => s.trim()).filter((s) => s !== '') ?? [
-    names.resourceCountName,
-    names.resourceMemoryName,
-    names.resourceMemoryPercentageName,
-    names.resourceCoreName,
-    names.neuronResourceName,
-    names.neuronCoreResourceName,
-  ];
+  const managed = e.RELAY_MANAGED_RESOURCES?.split(',').map((s) => s.trim()).filter((s) => s !== '') ?? managedQuantityNames(names);
   return {
     mode: e.RELAY_MODE,
     host: e.RELAY_HOST,

@@ -1,6 +1,6 @@
 /** Every device kind the scheduler places, and how a registered device finds its kind. */
 import { NO_SELECTORS, parseDeviceSelectors, SchedulerOwnedCommonPodAnnotations, type DeviceSelectors } from '../podAnnotations';
-import type { DeviceInfo } from '../types';
+import type { DeviceInfo, EngineConfig } from '../types';
 import type { DeviceKind } from './kind';
 import { neuron } from './neuron';
 import { nvidia } from './nvidia';
@@ -86,4 +86,9 @@ export function podDeviceSelectors(annotations: Readonly<Record<string, string>>
     };
   }
   return joined;
+}
+
+/** Every quantity the kinds' requests read, kind by kind (`DeviceKind.quantities`): the resources the scheduler manages. */
+export function managedQuantityNames(config: EngineConfig): string[] {
+  return DEVICE_KINDS.flatMap((kind) => kind.quantities(config).map((quantity) => quantity.name));
 }

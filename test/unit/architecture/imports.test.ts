@@ -204,8 +204,6 @@ const VENDOR_REMAINING: readonly string[] = [
   'lib/control/clusterEvents.ts',
   // The vendor words NVIDIA and AWSNeuron, and the resource names' defaults.
   'lib/engine/types.ts',
-  // The relay's default managed resources, the configuration's.
-  'lib/relay/config.ts',
 ];
 
 /** What in the file names a vendor: string literals and identifiers as above, imports of a kind's own modules. */

@@ -7,7 +7,9 @@ import { readdirSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { parseAllDocuments } from 'yaml';
 import { z } from 'zod';
-import { DEFAULT_MANAGED_RESOURCES, loadRelayConfig } from '../../../lib/relay/config';
+import { loadRelayConfig } from '../../../lib/relay/config';
+import { managedQuantityNames } from '../../../lib/engine/devices';
+import { defaultEngineConfig } from '../../../lib/engine/types';
 import { renderedManifests } from '../../support/chart';
 
 const DIR = join(__dirname, '../../../infra/k8s');
@@ -245,7 +247,7 @@ describe('kube-scheduler configuration', () => {
   const extender = config.extenders[0]!;
 
   it("manages exactly the GPU resources and HAMi's task priority, ignored by the scheduler, with a 30s timeout", () => {
-    expect(extender.managedResources.map((r) => r.name)).toEqual([...DEFAULT_MANAGED_RESOURCES, 'nvidia.com/priority']);
+    expect(extender.managedResources.map((r) => r.name)).toEqual([...managedQuantityNames(defaultEngineConfig), 'nvidia.com/priority']);
     expect(extender.httpTimeout).toBe('30s');
   });
 
