@@ -11,7 +11,7 @@
 import { performance } from 'node:perf_hooks';
 import { decide } from '../lib/engine/decide';
 import { parseNodeRegistration } from '../lib/engine/registration';
-import { defaultEngineConfig } from '../lib/engine/types';
+import { defaultEngineConfig } from '../lib/config';
 import type { DeviceUsage, NodeState, PodLike } from '../lib/engine/types';
 import type { DecideInput } from '../lib/engine/decision';
 import { cardId } from './workload';

@@ -5,6 +5,7 @@
 import { z } from 'zod';
 import { ConfigError } from './errors';
 import type { ControlConfig } from './control/deps';
+import type { EngineConfig } from './engine/types';
 import { DynamoEndpointError, realRegion, resolveDynamoEndpoint, type EndpointSetting } from './store/dynamoEndpoint';
 
 const intIn = (min: number, max: number, fallback: number) =>
@@ -37,6 +38,22 @@ const endpointUrl = () => z.url({ message: 'must be a URL such as http://127.0.0
 
 const name = (fallback: string) => z.string().trim().min(1, 'must not be empty').default(fallback);
 
+/** The engine's settings when nothing is configured (HAMi's defaults): the environment's defaults below are these. */
+export const defaultEngineConfig: EngineConfig = {
+  resourceCountName: 'nvidia.com/gpu',
+  resourceMemoryName: 'nvidia.com/gpumem',
+  resourceMemoryPercentageName: 'nvidia.com/gpumem-percentage',
+  resourceCoreName: 'nvidia.com/gpucores',
+  neuronResourceName: 'aws.amazon.com/neuron',
+  neuronCoreResourceName: 'aws.amazon.com/neuroncore',
+  defaultMemory: 0,
+  defaultCores: 0,
+  memoryFactor: 1,
+  nodeSchedulerPolicy: 'binpack',
+  gpuSchedulerPolicy: 'spread',
+  realtime: { enabled: false, mode: 'strict', marginMiB: 100, maxAgeMs: 60_000 },
+};
+
 const envSchema = z.object({
   STATE_TABLE: name('hami-state'),
   RECORDS_TABLE: name('hami-records'),
@@ -59,12 +76,12 @@ const envSchema = z.object({
       'must be binpack, spread, topology-aware, mutex, numa or a comma chain of them',
     )
     .default('spread'),
-  HAMI_RESOURCE_COUNT_NAME: name('nvidia.com/gpu'),
-  HAMI_RESOURCE_MEMORY_NAME: name('nvidia.com/gpumem'),
-  HAMI_RESOURCE_MEMORY_PERCENTAGE_NAME: name('nvidia.com/gpumem-percentage'),
-  HAMI_RESOURCE_CORE_NAME: name('nvidia.com/gpucores'),
-  HAMI_RESOURCE_NEURON_NAME: name('aws.amazon.com/neuron'),
-  HAMI_RESOURCE_NEURONCORE_NAME: name('aws.amazon.com/neuroncore'),
+  HAMI_RESOURCE_COUNT_NAME: name(defaultEngineConfig.resourceCountName),
+  HAMI_RESOURCE_MEMORY_NAME: name(defaultEngineConfig.resourceMemoryName),
+  HAMI_RESOURCE_MEMORY_PERCENTAGE_NAME: name(defaultEngineConfig.resourceMemoryPercentageName),
+  HAMI_RESOURCE_CORE_NAME: name(defaultEngineConfig.resourceCoreName),
+  HAMI_RESOURCE_NEURON_NAME: name(defaultEngineConfig.neuronResourceName),
+  HAMI_RESOURCE_NEURONCORE_NAME: name(defaultEngineConfig.neuronCoreResourceName),
   HAMI_DEFAULT_MEMORY: intIn(0, 2_147_483_647, 0),
   HAMI_DEFAULT_CORES: intIn(0, 100, 0),
   HAMI_MEMORY_FACTOR: intIn(1, 1_000_000, 1),

@@ -13,7 +13,8 @@ import { isJsonObject, nestingExceeds } from '../json';
 import { SchedulerOwnedPodAnnotations } from '../engine/devices';
 import { readQuantity } from '../engine/quantity';
 import { containerRequest, describeQuantityProblems, hasManagedResources, podRequestProblems } from '../engine/requests';
-import { NVIDIA, type ContainerLike, type EngineConfig, type PodLike } from '../engine/types';
+import { type ContainerLike, type EngineConfig, type PodLike } from '../engine/types';
+import { NVIDIA } from '../engine/devices/nvidia/names';
 import type { CardCapacity } from './cards';
 import { jsonPatch, type JsonPatchOperation } from './jsonPatch';
 

@@ -4,7 +4,7 @@
  * registered? The walk is pure (pod and node in, branch out); fetching is the ClusterReader's job.
  */
 import { registerNeuron } from '../engine/devices/neuron/registration';
-import { defaultEngineConfig } from '../engine/types';
+import { defaultEngineConfig } from '../config';
 
 /** The pod fields the walk reads (Kubernetes JSON). */
 export interface ClusterPod {

@@ -45,11 +45,6 @@ export const NodeFailure = {
   MigAllocationFailed: 'MIG profile and placement allocation failed',
 } as const;
 
-/** The request type HAMi writes into pod annotations and compares in Fit (constant `NvidiaGPUDevice`). */
-export const NVIDIA = 'NVIDIA';
-/** HAMi's `AWSNeuronCommonWord`: the type and vendor of AWS Neuron devices (docs/devices.md, "AWS Neuron"). */
-export const AWS_NEURON = 'AWSNeuron';
-
 /** Where a MIG instance sits on its card: `size` slices from `start` (NVML's placement). */
 export interface MigPlacement {
   readonly start: number;
@@ -247,21 +242,6 @@ export interface EngineConfig {
     readonly maxAgeMs: number;
   };
 }
-
-export const defaultEngineConfig: EngineConfig = {
-  resourceCountName: 'nvidia.com/gpu',
-  resourceMemoryName: 'nvidia.com/gpumem',
-  resourceMemoryPercentageName: 'nvidia.com/gpumem-percentage',
-  resourceCoreName: 'nvidia.com/gpucores',
-  neuronResourceName: 'aws.amazon.com/neuron',
-  neuronCoreResourceName: 'aws.amazon.com/neuroncore',
-  defaultMemory: 0,
-  defaultCores: 0,
-  memoryFactor: 1,
-  nodeSchedulerPolicy: 'binpack',
-  gpuSchedulerPolicy: 'spread',
-  realtime: { enabled: false, mode: 'strict', marginMiB: 100, maxAgeMs: 60_000 },
-};
 
 /** Namespace quota (docs/hami-parity.md §7.4): limits from ResourceQuota `spec.hard`, usage from booked pods. */
 export interface QuotaView {

@@ -5,7 +5,7 @@
 import { cardCapacity, type CardCapacity } from '../../../lib/admission/cards';
 import { MAX_REVIEW_DEPTH, reviewAdmission, type AdmissionResponse, type AdmissionSettings } from '../../../lib/admission/review';
 import { jsonPatch, pointerToken } from '../../../lib/admission/jsonPatch';
-import { defaultEngineConfig } from '../../../lib/engine/types';
+import { defaultEngineConfig } from '../../../lib/config';
 import { nestingExceeds } from '../../../lib/json';
 import { applyJsonPatch, decodeAdmissionPatch } from '../../support/jsonPatch';
 

@@ -202,8 +202,6 @@ const VENDOR_REMAINING: readonly string[] = [
   'lib/cli/decisionTree.ts',
   // Ingestion, being split (issue 41): the default kind of a booking read from annotations.
   'lib/control/clusterEvents.ts',
-  // The vendor words NVIDIA and AWSNeuron, and the resource names' defaults.
-  'lib/engine/types.ts',
 ];
 
 /** What in the file names a vendor: string literals and identifiers as above, imports of a kind's own modules. */

@@ -8,7 +8,7 @@ import { bindPodToNode } from '../../../lib/control/bind';
 import { emptyLedger, MAX_BOOKINGS_PER_NODE, nextLedger, type Booking } from '../../../lib/control/ledger';
 import { readNodeDevices, readSchedulerLog } from '../../../lib/control/views';
 import { parseNodeRegistration } from '../../../lib/engine/registration';
-import { defaultEngineConfig } from '../../../lib/engine/types';
+import { defaultEngineConfig } from '../../../lib/config';
 import { card, forwardedPod, gpuNode, gpuPod, type ContainerSpec } from '../../support/cluster';
 import { filterOf, placedPatch, world, type Environment } from './fixtures';
 import { NotFoundError } from '../../../lib/errors';

@@ -12,7 +12,8 @@ import { renderSchedulerLog, schedulerLogSchema } from '../../../lib/diagnostics
 import { nodeDevicesSchema } from '../../../lib/diagnostics/nodeDevices';
 import { decide } from '../../../lib/engine/decide';
 import { parseNodeRegistration } from '../../../lib/engine/registration';
-import { defaultEngineConfig, type NodeLike, type NodeState } from '../../../lib/engine/types';
+import { type NodeLike, type NodeState } from '../../../lib/engine/types';
+import { defaultEngineConfig } from '../../../lib/config';
 import { type Decision } from '../../../lib/engine/decision';
 import { cardUsesOf } from '../../../lib/control/ledger';
 import { decodePodDevices } from '../../../lib/engine/podAnnotations';

@@ -1,7 +1,7 @@
 /** Fresh fixtures for engine tests: every call builds new objects. */
 import fc from 'fast-check';
 import { isEngineAnnotation } from '../../../lib/engine/reuse';
-import { defaultEngineConfig } from '../../../lib/engine/types';
+import { defaultEngineConfig } from '../../../lib/config';
 import type { DeviceInfo, DeviceUsage, EngineConfig, NodeState, PodLike, QuotaView, RealtimeReport } from '../../../lib/engine/types';
 import type { DecideInput } from '../../../lib/engine/decision';
 

@@ -9,7 +9,7 @@ import { parseAllDocuments } from 'yaml';
 import { z } from 'zod';
 import { loadRelayConfig } from '../../../lib/relay/config';
 import { managedQuantityNames } from '../../../lib/engine/devices';
-import { defaultEngineConfig } from '../../../lib/engine/types';
+import { defaultEngineConfig } from '../../../lib/config';
 import { renderedManifests } from '../../support/chart';
 
 const DIR = join(__dirname, '../../../infra/k8s');

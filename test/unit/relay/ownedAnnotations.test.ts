@@ -8,7 +8,7 @@ import { execFileSync } from 'node:child_process';
 import { join } from 'node:path';
 import { reviewAdmission } from '../../../lib/admission/review';
 import { REQUEUE_ANNOTATION } from '../../../lib/control/effects';
-import { defaultEngineConfig } from '../../../lib/engine/types';
+import { defaultEngineConfig } from '../../../lib/config';
 import { SchedulerOwnedPodAnnotations } from '../../../lib/engine/devices';
 import { ROOT, renderChart, type K8sObject } from '../../support/chart';
 

@@ -21,7 +21,8 @@ import { genReason } from '../../messages';
 import { orderCards, scoreCards } from '../../order';
 import { idAllowed, parseAnnotationList } from '../../podAnnotations';
 import type { PreparedNode } from '../../prepared';
-import { AWS_NEURON, ReasonCode, type DeviceInfo } from '../../types';
+import { ReasonCode, type DeviceInfo } from '../../types';
+import { AWS_NEURON } from './names';
 import { contiguousCores, coreCount, fullMask, usedMask } from './masks';
 import { asksWholeDevices } from './requests';
 

@@ -6,10 +6,10 @@
  * node's version.
  */
 import type { FitRun } from '../../fit';
-import { AWS_NEURON, type DeviceInfo, type NodeState, type PodDevices } from '../../types';
+import { type DeviceInfo, type NodeState, type PodDevices } from '../../types';
+import { AWS_NEURON, NeuronSchedulerOwned } from './names';
 import type { DeviceKind } from '../kind';
 import { NeuronPodAnnotation, neuronPodAnnotations } from './annotations';
-import { NeuronSchedulerOwned } from './names';
 import { neuronFit } from './fit';
 import { registerNeuron } from './registration';
 import { neuronQuantities, neuronRequest } from './requests';

@@ -2,6 +2,9 @@
  * The pod annotations of AWS Neuron placements (docs/devices.md, "AWS Neuron"), in a module of their own (no imports)
  * so that the list of scheduler-owned annotations can name them without an import cycle.
  */
+/** HAMi's `AWSNeuronCommonWord`: the type and vendor of AWS Neuron devices (docs/devices.md, "AWS Neuron"). */
+export const AWS_NEURON = 'AWSNeuron';
+
 export const NeuronPodAnnotation = {
   /** HAMi's `UUID,AWSNeuron,0,<core mask>:` per device, `;` per container (no `-to-allocate` twin). */
   DevicesAllocated: 'hami.io/aws-neuron-devices-allocated',

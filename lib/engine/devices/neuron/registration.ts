@@ -6,7 +6,8 @@
  * Never throws: figures that cannot describe devices give the reason in words.
  */
 import { quantityAsInt64 } from '../../quantity';
-import { AWS_NEURON, type DeviceInfo, type EngineConfig, type NodeLike } from '../../types';
+import { type DeviceInfo, type EngineConfig, type NodeLike } from '../../types';
+import { AWS_NEURON } from './names';
 import type { KindRegistration } from '../kind';
 import { fullMask, MAX_CORES_PER_DEVICE } from './masks';
 

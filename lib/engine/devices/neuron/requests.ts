@@ -5,7 +5,8 @@
  * request, as in HAMi. Zero asks for nothing; unreadable values are the quantity rules' (lib/engine/requests.ts).
  */
 import { INT32_MAX, quantityAsInt64, toInt32 } from '../../quantity';
-import { AWS_NEURON, type ContainerLike, type ContainerRequest, type EngineConfig } from '../../types';
+import { type ContainerLike, type ContainerRequest, type EngineConfig } from '../../types';
+import { AWS_NEURON } from './names';
 
 export function neuronQuantities(config: EngineConfig): { readonly name: string; readonly max: number | undefined }[] {
   return [

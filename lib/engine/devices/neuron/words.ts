@@ -1,5 +1,5 @@
 /** AWS Neuron devices in words (../words.ts): whole devices, or NeuronCores (docs/devices.md, "AWS Neuron"). */
-import { AWS_NEURON } from '../../types';
+import { AWS_NEURON } from './names';
 import type { KindWords } from '../wordsOf';
 
 export const neuronWords: KindWords = {

@@ -6,10 +6,10 @@
  */
 import { fitContainer, type FitRules, type FitRun } from '../../fit';
 import { encodePodDevices, PodAnnotation } from '../../podAnnotations';
-import { NodeFailure, NVIDIA, ReasonCode, type DeviceInfo, type NodeState, type PodDevices } from '../../types';
+import { NodeFailure, ReasonCode, type DeviceInfo, type NodeState, type PodDevices } from '../../types';
+import { NVIDIA, NvidiaSelectorAnnotations } from './names';
 import type { DeviceKind } from '../kind';
 import { encodeMigAllocations, isMig, migHeld, MigAllocationsAnnotation, MIG_MODE, placeMigInstances, selectMigCandidate } from './mig';
-import { NvidiaSelectorAnnotations } from './names';
 import { registerNvidia } from './registration';
 import { nvidiaQuantities, nvidiaRequest } from './requests';
 import { nvidiaWords } from './words';

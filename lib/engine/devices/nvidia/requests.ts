@@ -3,7 +3,8 @@
  * and which quantities it reads (their bounds are HAMi's int32 arithmetic).
  */
 import { INT32_MAX, quantityAsInt64, toInt32 } from '../../quantity';
-import { NVIDIA, PercentageUnset, type ContainerLike, type ContainerRequest, type EngineConfig } from '../../types';
+import { PercentageUnset, type ContainerLike, type ContainerRequest, type EngineConfig } from '../../types';
+import { NVIDIA } from './names';
 
 /** The quantities NVIDIA requests read, with the largest value each may hold (undefined: HAMi clamps it). */
 export function nvidiaQuantities(config: EngineConfig): { readonly name: string; readonly max: number | undefined }[] {

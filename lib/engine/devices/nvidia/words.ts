@@ -1,5 +1,6 @@
 /** NVIDIA cards in words (../words.ts). */
-import { NVIDIA, PercentageUnset } from '../../types';
+import { PercentageUnset } from '../../types';
+import { NVIDIA } from './names';
 import type { KindWords } from '../wordsOf';
 
 export const nvidiaWords: KindWords = {
