@@ -143,6 +143,14 @@ describe('HAMi Test_graphSelect (runs of several devices), through the scheduler
     expect(reasonOf(decideOne(limits, [neuronState(nodeObject, usage)]), 'n')).toBe(reason);
   });
 
+  it('differs (HAMi v2.10\'s graphSelect looks only at tenants and health, so it gives devices 0-3 here): the device selection holds for runs too', () => {
+    const trn = () => neuronState(neuronNode('n', 8, 16, 'trn1.32xlarge'));
+    const only = { 'aws.amazon.com/use-neuron-uuid': range(4, 4).map((i) => `n-AWSNeuron-${i}`).join(',') };
+    expect(indexesOf(decideOne({ [NEURON]: 4 }, [trn()], only))).toEqual([4, 5, 6, 7]);
+    expect(indexesOf(decideOne({ [NEURON]: 4 }, [trn()], { 'aws.amazon.com/nouse-neuron-uuid': 'n-AWSNeuron-2' }))).toEqual([4, 5, 6, 7]);
+    expect(reasonOf(decideOne({ [NEURON]: 8 }, [trn()], only), 'n')).toBe('1/8 NumaNotFit');
+  });
+
   it('an unhealthy device breaks a run as a busy one does (graphSelect skips devices that are not healthy)', () => {
     const devices = range(0, 8).map((i) => neuronDevice(`d${i}`, i, { nodeType: 'trn1.32xlarge', health: i !== 2 }));
     expect(indexesOf(decideOne({ [NEURON]: 4 }, [node('n', devices)]))).toEqual([4, 5, 6, 7]);
