@@ -260,6 +260,14 @@ describe('Fit on registered trn1 and inf2 nodes', () => {
     expect(indexesOf(d)).toEqual([8, 9, 10, 11, 12, 13, 14, 15]);
   });
 
+  it.each<[string, number, number]>([
+    ['31 cores, three whole-device masks (wrapping in int32 to a mask with core 1 free)', 31, 3 * 0x7fffffff],
+    ['8 cores, masks adding up to 2^32 (wrapping in int32 to no core used)', 8, 2 ** 32],
+  ])('fix (HAMi adds masks in int32, wrapping): %s read as every core used', (_label, cores, sum) => {
+    const d = decide(input(pod([{ [CORES]: 1 }]), [neuronState(neuronNode('n', 1, cores, 'trn9.example'), { 0: { used: 3, usedcores: sum } })]));
+    expect(reasonOf(d, 'n')).toBe('1/1 CardInsufficientCore');
+  });
+
   it('fix (contiguous core range): a 4-core device with cores 0 and 2 booked does not give 2 cores', () => {
     const d = decide(input(pod([{ [CORES]: 2 }]), [neuronState(neuronNode('inf1', 1, 4, 'inf1.xlarge'), { 0: { used: 2, usedcores: 5 } })]));
     expect(reasonOf(d, 'inf1')).toBe('1/1 CardInsufficientCore');
