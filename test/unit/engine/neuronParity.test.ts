@@ -263,7 +263,11 @@ describe('large core geometry and many devices (core indexes count index × core
 
   it('differs (HAMi v2.10 registers 32 or more cores per device with the mask -1, on which no single device ever fits): such a node is not registered, with the reason', () => {
     expect(registerNeuron(neuronNode('n', 4, 128, 'trn9.example'), config())).toEqual({ reason: '32 cores per aws.amazon.com/neuron device is more than a core mask holds (31)' });
-    expect(parseNodeRegistration(neuronNode('n', 2, 128, 'trn9.example'), config()).registered).toBe(false);
+    // The node has no NVIDIA annotation either: both kinds say why.
+    expect(parseNodeRegistration(neuronNode('n', 2, 128, 'trn9.example'), config())).toEqual({
+      registered: false,
+      reason: 'annos not found hami.io/node-nvidia-register; 64 cores per aws.amazon.com/neuron device is more than a core mask holds (31)',
+    });
     expect(reasonOf(decideOne({ [NEURON_CORES]: 1 }, [neuronState(neuronNode('n', 2, 128, 'trn9.example'))]), 'n')).toBe('node unregistered');
   });
 });
