@@ -15,8 +15,8 @@ export function parseNodeRegistration(node: NodeLike, config: EngineConfig): Nod
   const devices: DeviceInfo[] = [];
   const cordoned: string[] = [];
   let pairScores: PairScores = {};
-  // Every kind's reason: a kind that refuses what the node advertises (Neuron figures it cannot place) says more than
-  // one that found nothing (NVIDIA's missing annotation), whatever their order.
+  // Every kind's reason, joined: a kind that refuses what the node advertises (Neuron figures it cannot place) must
+  // not be hidden behind one that found nothing (NVIDIA's missing annotation, docs/devices.md).
   const reasons: string[] = [];
   for (const kind of DEVICE_KINDS) {
     const found = kind.register(node, config);
