@@ -12,6 +12,7 @@ import { overcommittedDimensions, type CapacityDimension } from '../engine/capac
 import type { StoredClaim } from '../engine/claims';
 import { coresAreMasks, DEVICE_KINDS, deviceKind, deviceKindOf } from '../engine/devices';
 import { decodePodDevices } from '../engine/podAnnotations';
+import { saturatedInt32 } from '../engine/quantity';
 import { collapsePodUsage } from '../engine/usage';
 import { NodeFailure, NVIDIA, type AlignedUsage, type CardClaim, type DeviceInfo, type DeviceUsage, type MigPlacement, type NodeRegistration, type NodeState, type PodDevices, type QuotaView, type RealtimeReport } from '../engine/types';
 
@@ -317,9 +318,9 @@ function aligned(devices: readonly { readonly id: string }[], usage: Readonly<Re
   devices.forEach((device, p) => {
     const card = usage[device.id];
     if (!card) return;
-    out.used[p] = card.used;
-    out.mem[p] = card.usedmem;
-    out.cores[p] = card.usedcores;
+    out.used[p] = saturatedInt32(card.used);
+    out.mem[p] = saturatedInt32(card.usedmem);
+    out.cores[p] = saturatedInt32(card.usedcores);
   });
   return out;
 }

@@ -6,6 +6,7 @@
 import type { DecisionArena } from './arena';
 import { deviceKindOf, DEVICE_KINDS, kindIndex } from './devices';
 import { SCORE_WEIGHT } from './order';
+import { saturatedInt32 } from './quantity';
 import type { DeviceInfo, NodeRegistration, NodeState, PairScores } from './types';
 
 const f32 = Math.fround;
@@ -95,9 +96,9 @@ export function loadBookedUsage(arena: DecisionArena, state: NodeState, node: Pr
   }
   for (let p = 0; p < devices.length; p++) {
     const usage = state.usage[devices[p]!.id];
-    arena.baseUsed[p] = usage?.used ?? 0;
-    arena.baseMem[p] = usage?.usedmem ?? 0;
-    arena.baseCores[p] = usage?.usedcores ?? 0;
+    arena.baseUsed[p] = saturatedInt32(usage?.used ?? 0);
+    arena.baseMem[p] = saturatedInt32(usage?.usedmem ?? 0);
+    arena.baseCores[p] = saturatedInt32(usage?.usedcores ?? 0);
   }
 }
 
