@@ -5,8 +5,8 @@
 import type { Server } from 'node:http';
 import { AdmissionregistrationV1Api, ApiException, AuthenticationV1Api, AuthorizationV1Api, CoreV1Api, type KubeConfig } from '@kubernetes/client-node';
 import { cardCapacity } from '../admission/cards';
-import { walkDecisionTree } from '../cli/decisionTree';
-import { KubeClusterReader } from '../cli/kubeClusterReader';
+import { walkDecisionTree } from '../diagnostics/decisionTree';
+import { KubeClusterReader } from '../kube/clusterReader';
 import type { NodeLike } from '../engine/types';
 import type { AppLogger } from '../powertools';
 import type { RelayConfig } from './config';
@@ -188,7 +188,7 @@ export async function startRelay(opts: StartRelayOptions): Promise<RunningRelay>
         const pod = await reader.getPod(namespace, name);
         const nodeName = pod?.spec?.nodeName;
         const node = nodeName ? await reader.getNode(nodeName) : undefined;
-        return walkDecisionTree({ namespace, name }, pod, node, { schedulerName: config.admission.schedulerName, resourceNames: config.managedResources });
+        return walkDecisionTree({ namespace, name }, pod, node, { schedulerName: config.admission.schedulerName, engine: config.admission.engine });
       } catch (err) {
         logger.warn('DiagnosisUnavailable', { namespace, pod: name, error: errorMessage(err) });
         return undefined;

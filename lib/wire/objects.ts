@@ -34,11 +34,11 @@ export const podMetadataSchema = z.object({
   labels: absentIfNull(stringMap),
 });
 
-/** The Pod the engine reads (`PodLike`): init containers first, then app containers (docs/hami-parity.md §1.3). */
-export const podSchema = z.object({
-  metadata: podMetadataSchema,
-  spec: absentIfNull(z.object({ initContainers: absentIfNull(z.array(containerSchema)), containers: absentIfNull(z.array(containerSchema)) })),
-});
+/** Init containers first, then app containers (docs/hami-parity.md §1.3). */
+export const podSpecSchema = z.object({ initContainers: absentIfNull(z.array(containerSchema)), containers: absentIfNull(z.array(containerSchema)) });
+
+/** The Pod the engine reads (`PodLike`). */
+export const podSchema = z.object({ metadata: podMetadataSchema, spec: absentIfNull(podSpecSchema) });
 export type WirePod = z.output<typeof podSchema>;
 
 export const nodeMetadataSchema = z.object({ name: kubeName, annotations: absentIfNull(stringMap), labels: absentIfNull(stringMap) });

@@ -4,7 +4,6 @@ import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { findKubeconfig, kubeClusterAccess } from '../../../lib/cli/kubeClusterReader';
-import { nodeRegistration } from '../../../lib/cli/decisionTree';
 
 describe('findKubeconfig', () => {
   const exists = (present: string[]) => (path: string) => present.includes(path);
@@ -22,27 +21,6 @@ describe('findKubeconfig', () => {
     const present = exists(['/home/u/.kube/config', '/b', '/mine']);
     expect(findKubeconfig({ KUBECONFIG: '/b' }, present, '/home/u', { kubeconfig: '/mine' })).toEqual({ kind: 'files', files: ['/mine'] });
     expect(findKubeconfig({ KUBECONFIG: '/b' }, present, '/home/u', { kubeconfig: '/gone' })).toEqual({ kind: 'none', reason: '--kubeconfig names no existing file (/gone)' });
-  });
-});
-
-describe('nodeRegistration (docs/api.md §9)', () => {
-  const node = (register: string | undefined, gpus?: string) => ({
-    metadata: { name: 'n', ...(register === undefined ? {} : { annotations: { 'hami.io/node-nvidia-register': register } }) },
-    ...(gpus === undefined ? {} : { status: { allocatable: { 'nvidia.com/gpu': gpus } } }),
-  });
-  it.each([
-    [node('[{"id":"GPU-1"}]'), { registered: true }],
-    [node('[{"id":"GPU-1"}]', '4'), { registered: true }],
-    [node('GPU-1,10,81920,100,NVIDIA-A100,0,true:'), { registered: true }],
-    [node(undefined), { registered: false, reason: 'hami.io/node-nvidia-register is missing or empty' }],
-    [node('  '), { registered: false, reason: 'hami.io/node-nvidia-register is missing or empty' }],
-    [node('[]'), { registered: false, reason: 'hami.io/node-nvidia-register lists no devices' }],
-    [node('[{"id":'), { registered: false, reason: 'hami.io/node-nvidia-register is not valid JSON' }],
-    [node('[{"id":"GPU-1"}]', '0'), { registered: false, reason: 'allocatable nvidia.com/gpu is 0' }],
-    [{ metadata: { name: 'trn' }, status: { capacity: { 'aws.amazon.com/neuron': '16', 'aws.amazon.com/neuroncore': '32' } } }, { registered: true }],
-    [{ metadata: { name: 'trn' }, status: { capacity: { 'aws.amazon.com/neuron': '16' } } }, { registered: false, reason: 'hami.io/node-nvidia-register is missing or empty' }],
-  ])('%j', (input, expected) => {
-    expect(nodeRegistration(input)).toEqual(expected);
   });
 });
 
