@@ -7,7 +7,7 @@ import { AdmissionregistrationV1Api, ApiException, AuthenticationV1Api, Authoriz
 import { cardCapacity } from '../admission/cards';
 import { walkDecisionTree } from '../diagnostics/decisionTree';
 import { KubeClusterReader } from '../kube/clusterReader';
-import type { NodeLike } from '../engine/types';
+import { nodeSchema, type WireNode } from '../wire/objects';
 import type { AppLogger } from '../powertools';
 import type { RelayConfig } from './config';
 import type { RequestSigner } from '../aws/sigv4';
@@ -244,7 +244,13 @@ export async function startRelay(opts: StartRelayOptions): Promise<RunningRelay>
     admission: config.admission,
     capacity: () => {
       const nodes = watcher.cached('Node');
-      return nodes === undefined ? undefined : cardCapacity(nodes as NodeLike[], config.admission.engine);
+      if (nodes === undefined) return undefined;
+      // The informer's objects as the engine reads them; one that is not a Node (no name) registers no card.
+      const read = nodes.flatMap((node): WireNode[] => {
+        const parsed = nodeSchema.safeParse(node);
+        return parsed.success ? [parsed.data] : [];
+      });
+      return cardCapacity(read, config.admission.engine);
     },
     logger,
     checkIntervalMs: config.webhook.checkIntervalMs,
