@@ -45,7 +45,7 @@ export class KubeClusterReader implements ClusterReader {
     const parsed = schema.safeParse(object);
     if (parsed.success) return parsed.data;
     const issue = parsed.error.issues[0];
-    throw new ClusterReadError(`reading ${what}: the Kubernetes API answered an object that is not one (${issue?.path.join('.') || '(object)'}: ${issue?.message ?? 'invalid'})`, undefined);
+    throw new ClusterReadError(`reading ${what}: the Kubernetes API answered an object the scheduler cannot read (${issue?.path.join('.') || '(object)'}: ${issue?.message ?? 'invalid'})`, undefined);
   }
 }
 

@@ -38,6 +38,7 @@ describe('kubeClusterAccess on @kubernetes/client-node', () => {
       if (req.url === '/api/v1/namespaces/default/pods/waiting') {
         return send(200, { apiVersion: 'v1', kind: 'Pod', metadata: { name: 'waiting', namespace: 'default' }, spec: { schedulerName: 'hami-scheduler', containers: [{ name: 'c' }] } });
       }
+      if (req.url === '/api/v1/nodes/odd-node') return send(200, { apiVersion: 'v1', kind: 'Node', metadata: { name: 'odd-node', annotations: { 'hami.io/node-nvidia-register': 7 } } });
       if (req.url === '/api/v1/nodes/secret-node') return send(403, { kind: 'Status', code: 403, message: 'nodes "secret-node" is forbidden' });
       return send(404, { kind: 'Status', code: 404, reason: 'NotFound', message: 'not found' });
     });
@@ -75,6 +76,14 @@ describe('kubeClusterAccess on @kubernetes/client-node', () => {
     if (access.kind !== 'ready') throw new Error(access.reason);
     await expect(access.reader.getNode('secret-node')).rejects.toThrow(
       'reading node secret-node: the Kubernetes API answered 403 (nodes "secret-node" is forbidden)',
+    );
+  });
+
+  it('says so when the API answers an object the walk cannot read, instead of walking it', async () => {
+    const access = kubeClusterAccess({ KUBECONFIG: kubeconfig });
+    if (access.kind !== 'ready') throw new Error(access.reason);
+    await expect(access.reader.getNode('odd-node')).rejects.toThrow(
+      'reading node odd-node: the Kubernetes API answered an object the scheduler cannot read (metadata.annotations.hami.io/node-nvidia-register: Invalid input: expected string, received number)',
     );
   });
 
