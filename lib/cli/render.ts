@@ -5,7 +5,7 @@ import type { NodeDevices } from '../diagnostics/nodeDevices';
 import type { AttemptLog, CardEvidenceLog, ContainerLog, NodeLog, SchedulerLog } from '../diagnostics/schedulerLog';
 import { chosenPhrase, coresPhrase, mismatchPhrase, otherKindsPhrase, podRequestPhrases, requestPhrase } from '../diagnostics/phrases';
 import { Outcome, outcomeOf, outcomeTone } from '../diagnostics/vocabulary';
-import type { TreeResult } from './decisionTree';
+import type { TreeResult } from '../diagnostics/decisionTree';
 import { plain, statusTone, table, type Cell, type Styler } from './style';
 
 export interface RenderStyle {

@@ -13,6 +13,7 @@ import type { PodRef } from '../diagnostics/record';
 import { lockHeldByOther, NODE_LOCK_ANNOTATION, nodeLockValue, type Booking, type NodeLedger, type NodeLock } from './ledger';
 import { bindPod, nudges, patchNode, patchPod, podEvent, type Effect } from './effects';
 import type { ControlDeps } from './deps';
+import type { BindingResult } from '../wire/extender';
 
 export interface BindRequest {
   readonly pod: PodRef;
@@ -20,7 +21,7 @@ export interface BindRequest {
 }
 
 export interface BindAnswer {
-  readonly result: { readonly Error: string };
+  readonly result: BindingResult;
   readonly effects: readonly Effect[];
 }
 

@@ -31,6 +31,9 @@ import { patchPod, podEvent, type Effect } from './effects';
 import type { ControlDeps } from './deps';
 import type { NodeWrite } from './ports';
 import type { ViewFreshness } from './view';
+import type { FilterResult } from '../wire/extender';
+
+export type { FilterResult } from '../wire/extender';
 
 export interface FilterRequest {
   readonly pod: PodLike;
@@ -43,14 +46,6 @@ export interface FilterRequest {
   readonly minViewSeq?: number;
 }
 
-/** ExtenderFilterResult with Go's null-for-unset encoding. */
-export interface FilterResult {
-  readonly Nodes: { readonly items: readonly NodeLike[] } | null;
-  readonly NodeNames: readonly string[] | null;
-  readonly FailedNodes: Readonly<Record<string, string>> | null;
-  readonly FailedAndUnresolvableNodes: null;
-  readonly Error: string;
-}
 
 export interface FilterAnswer {
   readonly result: FilterResult;

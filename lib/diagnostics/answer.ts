@@ -2,7 +2,7 @@
  * The one-sentence answer to "why is my pod (not) running?", from a scheduling attempt: what hami-diag prints
  * first, what the scheduler-log listing carries per pod, and what the console shows at the top of a pod page.
  * One rule for all three (docs/api.md §5 `answer`, §10). A pod without a record is answered by the debugging
- * decision tree instead (lib/cli/decisionTree.ts).
+ * decision tree instead (lib/diagnostics/decisionTree.ts).
  */
 import { NVIDIA } from '../engine/types';
 import { hintFor } from './hints';

@@ -4,7 +4,8 @@
  */
 import { z } from 'zod';
 import type { AdmissionSettings } from '../admission/review';
-import { loadConfig } from '../config';
+import { loadEngineConfig } from '../config';
+import { managedResourceNames } from '../engine/requests';
 import { ConfigError } from '../errors';
 import { RelayConfigError } from './errors';
 
@@ -212,7 +213,7 @@ function engineSettings(env: NodeJS.ProcessEnv): { ok: true; engine: AdmissionSe
     if (/^HAMI_(RESOURCE_|DEFAULT_MEMORY$|DEFAULT_CORES$|MEMORY_FACTOR$)/.test(key)) shared[key] = value;
   }
   try {
-    return { ok: true, engine: loadConfig(shared).engine };
+    return { ok: true, engine: loadEngineConfig(shared) };
   } catch (err) {
     if (err instanceof ConfigError) return { ok: false, problems: [...err.problems] };
     throw err;
@@ -231,14 +232,7 @@ export function loadRelayConfig(env: NodeJS.ProcessEnv = process.env): RelayConf
   const e = parsed.data;
   const auth = e.HAMI_CONTROL_PLANE_AUTH ?? inferAuth(e);
   const names = engine.engine;
-  const managed = e.RELAY_MANAGED_RESOURCES?.split(',').map((s) => s.trim()).filter((s) => s !== '') ?? [
-    names.resourceCountName,
-    names.resourceMemoryName,
-    names.resourceMemoryPercentageName,
-    names.resourceCoreName,
-    names.neuronResourceName,
-    names.neuronCoreResourceName,
-  ];
+  const managed = e.RELAY_MANAGED_RESOURCES?.split(',').map((s) => s.trim()).filter((s) => s !== '') ?? managedResourceNames(names);
   return {
     mode: e.RELAY_MODE,
     host: e.RELAY_HOST,

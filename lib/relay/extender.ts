@@ -9,6 +9,7 @@ import type { ControlPlaneClient } from './controlPlane';
 import { realDelay, type DelayFn } from './delay';
 import { applyEffects, type ClusterWriter } from './effects';
 import { splitEffects } from '../wire/effects';
+import { readBindingResult, readFilterResult } from '../wire/extender';
 import { clusterPod, requestDiffers, type PodSource } from './podCheck';
 import { errorMessage } from '../errors';
 
@@ -118,10 +119,15 @@ export async function relayFilter(rawBody: string, deps: ExtenderDeps): Promise<
     }
     const { rest, effects, invalid } = splitEffects(reply.answer);
     if (invalid !== undefined) return filterError(`control plane sent invalid Effects: ${invalid}`);
+    const result = readFilterResult(rest);
+    if (!result.ok) {
+      deps.logger.warn('FilterNotRelayed', { pod: podName, error: result.error });
+      return filterError(result.error);
+    }
     const applied = await applyEffects(effects, deps.writer, deps.logger);
     if (!applied.ok) return filterError(applied.error);
-    deps.logger.info('FilterRelayed', { pod: podName, nodeNames: field(rest, 'NodeNames') ?? null, effects: effects.length });
-    return rest;
+    deps.logger.info('FilterRelayed', { pod: podName, nodeNames: result.value.NodeNames ?? null, effects: effects.length });
+    return result.value;
   };
   return answerWithin(deps, work, () => {
     deps.logger.warn('FilterDeadlineExceeded', { deadlineMs: deps.deadlineMs });
@@ -153,8 +159,13 @@ export async function relayBind(rawBody: string, deps: ExtenderDeps): Promise<Ex
     }
     const { rest, effects, invalid } = splitEffects(reply.answer);
     if (invalid !== undefined) return bindError(`control plane sent invalid Effects: ${invalid}`);
-    const refused = field(rest, 'Error');
-    if (typeof refused === 'string' && refused !== '') {
+    const result = readBindingResult(rest);
+    if (!result.ok) {
+      deps.logger.warn('BindNotRelayed', { ...logKeys, error: result.error });
+      return bindError(result.error);
+    }
+    const refused = result.value.Error;
+    if (refused !== undefined && refused !== '') {
       // The control plane refused (e.g. lock contention): its Effects carry BindingFailed; no outcome to report.
       await applyEffects(effects, deps.writer, deps.logger);
       deps.logger.info('BindRefused', { ...logKeys, error: refused });

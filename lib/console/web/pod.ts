@@ -9,7 +9,7 @@ import { outcomeClass, outcomeOf, viewAgePhrase } from '../../diagnostics/vocabu
 import { ApiError, getJson } from './api';
 import { badge, bar, h, outcomeBadge, replace } from './dom';
 
-/** What the relay adds to a 404 when it could read the pod (lib/cli/decisionTree.ts). */
+/** What the relay adds to a 404 when it could read the pod (lib/diagnostics/decisionTree.ts). */
 interface NotFoundBody {
   readonly message?: string;
   readonly diagnosis?: { readonly steps: readonly { question: string; answer: string; ok: boolean }[]; readonly explanation: string; readonly advice: string };

@@ -1,7 +1,8 @@
 import { renderSchedulerLog } from '../../../lib/diagnostics/schedulerLog';
 import type { NodeDevices } from '../../../lib/diagnostics/nodeDevices';
 import type { AttemptRecord } from '../../../lib/diagnostics/record';
-import { walkDecisionTree } from '../../../lib/cli/decisionTree';
+import { walkDecisionTree } from '../../../lib/diagnostics/decisionTree';
+import { defaultEngineConfig } from '../../../lib/engine/types';
 import { formatAge, renderNodeDevicesText, renderNotFoundText, renderSchedulerLogText } from '../../../lib/cli/render';
 import { ansi } from '../../../lib/cli/style';
 import { expectGolden, fixtureCluster, readFixture, record } from './golden';
@@ -92,7 +93,7 @@ describe('renderNotFoundText (golden): the debugging decision tree', () => {
     const cluster = fixtureCluster();
     const pod = await cluster.getPod('default', name);
     const node = pod?.spec?.nodeName ? await cluster.getNode(pod.spec.nodeName) : undefined;
-    const tree = walkDecisionTree({ namespace: 'default', name }, pod, node);
+    const tree = walkDecisionTree({ namespace: 'default', name }, pod, node, { schedulerName: 'hami-scheduler', engine: defaultEngineConfig });
     expectGolden(`unknown-${name}.txt`, renderNotFoundText('default', name, tree));
   });
 
