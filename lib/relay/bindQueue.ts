@@ -79,6 +79,7 @@ export class NodeBindQueue {
           // Its turn may have come in the same moment: the node is not left busy for a bind that went elsewhere.
           if (entry.go === undefined) state.busy = false;
           this.leave(node, entry);
+          this.pump(node);
           const last = await attempt(false);
           if (last.outcome === 'held') throw new Error('a bind sent without the hand-over cannot be answered held');
           this.settled(node, pod, last.outcome);
@@ -198,7 +199,6 @@ export class NodeBindQueue {
     const state = this.state(node);
     const at = state.queue.indexOf(entry);
     if (at >= 0) state.queue.splice(at, 1);
-    if (at === 0) this.pump(node);
   }
 
   /** A bind that took the lock holds the node until its end is delivered; any other outcome lets the next one go. */

@@ -55,6 +55,25 @@ describe('bind', () => {
     expect(reads).toBeLessThanOrEqual(8);
   });
 
+  it('a hand-over bind (the relay waits for the lock itself) meeting the lock is answered at once: no wait, no failure recorded, no waiter', async () => {
+    const { w, env } = await setup();
+    const a = await placed(env, 'a');
+    const b = await placed(env, 'b');
+    await bindPodToNode(env.deps, { pod: a.ref, node: 'n1' });
+    const started = w.clock.now;
+    const held = await bindPodToNode(env.deps, { pod: b.ref, node: 'n1', handOver: true });
+    expect(held).toEqual({ result: { Error: 'node n1 has been locked within 5m0s: node lock contention' }, effects: [], lockHeld: 'default/a' });
+    expect(w.clock.now).toBe(started);
+    expect(w.store.stored('n1')!.lock?.waiters).toBeUndefined();
+    expect((await readSchedulerLog(env.deps, { namespace: 'default', name: 'b', history: false })).bind.status).not.toBe('failed');
+    // Once the allocation ends, the same bind takes the lock.
+    await ingestClusterEvents(env.deps, [{ type: 'MODIFIED', object: forwardedPod(a.pod, { ...a.annotations, 'hami.io/bind-phase': 'success' }) }]);
+    const taken = await bindPodToNode(env.deps, { pod: b.ref, node: 'n1', handOver: true });
+    expect(taken.result.Error).toBe('');
+    expect(taken.lockHeld).toBeUndefined();
+    expect(w.store.stored('n1')!.lock?.holder).toBe('default/b');
+  });
+
   it('gives up after HAMI_BIND_LOCK_WAIT_SECONDS with HAMi’s text, and the pod is nudged when the lock ends', async () => {
     const { w, env } = await setup();
     const a = await placed(env, 'a');
