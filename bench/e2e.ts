@@ -14,9 +14,11 @@
  *                   plugin's work); a bind that meets the node lock sends the pod back to the queue with
  *                   kube-scheduler's backoff (1 s doubling to 10 s), unless an update of the pod (a nudge)
  *                   brings it back earlier; the pod is then filtered again.
- *   relay           applies the Effects (the node lock's annotation on the Node, nudges), forwards each pod and
- *                   Node update in batches (100 events or 200 ms, one batch in flight), and passes the journal
- *                   entry its last batch produced to /filter (`X-Hami-Min-View-Seq`).
+ *   relay           applies the Effects (the node lock's annotation on the Node, guarded clears, nudges), forwards
+ *                   each pod and Node update in batches (100 events or 200 ms, one batch in flight; an event that
+ *                   may end a lock goes at once), passes the journal entry its last batch produced to /filter
+ *                   (`X-Hami-Min-View-Seq`), and holds binds per node until it sees the lock free (the relay's own
+ *                   NodeBindQueue, lib/relay/bindQueue.ts; docs/relay.md, "Bind hand-over").
  *   device plugin   `--plugin-delay-ms` after a bind, reports the allocation (bind-phase success) and deletes the
  *                   node lock's annotation, as HAMi's device plugin does.
  *
@@ -43,8 +45,10 @@
  * Last line: one JSON object; `{"error": …}` when the run failed (exit code 1, the stack on stderr).
  *
  * `--burst` (docs/locks.md): every pod arrives at once, binpack, and the run is made twice: `lockAware` (our
- * defaults: lock-aware placement, binds that wait, nudges) and `hamiExact` (HAMi's behaviour: its exact choice,
- * binds that fail at once on the lock, no nudges); the last line holds both.
+ * defaults: lock-aware placement, the relay's bind hand-over, nudges) and `hamiExact` (HAMi's behaviour: its exact
+ * choice, binds that fail at once on the lock, no hand-over, no nudges); the last line holds both, and a line per
+ * mode before it the burst's figures: pods per second, time to all bound, refused binds (kube-scheduler saw an
+ * `Error`), over-allocated cards, and the hand-over (a device plugin's report to the next lock on its node) p50/p99.
  *
  * Flags: --nodes 100 --pods 1000 --policy binpack|spread --store-rtt-ms 0 --gateway-rtt-ms 0
  *        --running-per-card 1 --plugin-delay-ms 20 --schedulers 1 --percentage-of-nodes-to-score 100 --node-names short
