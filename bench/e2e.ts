@@ -317,7 +317,10 @@ interface SchedulerResult {
   readonly filterMs: number[];
   readonly filterWindows: [number, number][];
   readonly bindMs: number[];
-  /** Per lock taken after a device plugin's report on its node: the time from that report to the lock. */
+  /**
+   * Per lock taken after a device plugin's report on its node while another pod waited for that node (a bind queued
+   * at the relay, or refused there since its last lock): the time from that report to the lock.
+   */
   readonly handOverMs: number[];
   placed: number;
   unplaced: number;
@@ -347,8 +350,10 @@ async function runScheduler(queue: QueuedPod[], nodeNames: readonly string[], fi
     item.attempt += 1;
     queue.push(item);
   };
-  /** Per node, when the device plugin last reported an allocation there that no lock has followed yet. */
+  /** Per node, when the device plugin last reported an allocation there, while a pod waited, that no lock has followed yet. */
   const reportedAt = new Map<string, number>();
+  /** Nodes on which a bind was refused since their last lock (HAMi's behaviour: those pods wait in backoff). */
+  const refusedOn = new Set<string>();
   const bind = async (item: QueuedPod, node: string, annotations: Record<string, string>) => {
     const p = item.pod;
     const args = { PodName: p.metadata.name, PodNamespace: p.metadata.namespace, PodUID: p.metadata.uid, Node: node };
@@ -362,9 +367,10 @@ async function runScheduler(queue: QueuedPod[], nodeNames: readonly string[], fi
       if (typeof answer.Error === 'string' && answer.Error !== '') return { outcome: 'done', value: answer.Error };
       const locked = effects.some((e) => e.kind === 'PatchNodeAnnotations' && typeof e.annotations?.[NODE_LOCK_ANNOTATION] === 'string');
       const reported = reportedAt.get(node);
-      if (locked && reported !== undefined) {
-        out.handOverMs.push(now() - reported);
+      if (locked) {
+        if (reported !== undefined) out.handOverMs.push(now() - reported);
         reportedAt.delete(node);
+        refusedOn.delete(node);
       }
       // The relay applied the Effects (the Node's lock annotation, bind-phase allocating, the Binding) and reports the outcome.
       relay.apply(((await post(`${otherUrl}/bind/outcome`, { ...args, Error: '' })).Effects as Effect[] | undefined) ?? []);
@@ -375,6 +381,7 @@ async function runScheduler(queue: QueuedPod[], nodeNames: readonly string[], fi
       : await attempt(false).then((tried) => (tried.outcome === 'held' ? 'held' : tried.value));
     out.bindMs.push(now() - started);
     if (error !== '') {
+      refusedOn.add(node);
       out.lockRetries += 1;
       requeue(item);
       return;
@@ -389,7 +396,7 @@ async function runScheduler(queue: QueuedPod[], nodeNames: readonly string[], fi
   /** The device plugin allocates a little later, reports success, and releases the Node's lock annotation if it names the pod. */
   const allocate = async (p: BenchPod, node: string, annotations: Record<string, string>) => {
     await sleep(options.pluginDelayMs);
-    reportedAt.set(node, now());
+    if ((relay.bindQueue?.waiting(node) ?? 0) > 0 || refusedOn.has(node)) reportedAt.set(node, now());
     if (relay.nodeAnnotation(node, NODE_LOCK_ANNOTATION)?.endsWith(`,${p.metadata.namespace},${p.metadata.name}`)) relay.patchNode(node, { [NODE_LOCK_ANNOTATION]: null });
     await relay.forward(podUpdate(p, annotations, node, 'success', '4'));
   };

@@ -102,8 +102,9 @@ export class NodeBindQueue {
   }
 
   /**
-   * Notes a watched event before it is queued for the control plane; true when it may end a lock someone waits for
-   * (the forwarder then sends it without waiting out its batch window).
+   * Notes a watched event before it is queued for the control plane; true when it may end a lock a bind here waits
+   * for (the forwarder then sends it without waiting out its batch window). A lock nobody waits for ends with the
+   * batch as before: a burst spread over many nodes keeps its batches.
    */
   watched(event: ClusterWatchEvent): boolean {
     const kind = event.object.kind;
@@ -115,14 +116,14 @@ export class NodeBindQueue {
       this.watchedAnnotation.set(name, value);
       const holder = nodeLockHolder(value ?? undefined);
       if (holder !== undefined) remember(this.watchedHolders, holder, name);
-      return before !== undefined && before !== null && value !== before;
+      return before !== undefined && before !== null && value !== before && this.waiting(name) > 0;
     }
     if (kind !== 'Pod') return false;
     const ref = podRef(event.object);
     if (ref === undefined || !podEnded(event)) return false;
-    const holds = this.watchedHolders.has(ref) || this.holders.has(ref);
+    const node = this.watchedHolders.get(ref) ?? this.holders.get(ref);
     this.watchedHolders.delete(ref);
-    return holds;
+    return node !== undefined && this.waiting(node) > 0;
   }
 
   /** The control plane took these events: the locks they end are free from now on, for this relay's queues. */

@@ -135,8 +135,16 @@ describe('the per-node bind queue', () => {
     expect(queue.waiting('n1')).toBe(0);
   });
 
-  it('says which watched events may end a lock: the holder’s report or deletion, the annotation’s removal; not other pods’ updates', () => {
+  it('says which watched events may end a lock a bind waits for: the holder’s report or deletion, the annotation’s removal; not other pods’ updates', async () => {
     const queue = new NodeBindQueue({ holdMs: 15_000, delay: holds().delay });
+    const cp = controlPlane(() => 'locked');
+    // A lock nobody waits for: its end keeps to the batch window.
+    expect(queue.watched(nodeEvent('n1', lockValue('z')))).toBe(false);
+    expect(queue.watched(podEvent('z', 'success'))).toBe(false);
+    expect(queue.watched(nodeEvent('n1'))).toBe(false);
+    // A bind waits on n1 (behind a's).
+    await queue.bind('n1', 'ns/a', cp.attempt('ns/a'));
+    void queue.bind('n1', 'ns/w', cp.attempt('ns/w'));
     expect(queue.watched(nodeEvent('n1'))).toBe(false);
     expect(queue.watched(nodeEvent('n1', lockValue('a')))).toBe(false);
     expect(queue.watched(podEvent('other', 'success'))).toBe(false);
