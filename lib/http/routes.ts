@@ -56,9 +56,11 @@ const bindArgs = z.object({
   podnamespace: kubeNamespace,
   poduid: kubeUid,
   node: kubeName,
+  /** The relay waits for the node's lock itself (docs/relay.md, "Bind hand-over"). */
+  handover: z.boolean().optional(),
 });
 
-const outcomeArgs = bindArgs.extend({ error: z.string() });
+const outcomeArgs = bindArgs.omit({ handover: true }).extend({ error: z.string() });
 
 function assertBodySize(body: string): void {
   if (Buffer.byteLength(body) > MAX_BODY_BYTES) throw new PayloadTooLargeError(`request body larger than ${MAX_BODY_BYTES} bytes`);
@@ -178,8 +180,8 @@ export const bindRoute: Route = {
   async handle(deps, req, logKeys) {
     const args = check(bindArgs, parseExtenderBody(req.body), 'ExtenderBindingArgs');
     logKeys({ pod: `${args.podnamespace}/${args.podname}`, node: args.node });
-    const answer = await bindPodToNode(deps, { pod: { namespace: args.podnamespace, name: args.podname, uid: args.poduid }, node: args.node });
-    return json(200, { ...answer.result, Effects: answer.effects });
+    const answer = await bindPodToNode(deps, { pod: { namespace: args.podnamespace, name: args.podname, uid: args.poduid }, node: args.node, ...(args.handover === true ? { handOver: true } : {}) });
+    return json(200, { ...answer.result, ...(answer.lockHeld !== undefined ? { LockHeld: answer.lockHeld } : {}), Effects: answer.effects });
   },
 };
 

@@ -79,6 +79,12 @@ const envSchema = z
     RELAY_MANAGED_RESOURCES: optionalText,
     RELAY_BATCH_MAX_EVENTS: intFromEnv(100, 1, 10_000),
     RELAY_BATCH_MAX_DELAY_MS: intFromEnv(200, 0, 60_000),
+    /**
+     * Bind hand-over (docs/relay.md): how long a bind may wait in its node's queue for the lock before it is sent as
+     * before (the control plane then waits up to HAMI_BIND_LOCK_WAIT_SECONDS); 0 sends every bind at once. Below
+     * RELAY_EXTENDER_DEADLINE_MS, with room for that wait; unset, three fifths of it (15 s of 25 s).
+     */
+    RELAY_BIND_HANDOVER_MS: intFromEnv(-1, 0, 600_000),
     RELAY_RESYNC_INTERVAL_MS: intFromEnv(300_000, 1_000, 86_400_000),
     RELAY_WATCH_TIMEOUT_SECONDS: intFromEnv(300, 1, 3_600),
     RELAY_BACKOFF_INITIAL_MS: intFromEnv(500, 1, 600_000),
@@ -172,6 +178,8 @@ export interface RelayConfig {
   readonly eventSourceComponent: string;
   readonly managedResources: readonly string[];
   readonly batch: { readonly maxEvents: number; readonly maxDelayMs: number };
+  /** How long a bind waits in its node's queue for the lock (0: no hand-over). */
+  readonly bindHandOverMs: number;
   readonly resyncIntervalMs: number;
   readonly watchTimeoutSeconds: number;
   readonly backoff: { readonly initialMs: number; readonly maxMs: number };
@@ -228,7 +236,10 @@ export function loadRelayConfig(env: NodeJS.ProcessEnv = process.env): RelayConf
     ...(parsed.success ? [] : parsed.error.issues.map((i) => `${i.path.join('.') || '(environment)'}: ${i.message}`)),
     ...(engine.ok ? [] : engine.problems),
   ];
-  if (!parsed.success || !engine.ok) throw new RelayConfigError(problems);
+  if (parsed.success && parsed.data.RELAY_BIND_HANDOVER_MS >= 0 && parsed.data.RELAY_BIND_HANDOVER_MS >= parsed.data.RELAY_EXTENDER_DEADLINE_MS) {
+    problems.push(`RELAY_BIND_HANDOVER_MS: must be below RELAY_EXTENDER_DEADLINE_MS (${parsed.data.RELAY_EXTENDER_DEADLINE_MS}), with room for the control plane's own wait`);
+  }
+  if (!parsed.success || !engine.ok || problems.length > 0) throw new RelayConfigError(problems);
   const e = parsed.data;
   const auth = e.HAMI_CONTROL_PLANE_AUTH ?? inferAuth(e);
   const names = engine.engine;
@@ -248,6 +259,7 @@ export function loadRelayConfig(env: NodeJS.ProcessEnv = process.env): RelayConf
     eventSourceComponent: e.RELAY_EVENT_SOURCE_COMPONENT,
     managedResources: managed,
     batch: { maxEvents: e.RELAY_BATCH_MAX_EVENTS, maxDelayMs: e.RELAY_BATCH_MAX_DELAY_MS },
+    bindHandOverMs: e.RELAY_BIND_HANDOVER_MS >= 0 ? e.RELAY_BIND_HANDOVER_MS : Math.floor((e.RELAY_EXTENDER_DEADLINE_MS * 3) / 5),
     resyncIntervalMs: e.RELAY_RESYNC_INTERVAL_MS,
     watchTimeoutSeconds: e.RELAY_WATCH_TIMEOUT_SECONDS,
     backoff: { initialMs: e.RELAY_BACKOFF_INITIAL_MS, maxMs: e.RELAY_BACKOFF_MAX_MS },

@@ -11,6 +11,8 @@ import { applyEffects, type ClusterWriter } from './effects';
 import { splitEffects } from '../wire/effects';
 import { readBindingResult, readFilterResult } from '../wire/extender';
 import { clusterPod, requestDiffers, type PodSource } from './podCheck';
+import type { BindTry, NodeBindQueue } from './bindQueue';
+import { NODE_LOCK_ANNOTATION } from '../control/ledger';
 import { errorMessage } from '../errors';
 
 export interface ExtenderDeps {
@@ -27,6 +29,8 @@ export interface ExtenderDeps {
   readonly reachability?: (answered: boolean, error?: string) => void;
   /** Where requests are checked against the cluster (podCheck.ts). */
   readonly pods: PodSource;
+  /** Binds held per node until the lock looks free (bindQueue.ts); without it each bind goes at once. */
+  readonly bindQueue?: NodeBindQueue;
 }
 
 export type ExtenderAnswer = Record<string, unknown>;
@@ -152,37 +156,49 @@ export async function relayBind(rawBody: string, deps: ExtenderDeps): Promise<Ex
       deps.logger.warn('ExtenderRequestRefused', { verb: 'bind', ...logKeys, reason: checked.reason });
       return bindError(checked.reason);
     }
-    const reply = await callControlPlane(deps, '/bind', args, signal);
-    if (!reply.ok) {
-      deps.logger.warn('BindNotRelayed', { ...logKeys, error: reply.error });
-      return bindError(reply.error);
+    const forward = async (handOver: boolean): Promise<BindTry<ExtenderAnswer>> => {
+      const body = handOver && args !== null && typeof args === 'object' ? { ...(args as Record<string, unknown>), HandOver: true } : args;
+      const reply = await callControlPlane(deps, '/bind', body, signal);
+      if (!reply.ok) {
+        deps.logger.warn('BindNotRelayed', { ...logKeys, error: reply.error });
+        return { outcome: 'done', value: bindError(reply.error) };
+      }
+      const { rest, effects, invalid } = splitEffects(reply.answer);
+      if (invalid !== undefined) return { outcome: 'done', value: bindError(`control plane sent invalid Effects: ${invalid}`) };
+      const result = readBindingResult(rest);
+      if (!result.ok) {
+        deps.logger.warn('BindNotRelayed', { ...logKeys, error: result.error });
+        return { outcome: 'done', value: bindError(result.error) };
+      }
+      // The lock is held: the queue sends the bind again when it sees the lock end.
+      if (handOver && result.value.LockHeld !== undefined) return { outcome: 'held' };
+      const refused = result.value.Error;
+      if (refused !== undefined && refused !== '') {
+        // The control plane refused (e.g. lock contention): its Effects carry BindingFailed; no outcome to report.
+        await applyEffects(effects, deps.writer, deps.logger);
+        deps.logger.info('BindRefused', { ...logKeys, error: refused });
+        return { outcome: 'done', value: bindError(refused) };
+      }
+      const applied = await applyEffects(effects, deps.writer, deps.logger);
+      const failure = applied.ok ? '' : applied.error;
+      const outcome = await callControlPlane(deps, '/bind/outcome', { ...identity, Error: failure }, signal);
+      if (outcome.ok) {
+        const follow = splitEffects(outcome.answer);
+        if (follow.invalid !== undefined) deps.logger.warn('OutcomeEffectsInvalid', { ...logKeys, error: follow.invalid });
+        await applyEffects(follow.effects, deps.writer, deps.logger);
+      } else {
+        deps.logger.error('BindOutcomeNotReported', { ...logKeys, error: outcome.error });
+      }
+      deps.logger.info('BindRelayed', { ...logKeys, error: failure });
+      // The pod holds the node's lock when the control plane wrote its mirror and the Binding went through.
+      const locked = failure === '' && effects.some((e) => e.kind === 'PatchNodeAnnotations' && typeof e.annotations[NODE_LOCK_ANNOTATION] === 'string');
+      return { outcome: locked ? 'locked' : 'done', value: bindError(failure) };
+    };
+    if (deps.bindQueue === undefined || identity.Node === '') {
+      const once = await forward(false);
+      return once.outcome === 'held' ? bindError('the node lock is held') : once.value;
     }
-    const { rest, effects, invalid } = splitEffects(reply.answer);
-    if (invalid !== undefined) return bindError(`control plane sent invalid Effects: ${invalid}`);
-    const result = readBindingResult(rest);
-    if (!result.ok) {
-      deps.logger.warn('BindNotRelayed', { ...logKeys, error: result.error });
-      return bindError(result.error);
-    }
-    const refused = result.value.Error;
-    if (refused !== undefined && refused !== '') {
-      // The control plane refused (e.g. lock contention): its Effects carry BindingFailed; no outcome to report.
-      await applyEffects(effects, deps.writer, deps.logger);
-      deps.logger.info('BindRefused', { ...logKeys, error: refused });
-      return bindError(refused);
-    }
-    const applied = await applyEffects(effects, deps.writer, deps.logger);
-    const failure = applied.ok ? '' : applied.error;
-    const outcome = await callControlPlane(deps, '/bind/outcome', { ...identity, Error: failure }, signal);
-    if (outcome.ok) {
-      const follow = splitEffects(outcome.answer);
-      if (follow.invalid !== undefined) deps.logger.warn('OutcomeEffectsInvalid', { ...logKeys, error: follow.invalid });
-      await applyEffects(follow.effects, deps.writer, deps.logger);
-    } else {
-      deps.logger.error('BindOutcomeNotReported', { ...logKeys, error: outcome.error });
-    }
-    deps.logger.info('BindRelayed', { ...logKeys, error: failure });
-    return bindError(failure);
+    return deps.bindQueue.bind(identity.Node, logKeys.pod, forward, signal);
   };
   return answerWithin(deps, work, () => {
     deps.logger.warn('BindDeadlineExceeded', { deadlineMs: deps.deadlineMs });

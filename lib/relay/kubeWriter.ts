@@ -12,6 +12,8 @@ import type { NudgeResult, NudgeTarget } from './nudger';
 import { errorMessage } from '../errors';
 
 const mergePatch = setHeaderOptions('Content-Type', PatchStrategy.MergePatch);
+/** A guarded Node patch that keeps meeting newer versions gives up after this many reads (then it is reported). */
+const GUARDED_PATCH_ROUNDS = 3;
 
 /** The message of a Kubernetes Status body, which client-node hands over as a raw string. */
 export function statusMessage(err: unknown): string {
@@ -103,10 +105,26 @@ export function createKubeWriter(core: CoreV1Api, correlator: EventCorrelator): 
   };
 
   const patchNodeMetadata = async (e: PatchNodeAnnotationsEffect): Promise<void> => {
-    try {
-      await core.patchNode({ name: e.name, body: { metadata: { annotations: e.annotations } } }, mergePatch);
-    } catch (err) {
-      throw new KubeWriteError(`patch node ${e.name}: ${statusMessage(err)}`, statusCode(err), { cause: err });
+    const guard = e.ifAnnotations;
+    for (let round = 0; ; round++) {
+      let resourceVersion: string | undefined;
+      try {
+        if (guard !== undefined) {
+          // Guarded (the lock's mirror, docs/locks.md): applied only while the Node still holds these values, and
+          // only to the version read, so a write in between (the next holder's lock) is never undone.
+          const node = await core.readNode({ name: e.name });
+          const annotations = node.metadata?.annotations ?? {};
+          if (Object.entries(guard).some(([key, value]) => annotations[key] !== value)) return;
+          resourceVersion = node.metadata?.resourceVersion;
+        }
+        await core.patchNode({ name: e.name, body: { metadata: { ...(resourceVersion !== undefined ? { resourceVersion } : {}), annotations: e.annotations } } }, mergePatch);
+        return;
+      } catch (err) {
+        // Gone, or changed since the read: a guarded patch looks again (a deleted Node has no mirror left to clear).
+        if (guard !== undefined && statusCode(err) === 404) return;
+        if (guard !== undefined && statusCode(err) === 409 && round < GUARDED_PATCH_ROUNDS) continue;
+        throw new KubeWriteError(`patch node ${e.name}: ${statusMessage(err)}`, statusCode(err), { cause: err });
+      }
     }
   };
 

@@ -15,6 +15,7 @@ import { createControlPlaneClient, signerFromConfig } from './controlPlane';
 import { realDelay, type DelayFn } from './delay';
 import { EventCorrelator } from './eventCorrelator';
 import { ClusterEventForwarder } from './forwarder';
+import { NodeBindQueue } from './bindQueue';
 import { applyEffects } from './effects';
 import { createKubeWriter, createNudgePatcher, statusMessage } from './kubeWriter';
 import { Nudger } from './nudger';
@@ -112,6 +113,8 @@ export async function startRelay(opts: StartRelayOptions): Promise<RunningRelay>
   });
   const report = (answered: boolean, error?: string) => reachability.report(answered, error);
 
+  // Bind hand-over (docs/relay.md): binds wait per node for the lock, told of its end by the batches delivered.
+  const bindQueue = config.bindHandOverMs > 0 ? new NodeBindQueue({ holdMs: config.bindHandOverMs, delay: opts.extenderDelay ?? realDelay }) : undefined;
   const forwarder = new ClusterEventForwarder({
     controlPlane,
     logger,
@@ -124,6 +127,7 @@ export async function startRelay(opts: StartRelayOptions): Promise<RunningRelay>
       await applyEffects(effects, writer, logger, { independent: true });
     },
     onReachability: report,
+    ...(bindQueue ? { isUrgent: (event) => bindQueue.watched(event), onDelivered: (events) => bindQueue.delivered(events) } : {}),
   });
   const watcher = new ClusterWatcher({
     kubeConfig,
@@ -162,6 +166,7 @@ export async function startRelay(opts: StartRelayOptions): Promise<RunningRelay>
         },
       },
       ...(opts.extenderDelay ? { delay: opts.extenderDelay } : {}),
+      ...(bindQueue ? { bindQueue } : {}),
     },
     controlPlane,
     reviews: cachingReviews(

@@ -56,11 +56,16 @@ export const recordNodeEventSchema = z.object({
   message: z.string(),
 });
 
-/** HAMi's node lock mirror on the Node's annotations. */
+/**
+ * HAMi's node lock mirror on the Node's annotations. `ifAnnotations` guards the patch: it applies only while the
+ * Node's annotations still hold exactly these values, else there is nothing to do (a lock's end that must not delete
+ * the next holder's value: docs/locks.md, "The mirror follows the lock").
+ */
 export const patchNodeAnnotationsSchema = z.object({
   kind: z.literal('PatchNodeAnnotations'),
   name: z.string().min(1),
   annotations: metadataPatch,
+  ifAnnotations: z.record(z.string(), z.string()).optional(),
 });
 
 export const effectSchema = z.discriminatedUnion('kind', [patchPodAnnotationsSchema, bindPodSchema, recordEventSchema, recordNodeEventSchema, patchNodeAnnotationsSchema]);

@@ -20,8 +20,11 @@ export const filterResultSchema = z.object({
 /** What the control plane builds (nodes as the engine holds them). */
 export type FilterResult = z.input<typeof filterResultSchema>;
 
-/** ExtenderBindingResult: an empty Error is a bind that succeeded. */
-export const bindingResultSchema = z.object({ Error: z.string() });
+/**
+ * ExtenderBindingResult: an empty Error is a bind that succeeded. `LockHeld` (ours, never passed to kube-scheduler)
+ * answers a hand-over bind whose node lock another allocation holds: the relay sends it again when the lock ends.
+ */
+export const bindingResultSchema = z.object({ Error: z.string(), LockHeld: z.string().optional() });
 export type BindingResult = z.input<typeof bindingResultSchema>;
 
 /** Folds top-level keys of any letter case onto the schema's own spelling, dropping the keys it does not know. */

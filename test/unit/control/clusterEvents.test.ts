@@ -464,7 +464,8 @@ describe('cluster events: containment, journal and directory', () => {
     expect(w.store.stored('n1')!.bookings[pod.metadata.uid]?.bindPhase).toBe('success');
     const writes = ingest.store.calls.map((c) => c.operation).filter((op) => !['readNodes', 'readJournal', 'journalHead', 'readDirectory', 'appendJournal'].includes(op));
     expect(writes).toEqual(['replaceBooking']);
-    expect(answer.effects).toEqual([]);
+    // The device plugin has not deleted the annotation (no Node event says so): the mirror follows the lock, guarded by its value.
+    expect(answer.effects).toEqual([expect.objectContaining({ kind: 'PatchNodeAnnotations', name: 'n1', annotations: { 'hami.io/mutex.lock': null }, ifAnnotations: { 'hami.io/mutex.lock': expect.stringMatching(/,default,p$/) } })]);
     const journal = await w.store.readJournal(0, { consistent: true });
     expect(journal[journal.length - 1]!.locks).toEqual(['n1']);
   });
@@ -474,7 +475,7 @@ describe('cluster events: containment, journal and directory', () => {
     const answer = await ingestClusterEvents(ingest.deps, [allocated]);
     expect(w.store.stored('n1')!.lock).toBeUndefined();
     expect(ingest.store.calls.map((c) => c.operation).filter((op) => op === 'replaceBooking' || op === 'releaseLock')).toEqual(['replaceBooking', 'releaseLock']);
-    expect(answer.effects).toEqual([expect.objectContaining({ kind: 'PatchPodAnnotations', name: 'q', uid: 'uid-q' })]);
+    expect(answer.effects).toEqual([expect.objectContaining({ kind: 'PatchNodeAnnotations', name: 'n1', annotations: { 'hami.io/mutex.lock': null }, ifAnnotations: { 'hami.io/mutex.lock': expect.stringMatching(/,default,p$/) } }), expect.objectContaining({ kind: 'PatchPodAnnotations', name: 'q', uid: 'uid-q' })]);
   });
 
   it('a waiter that arrives between the batch’s read and its write keeps the lock for the release that nudges it', async () => {
@@ -491,7 +492,7 @@ describe('cluster events: containment, journal and directory', () => {
     const answer = await ingestClusterEvents(ingest.deps, [allocated]);
     expect(w.store.stored('n1')!.lock).toBeUndefined();
     expect(w.store.stored('n1')!.bookings[pod.metadata.uid]?.bindPhase).toBe('success');
-    expect(answer.effects).toEqual([expect.objectContaining({ kind: 'PatchPodAnnotations', name: 'q', uid: 'uid-q' })]);
+    expect(answer.effects).toEqual([expect.objectContaining({ kind: 'PatchNodeAnnotations', name: 'n1', annotations: { 'hami.io/mutex.lock': null }, ifAnnotations: { 'hami.io/mutex.lock': expect.stringMatching(/,default,p$/) } }), expect.objectContaining({ kind: 'PatchPodAnnotations', name: 'q', uid: 'uid-q' })]);
   });
 
   it('keeps a lock whose batch must be sent again, so the resend frees it and nudges its waiters', async () => {
@@ -512,7 +513,7 @@ describe('cluster events: containment, journal and directory', () => {
     w.store.putNode = putNode;
     const resent = await ingestClusterEvents(w.environment().deps, batch);
     expect(w.store.stored('n1')!.lock).toBeUndefined();
-    expect(resent.effects).toEqual([expect.objectContaining({ kind: 'PatchPodAnnotations', name: 'q', uid: 'uid-q' })]);
+    expect(resent.effects).toEqual([expect.objectContaining({ kind: 'PatchNodeAnnotations', name: 'n1', annotations: { 'hami.io/mutex.lock': null }, ifAnnotations: { 'hami.io/mutex.lock': expect.stringMatching(/,default,p$/) } }), expect.objectContaining({ kind: 'PatchPodAnnotations', name: 'q', uid: 'uid-q' })]);
   });
 
   it('journals the locks a batch freed when another lock of the batch cannot be freed for now, and frees that one on the resend', async () => {
