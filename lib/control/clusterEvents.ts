@@ -45,6 +45,7 @@ import {
   type QuotaLedger,
 } from './ledger';
 import { nodeEvent, nudges, podEvent, type Effect } from './effects';
+import { preemptorsReady } from './preemption';
 import { forEachAtMost } from '../concurrency';
 import type { ControlDeps } from './deps';
 import { kubeName } from '../wire/names';
@@ -182,6 +183,8 @@ export async function ingestClusterEvents(deps: ControlDeps, events: readonly un
   const notices: Notice[] = [];
   const created: string[] = [];
   const removed: string[] = [];
+  /** Preemptors whose last victim left with these writes (docs/preemption.md). */
+  const preemptorNudges: Effect[] = [];
   /** A node whose write failed for now (contention, throttling): the rest of the batch still lands and is journaled. */
   let retryLater: unknown;
   await forEachAtMost([...changes], PARALLEL_WRITES, async ([node, planned]) => {
@@ -195,6 +198,7 @@ export async function ingestClusterEvents(deps: ControlDeps, events: readonly un
       }
       written[node] = outcome.node.version;
       deps.view.accept(outcome.node);
+      preemptorNudges.push(...preemptorsReady(current.get(node), outcome.node, deps.runtime.clock.now()));
       // New, or back after a deletion (its item stayed, marked deleted): listed again.
       if (!outcome.node.deleted && (current.get(node)?.deleted ?? true)) created.push(node);
       if (outcome.node.deleted && current.get(node)?.deleted !== true) removed.push(node);
@@ -251,7 +255,7 @@ export async function ingestClusterEvents(deps: ControlDeps, events: readonly un
   if (retryLater !== undefined) throw retryLater;
 
   const unique = [...new Map(rejected.filter((r) => r.index >= 0).map((r) => [r.index, r])).values()].sort((a, b) => a.index - b.index);
-  return { accepted: events.length - unique.length, rejected: unique, ...(viewSeq !== undefined ? { viewSeq } : {}), effects: [...locks.effects, ...noticeEffects] };
+  return { accepted: events.length - unique.length, rejected: unique, ...(viewSeq !== undefined ? { viewSeq } : {}), effects: [...locks.effects, ...noticeEffects, ...preemptorNudges] };
 }
 
 /**
@@ -489,7 +493,7 @@ function planPod(deps: ControlDeps, type: WatchEvent['type'], pod: PodObject, ui
       if (!node || held?.state === 'gone' || (!held && node.name !== target)) return undefined;
       // A report older than what the booking last saw cannot end it (e.g. a re-list taken before a later confirmation).
       if (held && isOlder(rv, held.resourceVersion)) return undefined;
-      const gone: Booking = { namespace: ref.namespace, name: ref.name, state: 'gone', initCount: 0, initDone: false, uses: [], holdsAppCards: false, origin: held?.origin ?? 'decided', expiresAtMs: nowMs + TOMBSTONE_TTL_MS, ...(rv ? { resourceVersion: rv } : {}) };
+      const gone: Booking = { namespace: ref.namespace, name: ref.name, state: 'gone', initCount: 0, initDone: false, uses: [], holdsAppCards: false, origin: held?.origin ?? 'decided', expiresAtMs: nowMs + TOMBSTONE_TTL_MS, ...(rv ? { resourceVersion: rv } : {}), ...(held?.preemptedBy ? { preemptedBy: held.preemptedBy } : {}) };
       return { ...node, bookings: { ...node.bookings, [uid]: gone }, unreadable: withoutBookingPart(node, uid) };
     };
     return { changes: affected.map((node) => [node, tombstone]), nodes: affected, releasesLock: true };

@@ -57,7 +57,11 @@ const podSchema = z
         labels: z.record(z.string(), z.string()).nullish(),
       })
       .loose(),
-    spec: z.object({ initContainers: containers, containers }).loose().nullish(),
+    // priority and preemptionPolicy: GPU-aware preemption (docs/preemption.md).
+    spec: z
+      .object({ initContainers: containers, containers, priority: z.number().int().nullish(), preemptionPolicy: z.string().nullish() })
+      .loose()
+      .nullish(),
   })
   .loose();
 
@@ -150,7 +154,12 @@ function normalisePod(pod: z.infer<typeof podSchema>): PodLike {
       annotations: pod.metadata.annotations ?? {},
       labels: pod.metadata.labels ?? {},
     },
-    spec: { initContainers: clean(pod.spec?.initContainers), containers: clean(pod.spec?.containers) },
+    spec: {
+      initContainers: clean(pod.spec?.initContainers),
+      containers: clean(pod.spec?.containers),
+      ...(typeof pod.spec?.priority === 'number' ? { priority: pod.spec.priority } : {}),
+      ...(typeof pod.spec?.preemptionPolicy === 'string' ? { preemptionPolicy: pod.spec.preemptionPolicy } : {}),
+    },
   };
 }
 
