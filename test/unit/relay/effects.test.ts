@@ -31,6 +31,7 @@ function gatedWriter(failing: ReadonlySet<string> = new Set()) {
     bindPod: () => Promise.resolve(),
     recordEvent: () => Promise.resolve(),
     patchNodeMetadata: () => Promise.resolve(),
+      evictPod: () => Promise.resolve({ kind: 'evicted' as const }),
   };
   const flush = () => new Promise<void>((resolve) => setImmediate(resolve));
   /** Lets every waiting patch finish, until the application is done. */
