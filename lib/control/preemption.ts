@@ -223,7 +223,8 @@ function planRecord(best: PreemptionPlan, others: readonly PreemptionPlan[], pod
 
 /** The first criterion on which the plan beat the runner-up (lib/engine/preempt.ts, `comparePlans`). */
 export function whyThisPlan(best: PreemptionPlan, runnerUp: PreemptionPlan | undefined, priority: number): string {
-  const own = `every victim has a priority below the pod's ${priority}`;
+  const spared = best.sparedForPdb.length > 0 ? `; kept for their PodDisruptionBudget, the pod fitting without their cards: ${best.sparedForPdb.join(', ')}` : '';
+  const own = `every victim has a priority below the pod's ${priority}${spared}`;
   if (runnerUp === undefined) return `the only node where evicting lower-priority pods makes the pod fit; ${own}`;
   const criteria: [string, number, number][] = [
     ['fewer PodDisruptionBudget violations', best.pdbViolations, runnerUp.pdbViolations],

@@ -69,6 +69,8 @@ export interface PreemptionPlan {
   readonly highestVictimPriority: number;
   /** GPU memory (MiB) the victims hold on the node. */
   readonly memoryTaken: number;
+  /** Lower-priority pods a PodDisruptionBudget protects that stay, the pod fitting without their cards (`namespace/name`). */
+  readonly sparedForPdb: readonly string[];
   /** The preemptor's cards once the victims are gone, as Fit chose them (aligned per container, init first). */
   readonly devices: PodDevices;
   /** The parts of cards those take (MIG placements), as the device kind records them. */
@@ -144,13 +146,14 @@ function victimsOn(input: PreemptionInput, node: PreemptionNode, priority: numbe
   if (fitWithout(input, node, removed) === undefined) return Unhelpful.StillNoFit;
   // Reprieve: PDB-violating candidates first (kube-scheduler keeps as many of them as it can), each in importance order.
   const victims: BookedPod[] = [];
+  const spared: string[] = [];
   const order = [...candidates.filter((p) => p.violatesPdb), ...candidates.filter((p) => !p.violatesPdb)];
   for (const candidate of order) {
     removed.delete(candidate.uid);
     if (fitWithout(input, node, removed) === undefined) {
       removed.add(candidate.uid);
       victims.push(candidate);
-    }
+    } else if (candidate.violatesPdb) spared.push(candidate.pod);
   }
   // Every candidate reprieved: the pod fits here as things are (another decider's booking went meanwhile).
   if (victims.length === 0) return Unhelpful.FitsAlready;
@@ -162,6 +165,7 @@ function victimsOn(input: PreemptionInput, node: PreemptionNode, priority: numbe
     pdbViolations: victims.filter((v) => v.violatesPdb).length,
     highestVictimPriority: victims[0]!.priority,
     memoryTaken: victims.reduce((sum, v) => sum + v.cards.reduce((s, c) => s + c.mem, 0), 0),
+    sparedForPdb: spared,
     devices: fit.devices,
     ...(fit.parts !== undefined ? { parts: fit.parts } : {}),
   };
