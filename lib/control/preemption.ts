@@ -218,13 +218,21 @@ function planRecord(best: PreemptionPlan, others: readonly PreemptionPlan[], pod
     ...(v.violatesPdb ? { violatesPdb: true as const } : {}),
     cards: v.cards.map((c) => ({ uuid: c.uuid, mem: c.mem, cores: c.cores })),
   }));
-  return { outcome: 'none', summary: '', node: best.node, cards, victims, why: whyThisPlan(best, others[0], priorityOf(pod)), alternatives: others.length };
+  return {
+    outcome: 'none',
+    summary: '',
+    node: best.node,
+    cards,
+    victims,
+    why: whyThisPlan(best, others[0], priorityOf(pod)),
+    ...(best.sparedForPdb.length > 0 ? { spared: [...best.sparedForPdb] } : {}),
+    alternatives: others.length,
+  };
 }
 
 /** The first criterion on which the plan beat the runner-up (lib/engine/preempt.ts, `comparePlans`). */
 export function whyThisPlan(best: PreemptionPlan, runnerUp: PreemptionPlan | undefined, priority: number): string {
-  const spared = best.sparedForPdb.length > 0 ? `; kept for their PodDisruptionBudget, the pod fitting without their cards: ${best.sparedForPdb.join(', ')}` : '';
-  const own = `every victim has a priority below the pod's ${priority}${spared}`;
+  const own = `every victim has a priority below the pod's ${priority}`;
   if (runnerUp === undefined) return `the only node where evicting lower-priority pods makes the pod fit; ${own}`;
   const criteria: [string, number, number][] = [
     ['fewer PodDisruptionBudget violations', best.pdbViolations, runnerUp.pdbViolations],

@@ -75,6 +75,8 @@ export interface PreemptionRecord {
   readonly victims?: readonly PreemptionVictimRecord[];
   /** Why this plan, against the runner-up. */
   readonly why?: string;
+  /** Lower-priority pods a PodDisruptionBudget protects, kept because the pod fits without their cards (`namespace/name`). */
+  readonly spared?: readonly string[];
   /** Nodes where preemption would also make the pod fit. */
   readonly alternatives?: number;
   /** RFC 3339: the freed cards are held for the pod until then. */

@@ -105,8 +105,10 @@ const preemptionSchema = z.object({
   victims: z
     .array(
       z.object({
-        pod: z.string(),
-        uid: z.string(),
+        /** Through the relay, a victim in a namespace the reader may not read is not named (`podHidden`, docs/api.md §10). */
+        pod: z.string().optional(),
+        podHidden: z.literal(true).optional(),
+        uid: z.string().optional(),
         priority: z.number(),
         violatesPdb: z.literal(true).optional(),
         cards: z.array(z.object({ uuid: z.string(), mem: z.number(), cores: z.number() })),
@@ -114,6 +116,8 @@ const preemptionSchema = z.object({
     )
     .optional(),
   why: z.string().optional(),
+  /** Lower-priority pods a PodDisruptionBudget protects, kept because the pod fits without their cards. */
+  spared: z.array(z.string()).optional(),
   alternatives: z.number().optional(),
   holdUntil: z.string().optional(),
 });
@@ -159,7 +163,7 @@ export const schedulerLogSchema = attemptLogSchema.extend({
   /** `?history=true`: earlier attempts, newest first, without hints. */
   history: z.array(attemptLogSchema).optional(),
   /** The pod was evicted by GPU-aware preemption (docs/preemption.md): for whom, on which node, when (RFC 3339). */
-  preemptedBy: z.object({ pod: z.string(), node: z.string(), time: z.string() }).optional(),
+  preemptedBy: z.object({ pod: z.string().optional(), podHidden: z.literal(true).optional(), node: z.string(), time: z.string() }).optional(),
 });
 
 export type CardEvidenceLog = z.infer<typeof cardEvidenceSchema>;

@@ -144,7 +144,7 @@ describe('GPU-aware preemption in the control plane', () => {
     const next = again.effects.find((e) => e.kind === 'EvictPod');
     expect(next?.kind === 'EvictPod' ? next.name : undefined).toBe('first');
     const log = await readSchedulerLog(env.deps, { namespace: 'default', name: 'urgent', history: false });
-    expect(log.filter.preemption?.why).toContain('kept for their PodDisruptionBudget, the pod fitting without their cards: default/second');
+    expect(log.filter.preemption?.spared).toEqual(['default/second']);
   });
 
   it('when every plan would break a PodDisruptionBudget, nothing is evicted and the log says why', async () => {
