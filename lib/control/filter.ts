@@ -9,7 +9,7 @@ import { encodePodDevices, parseDeviceSelectors, PodAnnotation } from '../engine
 import { hasManagedResources } from '../engine/requests';
 import { parseNodeRegistration } from '../engine/registration';
 import type { Decision, NodeLike, NodeState, PodLike, QuotaView } from '../engine/types';
-import { logDecision, logRealtime, recordDecisionMetrics } from '../diagnostics/decisionLogs';
+import { logDecision, logPreemption, logRealtime, recordDecisionMetrics } from '../diagnostics/decisionLogs';
 import type { AttemptRecord, FilterRecord, PodRef, SelectorsRecord } from '../diagnostics/record';
 import { countFailedNodesByReason } from '../diagnostics/reasons';
 import { afterPendingIo } from '../clock';
@@ -298,6 +298,7 @@ async function finishWithoutFit(
         })
       : undefined;
   if (preemption?.heldOn !== undefined) await releaseEarlierBookings(deps, pod.uid, preemption.heldOn, deps.runtime.clock.now());
+  if (preemption !== undefined) logPreemption(deps.logger, { attemptId, pod: `${pod.namespace}/${pod.name}` }, preemption.record);
   const filter: FilterRecord =
     decision.kind === 'error'
       ? { status: 'failed', summary: decision.message, evaluated: 0, nodes: [] }

@@ -8,6 +8,7 @@
 import { mayPreempt, planPreemption, priorityOf, type BookedPod, type PreemptionNode, type PreemptionPlan } from '../engine/preempt';
 import { encodePodDevices } from '../engine/podAnnotations';
 import type { PodLike, QuotaView } from '../engine/types';
+import { logEvictionRefused } from '../diagnostics/decisionLogs';
 import type { PodRef, PreemptionRecord, PreemptionVictimRecord } from '../diagnostics/record';
 import { ContentionError } from '../errors';
 import type { EvictionRefused, PreemptionMode } from '../wire/preemption';
@@ -136,13 +137,11 @@ export async function preemptFor(deps: ControlDeps, req: PreemptionRequest): Pro
     if (best.pdbViolations > 0) {
       const refused = best.victims.filter((v) => v.violatesPdb).map((v) => v.pod);
       const summary = `no preemption: every plan evicts a pod whose PodDisruptionBudget refused its eviction (best: node ${best.node}, ${refused.join(', ')}); nothing evicted`;
-      deps.logger.info('PreemptionRefused', { attemptId: req.attemptId, pod: `${req.podRef.namespace}/${req.podRef.name}`, node: best.node, victims: refused });
       return { record: { ...record, outcome: 'refused', summary }, effects: [podEvent(req.podRef, 'Warning', 'PreemptionRefused', summary)] };
     }
     const victimsText = describeVictims(record.victims ?? []);
     if (req.mode === 'log') {
       const summary = `would evict ${victimsText} on node ${best.node} to free ${record.cards!.join(', ')} (HAMI_PREEMPTION=log: nothing evicted)`;
-      deps.logger.info('PreemptionPlanned', { attemptId: req.attemptId, pod: `${req.podRef.namespace}/${req.podRef.name}`, dryRun: true, node: best.node, victims: best.victims.map((v) => v.pod) });
       return { record: { ...record, outcome: 'dryRun', summary }, effects: [podEvent(req.podRef, 'Normal', 'PreemptionDryRun', summary)] };
     }
     const ledger = view.get(best.node)!;
@@ -157,7 +156,6 @@ export async function preemptFor(deps: ControlDeps, req: PreemptionRequest): Pro
     view.accept(write.node);
     const holdUntil = new Date(untilMs).toISOString();
     const summary = `evicting ${victimsText} on node ${best.node} to free ${record.cards!.join(', ')}; the cards are held for this pod until ${holdUntil}`;
-    deps.logger.info('PreemptionPlanned', { attemptId: req.attemptId, pod: `${req.podRef.namespace}/${req.podRef.name}`, dryRun: false, node: best.node, victims: best.victims.map((v) => v.pod), cards: record.cards });
     return { record: { ...record, outcome: 'evicting', summary, holdUntil }, effects: evictionEffects(req.podRef, req.pod, best, summary), heldOn: best.node };
   }
   throw new ContentionError(`could not hold the cards of a preemption for ${req.podRef.namespace}/${req.podRef.name}: the node kept changing`);
@@ -272,7 +270,7 @@ export async function evictionRefused(deps: ControlDeps, report: EvictionRefused
     break;
   }
   const victim = `${report.victim.namespace}/${report.victim.name}`;
-  deps.logger.warn('EvictionRefused', { pod: `${report.preemptor.namespace}/${report.preemptor.name}`, victim, node: report.node, disruptionBudget: report.disruptionBudget, error: report.message });
+  logEvictionRefused(deps.logger, { pod: `${report.preemptor.namespace}/${report.preemptor.name}`, victim, node: report.node, disruptionBudget: report.disruptionBudget, error: report.message });
   const message = `eviction of ${victim} on node ${report.node} refused${report.disruptionBudget ? ' by its PodDisruptionBudget' : ''}: ${report.message}; the cards are no longer held, and the next attempt looks for another plan`;
   return [podEvent(report.preemptor, 'Warning', 'PreemptionRefused', message), ...nudges({ [report.preemptor.uid]: `${report.preemptor.namespace}/${report.preemptor.name}` }, runtime.clock.now())];
 }
