@@ -40,7 +40,10 @@ export function preemptionNodeOf(ledger: NodeLedger, nowMs: number, preemptorUid
     stateWithout(removed) {
       const bookings: Record<string, Booking> = {};
       for (const [uid, booking] of Object.entries(ledger.bookings)) if (!removed.has(uid)) bookings[uid] = booking;
-      return toNodeState({ ...ledger, bookings }, nowMs, preemptorUid);
+      // Without the real-time report: the memory it measures includes the victims', which leaves with them. The
+      // preemptor's own filter, once they are gone, applies the real-time check as usual (docs/preemption.md).
+      const { realtime: _measured, ...ledgerWithout } = { ...ledger, bookings };
+      return toNodeState(ledgerWithout, nowMs, preemptorUid);
     },
   };
 }
