@@ -45,7 +45,7 @@ import {
   type QuotaLedger,
 } from './ledger';
 import { nodeEvent, nudges, podEvent, type Effect } from './effects';
-import { preemptorsReady } from './preemption';
+import { preemptorsReady, releaseVictimsOf } from './preemption';
 import { forEachAtMost } from '../concurrency';
 import type { ControlDeps } from './deps';
 import { kubeName } from '../wire/names';
@@ -494,7 +494,7 @@ function planPod(deps: ControlDeps, type: WatchEvent['type'], pod: PodObject, ui
       // A report older than what the booking last saw cannot end it (e.g. a re-list taken before a later confirmation).
       if (held && isOlder(rv, held.resourceVersion)) return undefined;
       const gone: Booking = { namespace: ref.namespace, name: ref.name, state: 'gone', initCount: 0, initDone: false, uses: [], holdsAppCards: false, origin: held?.origin ?? 'decided', expiresAtMs: nowMs + TOMBSTONE_TTL_MS, ...(rv ? { resourceVersion: rv } : {}), ...(held?.preemptedBy ? { preemptedBy: held.preemptedBy } : {}) };
-      return { ...node, bookings: { ...node.bookings, [uid]: gone }, unreadable: withoutBookingPart(node, uid) };
+      return { ...node, bookings: { ...releaseVictimsOf(node.bookings, uid, held), [uid]: gone }, unreadable: withoutBookingPart(node, uid) };
     };
     return { changes: affected.map((node) => [node, tombstone]), nodes: affected, releasesLock: true };
   }

@@ -162,6 +162,18 @@ describe('GPU-aware preemption in the control plane', () => {
     expect(log.filter.preemption).toMatchObject({ outcome: 'refused', victims: [{ pod: 'default/batch', violatesPdb: true }] });
   });
 
+  it('a preemptor deleted while its victim is still terminating ends the hold, and the victim counts again', async () => {
+    const w = world();
+    const env = w.environment();
+    const { batch } = await fullCluster(env);
+    const urgent = urgentPod();
+    const answer = await filterPod(env.deps, filterOf(urgent, ['n1']));
+    expect(answer.effects.some((e) => e.kind === 'EvictPod')).toBe(true);
+    await ingestClusterEvents(env.deps, [modified(forwardedPod(batch, {}, { rv: '5', phase: 'Running', deletionTimestamp: '2027-01-15T08:00:00Z' }))]);
+    await ingestClusterEvents(env.deps, [deleted(forwardedPod(urgent, {}, { rv: '6' }))]);
+    expect((await readNodeDevices(env.deps, 'n1')).devices[0]!.usedmem).toBe(12288 + 4096);
+  });
+
   it('the hold is bounded: past HAMI_PREEMPTION_HOLD_SECONDS a victim still there counts again and the cards are free of the hold', async () => {
     const w = world();
     const env = w.environment({ HAMI_PREEMPTION_HOLD_SECONDS: '60' });
