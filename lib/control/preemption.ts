@@ -5,7 +5,7 @@
  * (evictions through the Eviction API, Events); the nudge once the victims are gone; and what a refused eviction
  * undoes.
  */
-import { mayPreempt, planPreemption, priorityOf, type BookedPod, type PreemptionNode, type PreemptionPlan } from '../engine/preempt';
+import { mayPreempt, planPreemption, priorityOf, Unhelpful, type BookedPod, type PreemptionNode, type PreemptionPlan } from '../engine/preempt';
 import { encodePodDevices } from '../engine/podAnnotations';
 import type { PodLike, QuotaView } from '../engine/types';
 import { logEvictionRefused } from '../diagnostics/decisionLogs';
@@ -130,7 +130,8 @@ export interface PreemptionAnswer {
 }
 
 /**
- * Preemption for a pod the filter found no node for: undefined when it is off. With mode `on`, the best plan's victims
+ * Preemption for a pod the filter found no node for: undefined when it is off, or when no candidate node holds a
+ * lower-priority pod of ours (nothing to weigh). With mode `on`, the best plan's victims
  * are marked and the preemptor's hold written in one write guarded by the node's version (a lost race plans again
  * on the node as stored); with `log`, only the plan.
  */
@@ -147,7 +148,11 @@ export async function preemptFor(deps: ControlDeps, req: PreemptionRequest): Pro
       if (ledger?.registration?.registered === true && !ledger.deleted) nodes.push(preemptionNodeOf(ledger, nowMs, uid));
     }
     const outcome = planPreemption({ pod: req.pod, nodes, config: deps.config.engine, nowMs, ...(req.quota ? { quota: req.quota } : {}) });
-    if (outcome.kind === 'none') return { record: { outcome: 'none', summary: `no preemption: ${outcome.reason}` }, effects: [] };
+    if (outcome.kind === 'none') {
+      // No lower-priority pod of ours anywhere: preemption had nothing to weigh, and the log says nothing of it.
+      if (Object.values(outcome.unhelpful).every((why) => why === Unhelpful.NoLowerPriority)) return undefined;
+      return { record: { outcome: 'none', summary: `no preemption: ${outcome.reason}` }, effects: [] };
+    }
     const [best, ...others] = outcome.plans as [PreemptionPlan, ...PreemptionPlan[]];
     const record = planRecord(best, others, req.pod);
     if (best.pdbViolations > 0) {

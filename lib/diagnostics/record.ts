@@ -62,8 +62,9 @@ export interface PreemptionVictimRecord {
 /**
  * What preemption did for a pod no node fit (docs/preemption.md): `evicting` victims for it (their cards held for
  * it until `holdUntil`), `dryRun` (HAMI_PREEMPTION=log: the plan, nothing evicted), `waiting` for earlier victims to
- * leave, `none` (no node where evicting lower-priority pods makes it fit, or it may not preempt), `refused` (every
- * plan would violate a PodDisruptionBudget).
+ * leave, `none` (it may not preempt, or evicting every lower-priority pod would not be enough: a filter that found no
+ * lower-priority pod of ours on any candidate records no preemption at all), `refused` (every plan would violate a
+ * PodDisruptionBudget).
  */
 export interface PreemptionRecord {
   readonly outcome: 'evicting' | 'dryRun' | 'waiting' | 'none' | 'refused';
