@@ -199,7 +199,8 @@ function heldBookings(ledger: NodeLedger, plan: PreemptionPlan, req: PreemptionR
     holdsAppCards: appContainersNeedLock(plan.devices, initCount),
     origin: 'decided',
     expiresAtMs: untilMs,
-    placedAtMs: nowMs,
+    // No placement time: nothing is allocating for the pod yet, so lock-aware placement does not pass the node over
+    // (`allocationInProgress`); the pod's own filter places it later.
     attemptId: req.attemptId,
     priority: priorityOf(req.pod),
     preempting: plan.victims.map((v) => v.uid),
