@@ -6,8 +6,8 @@
  * pods/binding (201, 409 "already assigned", 409 when the Binding's metadata.uid is not the pod's), pods/eviction (policy/v1:
  * 201 and a graceful deletion, the pod marked with deletionTimestamp until the test removes it as the kubelet would, at
  * once when it is not bound or has ended; 429 TooManyRequests with a `DisruptionBudget` cause when the one
- * PodDisruptionBudget selecting it allows no disruption, else one disruption taken from it; 500 when several select
- * it; 409 when the uid precondition differs; 404 for a missing pod), PodDisruptionBudgets (`spec.selector.matchLabels`,
+ * PodDisruptionBudget selecting a running pod allows no disruption, else one disruption taken from it; a Pending pod's
+ * budgets are not asked; 500 when several select it; 409 when the uid precondition differs; 404 for a missing pod), PodDisruptionBudgets (`spec.selector.matchLabels`,
  * `status.disruptionsAllowed` as the test sets it), core/v1 events (create, patch), Secrets and
  * MutatingWebhookConfigurations (create with 409 AlreadyExists, replace with optimistic concurrency on
  * resourceVersion: 409 Conflict when stale), TokenReview and SubjectAccessReview with configurable users and
@@ -334,13 +334,14 @@ export async function startFakeKube(opts: FakeKubeOptions = {}): Promise<FakeKub
     const spec = isObj(pod.spec) ? pod.spec : {};
     const phase = isObj(pod.status) ? pod.status.phase : undefined;
     const bound = typeof spec.nodeName === 'string' && spec.nodeName !== '';
-    // Ended pods are deleted without asking their budgets; pods on no node go at once (no kubelet to wait for).
+    // Ended pods, and pods on no node, go at once (no kubelet to wait for), without asking their budgets.
     if (phase === 'Succeeded' || phase === 'Failed' || !bound) {
       remove('Pod', namespace, name);
       return success();
     }
     if (meta(pod).deletionTimestamp !== undefined) return success();
-    const budgets = budgetsOf(pod);
+    // kube-apiserver's canIgnorePDB: a Pending pod is not counted healthy by any budget, so none is asked.
+    const budgets = phase === 'Pending' ? [] : budgetsOf(pod);
     if (budgets.length > 1) {
       return sendJson(res, 500, status(500, 'InternalError', 'This pod has more than one PodDisruptionBudget, which the eviction subresource does not support.'));
     }
