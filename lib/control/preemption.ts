@@ -5,7 +5,7 @@
  * (evictions through the Eviction API, Events); the nudge once the victims are gone; and what a refused eviction
  * undoes.
  */
-import { mayPreempt, planPreemption, priorityOf, Unhelpful, type BookedPod, type PreemptionNode, type PreemptionPlan } from '../engine/preempt';
+import { mayPreempt, planPreemption, priorityOf, type BookedPod, type PreemptionNode, type PreemptionPlan } from '../engine/preempt';
 import { encodePodDevices } from '../engine/podAnnotations';
 import type { PodLike, QuotaView } from '../engine/types';
 import { logEvictionRefused } from '../diagnostics/decisionLogs';
@@ -55,6 +55,14 @@ export function preemptionNodeOf(ledger: NodeLedger, nowMs: number, preemptorUid
  */
 function isPreemptible(booking: Booking): boolean {
   return booking.origin === 'decided' && booking.priority !== undefined && booking.state === 'confirmed' && booking.terminating !== true && booking.preempting === undefined;
+}
+
+/** Whether the node holds a pod preemption may weigh for a pod of `priority` (the engine decides which leave). */
+function holdsLowerPriority(ledger: NodeLedger, priority: number, nowMs: number, preemptorUid: string): boolean {
+  for (const [uid, booking] of Object.entries(ledger.bookings)) {
+    if (uid !== preemptorUid && isPreemptible(booking) && (booking.priority ?? 0) < priority && bookingCounts(booking, nowMs)) return true;
+  }
+  return false;
 }
 
 /** The pod's hold whose victims have not all left yet: where, and who. */
@@ -140,19 +148,20 @@ export async function preemptFor(deps: ControlDeps, req: PreemptionRequest): Pro
   if (!mayPreempt(req.pod)) return { record: { outcome: 'none', summary: 'no preemption: the pod\'s preemptionPolicy is Never' }, effects: [] };
   const { view, runtime } = deps;
   const uid = req.podRef.uid;
+  const priority = priorityOf(req.pod);
   for (let round = 0; round < MAX_WRITE_ROUNDS; round++) {
     const nowMs = runtime.clock.now();
+    // Only nodes holding a lower-priority pod of ours can help: the others are not even looked at (most pods that
+    // fit nowhere have the default priority, and outrank nobody).
     const nodes: PreemptionNode[] = [];
     for (const name of req.candidates) {
       const ledger = view.get(name);
-      if (ledger?.registration?.registered === true && !ledger.deleted) nodes.push(preemptionNodeOf(ledger, nowMs, uid));
+      if (ledger?.registration?.registered === true && !ledger.deleted && holdsLowerPriority(ledger, priority, nowMs, uid)) nodes.push(preemptionNodeOf(ledger, nowMs, uid));
     }
+    // Nothing to weigh: the scheduler log and the logs say nothing of preemption.
+    if (nodes.length === 0) return undefined;
     const outcome = planPreemption({ pod: req.pod, nodes, config: deps.config.engine, nowMs, ...(req.quota ? { quota: req.quota } : {}) });
-    if (outcome.kind === 'none') {
-      // No lower-priority pod of ours anywhere: preemption had nothing to weigh, and the log says nothing of it.
-      if (Object.values(outcome.unhelpful).every((why) => why === Unhelpful.NoLowerPriority)) return undefined;
-      return { record: { outcome: 'none', summary: `no preemption: ${outcome.reason}` }, effects: [] };
-    }
+    if (outcome.kind === 'none') return { record: { outcome: 'none', summary: `no preemption: ${outcome.reason}` }, effects: [] };
     const [best, ...others] = outcome.plans as [PreemptionPlan, ...PreemptionPlan[]];
     const record = planRecord(best, others, req.pod);
     if (best.pdbViolations > 0) {
