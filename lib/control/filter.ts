@@ -12,6 +12,7 @@ import type { Decision, NodeLike, NodeState, PodLike, QuotaView } from '../engin
 import { logDecision, logPreemption, logRealtime, recordDecisionMetrics } from '../diagnostics/decisionLogs';
 import type { AttemptRecord, FilterRecord, PodRef, SelectorsRecord } from '../diagnostics/record';
 import { countFailedNodesByReason } from '../diagnostics/reasons';
+import { WAITING_FOR_VICTIMS } from '../diagnostics/answer';
 import { afterPendingIo } from '../clock';
 import { ContentionError } from '../errors';
 import {
@@ -355,7 +356,7 @@ async function finishWaiting(
 ): Promise<FilterAnswer> {
   const pod = req.podRef;
   const until = held.hold.expiresAtMs === undefined ? '' : ` (cards held until ${new Date(held.hold.expiresAtMs).toISOString()})`;
-  const summary = `waiting for the pods preempted for it to leave node ${held.node}: ${held.waitingFor.join(', ')}${until}`;
+  const summary = `${WAITING_FOR_VICTIMS} ${held.node}: ${held.waitingFor.join(', ')}${until}`;
   const cards = [...new Set(held.hold.uses.map((use) => use.uuid))];
   await deps.records.putAttempt(
     attemptRecord(pod, attemptId, started, freshness, {

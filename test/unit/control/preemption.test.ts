@@ -61,6 +61,9 @@ describe('GPU-aware preemption in the control plane', () => {
     const waiting = await filterPod(env.deps, filterOf(urgent, ['n1']));
     expect(waiting.result.FailedNodes?.n1).toMatch(/^waiting for the pods preempted for it to leave node n1: default\/batch/);
     expect(waiting.effects).toEqual([]);
+    const waitingLog = await readSchedulerLog(env.deps, { namespace: 'default', name: 'urgent', history: false });
+    expect(waitingLog.answer?.sentence).toMatch(/: waiting for the pods preempted for it to leave node n1: default\/batch \(cards held until .+\)\.$/);
+    expect(waitingLog.filter.preemption).toMatchObject({ outcome: 'waiting', node: 'n1', cards: ['GPU-0'] });
 
     // The victim goes: the answer nudges the preemptor.
     const gone = await ingestClusterEvents(env.deps, [deleted(forwardedPod(batch, {}, { rv: '9' }))]);
