@@ -5,6 +5,7 @@
 import { z } from 'zod';
 import { ConfigError } from './errors';
 import type { EngineConfig } from './engine/types';
+import { PREEMPTION_MODES, type PreemptionMode } from './wire/preemption';
 import { DynamoEndpointError, realRegion, resolveDynamoEndpoint, type EndpointSetting } from './store/dynamoEndpoint';
 
 const intIn = (min: number, max: number, fallback: number) =>
@@ -84,6 +85,10 @@ const envSchema = engineEnvSchema.extend({
   /** A filter's reservation counts until the pod is seen with its annotations, or for this long. */
   HAMI_RESERVATION_TTL_SECONDS: intIn(10, 86_400, 600),
   HAMI_RECORD_RETENTION_HOURS: intIn(1, 24 * 90, 24),
+  /** GPU-aware preemption (docs/preemption.md): `on`, `off`, or `log` (decide and explain, evict nothing). */
+  HAMI_PREEMPTION: z.enum(PREEMPTION_MODES, { message: 'must be on, off or log' }).default('on'),
+  /** How long the cards freed by a preemption are held for the preemptor, at most (docs/preemption.md). */
+  HAMI_PREEMPTION_HOLD_SECONDS: intIn(10, 3600, 300),
   /** A warm view not synced for this long syncs before deciding (docs/state.md, "Warm view"). */
   HAMI_VIEW_MAX_AGE_MS: intIn(0, 600_000, 1000),
   /** Local server only: every route requires `Authorization: Bearer <token>` when set. */
@@ -109,6 +114,8 @@ export interface AppConfig {
   readonly bindLockWaitSeconds: number;
   readonly lockAware: boolean;
   readonly reservationTtlSeconds: number;
+  readonly preemption: PreemptionMode;
+  readonly preemptionHoldSeconds: number;
   readonly recordRetentionHours: number;
   readonly viewMaxAgeMs: number;
   readonly apiToken?: string;
@@ -212,6 +219,8 @@ export function loadConfig(env: Readonly<Record<string, string | undefined>> = p
     bindLockWaitSeconds: e.HAMI_BIND_LOCK_WAIT_SECONDS,
     lockAware: e.HAMI_LOCK_AWARE,
     reservationTtlSeconds: e.HAMI_RESERVATION_TTL_SECONDS,
+    preemption: e.HAMI_PREEMPTION,
+    preemptionHoldSeconds: e.HAMI_PREEMPTION_HOLD_SECONDS,
     recordRetentionHours: e.HAMI_RECORD_RETENTION_HOURS,
     viewMaxAgeMs: e.HAMI_VIEW_MAX_AGE_MS,
     ...(e.HAMI_API_TOKEN ? { apiToken: e.HAMI_API_TOKEN } : {}),

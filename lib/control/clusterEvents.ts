@@ -21,6 +21,7 @@ import { quantityAsInt64 } from '../engine/quantity';
 import { ContentionError, DomainError, StoreRejectedError } from '../errors';
 import { backoffMs, bookingCounts, isOlder, lockEndsWithBooking, nextLedger, type Booking, type NodeLedger, type OvercommittedCard, type QuotaLedger } from './ledger';
 import { clearLockMirror, nodeEvent, nudges, podEvent, type Effect } from './effects';
+import { preemptorsReady } from './preemption';
 import { forEachAtMost } from '../concurrency';
 import type { ControlDeps } from './deps';
 import type { CompleteList, QuotaObject, WatchEvent } from '../wire/clusterEvents';
@@ -73,6 +74,8 @@ export async function ingestClusterEvents(deps: ControlDeps, events: readonly un
   const mirrorEffects: Effect[] = [];
   const created: string[] = [];
   const removed: string[] = [];
+  /** Preemptors whose last victim left with these writes (docs/preemption.md). */
+  const preemptorNudges: Effect[] = [];
   /** A node whose write failed for now (contention, throttling): the rest of the batch still lands and is journaled. */
   let retryLater: unknown;
   await forEachAtMost([...changes], PARALLEL_WRITES, async ([node, planned]) => {
@@ -91,6 +94,7 @@ export async function ingestClusterEvents(deps: ControlDeps, events: readonly un
       }
       written[node] = outcome.node.version;
       deps.view.accept(outcome.node);
+      preemptorNudges.push(...preemptorsReady(current.get(node), outcome.node, deps.runtime.clock.now()));
       // New, or back after a deletion (its item stayed, marked deleted): listed again.
       if (!outcome.node.deleted && (current.get(node)?.deleted ?? true)) created.push(node);
       if (outcome.node.deleted && current.get(node)?.deleted !== true) removed.push(node);
@@ -147,7 +151,7 @@ export async function ingestClusterEvents(deps: ControlDeps, events: readonly un
   if (retryLater !== undefined) throw retryLater;
 
   const unique = [...new Map(rejected.filter((r) => r.index >= 0).map((r) => [r.index, r])).values()].sort((a, b) => a.index - b.index);
-  return { accepted: events.length - unique.length, rejected: unique, ...(viewSeq !== undefined ? { viewSeq } : {}), effects: [...mirrorEffects, ...locks.effects, ...noticeEffects] };
+  return { accepted: events.length - unique.length, rejected: unique, ...(viewSeq !== undefined ? { viewSeq } : {}), effects: [...mirrorEffects, ...locks.effects, ...noticeEffects, ...preemptorNudges] };
 }
 
 /** The guarded clear of a lock's annotation, unless the batch shows the annotation gone already. */

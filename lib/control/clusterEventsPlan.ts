@@ -27,6 +27,7 @@ import {
   type NodeLock,
   type OvercommittedCard,
 } from './ledger';
+import { releaseVictimsOf } from './preemption';
 import { kubeName } from '../wire/names';
 import { watchEventSchema, type NodeObject, type PodObject, type QuotaObject, type WatchEvent } from '../wire/clusterEvents';
 
@@ -267,8 +268,8 @@ function planPod(ctx: PlanContext, type: WatchEvent['type'], pod: PodObject, uid
       if (!node || held?.state === 'gone' || (!held && node.name !== target)) return undefined;
       // A report older than what the booking last saw cannot end it (e.g. a re-list taken before a later confirmation).
       if (held && isOlder(rv, held.resourceVersion)) return undefined;
-      const gone: Booking = { namespace: ref.namespace, name: ref.name, state: 'gone', initCount: 0, initDone: false, uses: [], holdsAppCards: false, origin: held?.origin ?? 'decided', expiresAtMs: nowMs + TOMBSTONE_TTL_MS, ...(rv ? { resourceVersion: rv } : {}) };
-      return { ...node, bookings: { ...node.bookings, [uid]: gone }, unreadable: withoutBookingPart(node, uid) };
+      const gone: Booking = { namespace: ref.namespace, name: ref.name, state: 'gone', initCount: 0, initDone: false, uses: [], holdsAppCards: false, origin: held?.origin ?? 'decided', expiresAtMs: nowMs + TOMBSTONE_TTL_MS, ...(rv ? { resourceVersion: rv } : {}), ...(held?.preemptedBy ? { preemptedBy: held.preemptedBy } : {}) };
+      return { ...node, bookings: { ...releaseVictimsOf(node.bookings, uid, held), [uid]: gone }, unreadable: withoutBookingPart(node, uid) };
     };
     return { changes: affected.map((node) => [node, tombstone]), nodes: affected, releasesLock: true };
   }

@@ -8,6 +8,8 @@ import { ingestClusterEvents } from '../control/clusterEvents';
 import { clusterEventsBodySchema } from '../wire/clusterEvents';
 import type { ControlDeps } from '../control/deps';
 import { filterPod } from '../control/filter';
+import { evictionRefused } from '../control/preemption';
+import { EVICTION_REFUSED_PATH, evictionRefusedSchema, PREEMPTION_HEADER, preemptionModeOf } from '../wire/preemption';
 import { listNodeDevices, listSchedulerLogs, readNodeDevices, readSchedulerLog } from '../control/views';
 import { DEFAULT_LIST_LIMIT, MAX_LIST_LIMIT } from '../control/listing';
 import type { PodLike } from '../engine/types';
@@ -163,7 +165,15 @@ export function createFilterRoute(): Route {
       logKeys({ pod: `${podRef.namespace}/${podRef.name}` });
       const nodes = args.nodes ? (args.nodes.items ?? []) : null;
       const seq = minViewSeq(req.headers);
-      const answer = await filterPod(deps, { pod, podRef, nodeNames: args.nodenames ?? null, nodes, ...(seq !== undefined ? { minViewSeq: seq } : {}) });
+      const preemptionMode = preemptionModeOf(req.headers[PREEMPTION_HEADER]);
+      const answer = await filterPod(deps, {
+        pod,
+        podRef,
+        nodeNames: args.nodenames ?? null,
+        nodes,
+        ...(seq !== undefined ? { minViewSeq: seq } : {}),
+        ...(preemptionMode !== undefined ? { preemptionMode } : {}),
+      });
       if (answer.attemptId) logKeys({ attemptId: answer.attemptId });
       return json(200, { ...answer.result, Effects: answer.effects });
     },
@@ -199,6 +209,26 @@ export const bindOutcomeRoute: Route = {
       error: args.error,
     });
     return json(200, { Effects: answer.effects });
+  },
+};
+
+/** The relay reports an eviction the Eviction API refused (docs/preemption.md). */
+export const evictionRefusedRoute: Route = {
+  name: 'evictionRefused',
+  kind: 'api',
+  method: 'POST',
+  path: EVICTION_REFUSED_PATH,
+  async handle(deps, req, logKeys) {
+    assertBodySize(req.body);
+    let body: unknown;
+    try {
+      body = JSON.parse(req.body);
+    } catch (err) {
+      throw new BadRequestError(`request body is not valid JSON: ${(err as Error).message}`);
+    }
+    const report = check(evictionRefusedSchema, body, 'eviction refusal');
+    logKeys({ pod: `${report.preemptor.namespace}/${report.preemptor.name}`, node: report.node });
+    return json(200, { Effects: await evictionRefused(deps, report) });
   },
 };
 
@@ -313,6 +343,7 @@ export const routes: readonly Route[] = [
   filterRoute,
   bindRoute,
   bindOutcomeRoute,
+  evictionRefusedRoute,
   clusterEventsRoute,
   schedulerLogRoute,
   nodeDevicesRoute,

@@ -8,6 +8,7 @@ import { loadEngineConfig } from '../config';
 import { managedResourceNames } from '../engine/requests';
 import { ConfigError } from '../errors';
 import { RelayConfigError } from './errors';
+import { PREEMPTION_MODES, type PreemptionMode } from '../wire/preemption';
 
 export const DEFAULT_MANAGED_RESOURCES = [
   'nvidia.com/gpu',
@@ -118,6 +119,8 @@ const envSchema = z
     HAMI_SCHEDULER_NAME: z.string().trim().min(1).default('hami-scheduler'),
     /** HAMi's defaultGPUNum: cards given to a container that asks only for GPU memory or cores. */
     HAMI_DEFAULT_GPU_NUM: intFromEnv(1, 0, 1024),
+    /** GPU-aware preemption for this cluster (docs/preemption.md); sent with /filter when not `on`. */
+    HAMI_PREEMPTION: z.enum(PREEMPTION_MODES, { message: 'must be on, off or log' }).default('on'),
   })
   .superRefine((env, ctx) => {
     const auth = env.HAMI_CONTROL_PLANE_AUTH ?? inferAuth(env);
@@ -175,6 +178,8 @@ export interface RelayConfig {
     readonly region?: string;
   };
   readonly extenderDeadlineMs: number;
+  /** GPU-aware preemption for this cluster: the stricter of it and the control plane's own applies (docs/preemption.md). */
+  readonly preemption: PreemptionMode;
   readonly eventSourceComponent: string;
   readonly managedResources: readonly string[];
   readonly batch: { readonly maxEvents: number; readonly maxDelayMs: number };
@@ -256,6 +261,7 @@ export function loadRelayConfig(env: NodeJS.ProcessEnv = process.env): RelayConf
       ...(auth === 'iam' ? { region: e.AWS_REGION ?? e.AWS_DEFAULT_REGION } : {}),
     },
     extenderDeadlineMs: e.RELAY_EXTENDER_DEADLINE_MS,
+    preemption: e.HAMI_PREEMPTION,
     eventSourceComponent: e.RELAY_EVENT_SOURCE_COMPONENT,
     managedResources: managed,
     batch: { maxEvents: e.RELAY_BATCH_MAX_EVENTS, maxDelayMs: e.RELAY_BATCH_MAX_DELAY_MS },

@@ -5,6 +5,7 @@
  */
 import type { AppLogger } from '../powertools';
 import { MIN_VIEW_SEQ_HEADER } from '../wire/headers';
+import { EVICTION_REFUSED_PATH, PREEMPTION_HEADER, type EvictionRefused, type PreemptionMode } from '../wire/preemption';
 import type { ControlPlaneClient } from './controlPlane';
 import { realDelay, type DelayFn } from './delay';
 import { applyEffects, type ClusterWriter } from './effects';
@@ -31,6 +32,8 @@ export interface ExtenderDeps {
   readonly pods: PodSource;
   /** Binds held per node until the lock looks free (bindQueue.ts); without it each bind goes at once. */
   readonly bindQueue?: NodeBindQueue;
+  /** This cluster's GPU-aware preemption mode (the chart's; docs/preemption.md); absent: `on`. */
+  readonly preemption?: PreemptionMode;
 }
 
 export type ExtenderAnswer = Record<string, unknown>;
@@ -116,7 +119,9 @@ export async function relayFilter(rawBody: string, deps: ExtenderDeps): Promise<
     const args: Record<string, unknown> = { Pod: checked.pod };
     for (const [k, v] of Object.entries(parsed.value as Record<string, unknown>)) if (k.toLowerCase() !== 'pod') args[k] = v;
     const seq = deps.viewSeq?.() ?? 0;
-    const reply = await callControlPlane(deps, '/filter', args, signal, seq > 0 ? { [MIN_VIEW_SEQ_HEADER]: String(seq) } : {});
+    const mode = deps.preemption ?? 'on';
+    const headers = { ...(seq > 0 ? { [MIN_VIEW_SEQ_HEADER]: String(seq) } : {}), ...(mode !== 'on' ? { [PREEMPTION_HEADER]: mode } : {}) };
+    const reply = await callControlPlane(deps, '/filter', args, signal, headers);
     if (!reply.ok) {
       deps.logger.warn('FilterNotRelayed', { pod: podName, error: reply.error });
       return filterError(reply.error);
@@ -128,7 +133,7 @@ export async function relayFilter(rawBody: string, deps: ExtenderDeps): Promise<
       deps.logger.warn('FilterNotRelayed', { pod: podName, error: result.error });
       return filterError(result.error);
     }
-    const applied = await applyEffects(effects, deps.writer, deps.logger);
+    const applied = await applyEffects(effects, deps.writer, deps.logger, { preemption: mode, evictionRefused: (report) => reportRefusal(deps, report, signal) });
     if (!applied.ok) return filterError(applied.error);
     deps.logger.info('FilterRelayed', { pod: podName, nodeNames: result.value.NodeNames ?? null, effects: effects.length });
     return result.value;
@@ -137,6 +142,18 @@ export async function relayFilter(rawBody: string, deps: ExtenderDeps): Promise<
     deps.logger.warn('FilterDeadlineExceeded', { deadlineMs: deps.deadlineMs });
     return filterError(deadlineText(deps.deadlineMs));
   });
+}
+
+/**
+ * Tells the control plane that an eviction was refused (docs/preemption.md), and applies what it answers: the
+ * preemptor's explanation and its nudge, so its next filter looks for another plan at once.
+ */
+async function reportRefusal(deps: ExtenderDeps, report: EvictionRefused, signal: AbortSignal): Promise<void> {
+  const reply = await callControlPlane(deps, EVICTION_REFUSED_PATH, report, signal);
+  if (!reply.ok) throw new Error(reply.error);
+  const { effects, invalid } = splitEffects(reply.answer);
+  if (invalid !== undefined) throw new Error(`control plane sent invalid Effects: ${invalid}`);
+  await applyEffects(effects, deps.writer, deps.logger, { independent: true });
 }
 
 export async function relayBind(rawBody: string, deps: ExtenderDeps): Promise<ExtenderAnswer> {

@@ -4,8 +4,8 @@
  * here, never further up.
  */
 import { ApiException, PatchStrategy, setHeaderOptions, type CoreV1Api } from '@kubernetes/client-node';
-import type { ClusterWriter } from './effects';
-import type { BindPodEffect, PatchNodeAnnotationsEffect, PatchPodAnnotationsEffect, RecordEventEffect, RecordNodeEventEffect } from '../wire/effects';
+import type { ClusterWriter, EvictionOutcome } from './effects';
+import type { BindPodEffect, EvictPodEffect, PatchNodeAnnotationsEffect, PatchPodAnnotationsEffect, RecordEventEffect, RecordNodeEventEffect } from '../wire/effects';
 import { KubeWriteError } from './errors';
 import { EventCorrelator, type EventInput } from './eventCorrelator';
 import type { NudgeResult, NudgeTarget } from './nudger';
@@ -128,7 +128,41 @@ export function createKubeWriter(core: CoreV1Api, correlator: EventCorrelator): 
     }
   };
 
-  return { patchPodMetadata, bindPod, recordEvent, patchNodeMetadata };
+  const evictPod = async (e: EvictPodEffect): Promise<EvictionOutcome> => {
+    // policy/v1 Eviction: the API server checks the pod's PodDisruptionBudgets; the uid is a precondition, so a pod
+    // deleted and created again under the same name is never evicted for a plan made on its predecessor.
+    const body = {
+      apiVersion: 'policy/v1',
+      kind: 'Eviction',
+      metadata: { name: e.name, namespace: e.namespace },
+      ...(e.uid !== '' ? { deleteOptions: { preconditions: { uid: e.uid } } } : {}),
+    };
+    try {
+      await core.createNamespacedPodEviction({ name: e.name, namespace: e.namespace, body });
+      return { kind: 'evicted' };
+    } catch (err) {
+      if (statusCode(err) === 404) return { kind: 'gone' };
+      return { kind: 'refused', message: `evict pod ${e.namespace}/${e.name}: ${statusMessage(err)}`, disruptionBudget: statusCode(err) === 429 && namesDisruptionBudget(err) };
+    }
+  };
+
+  return { patchPodMetadata, bindPod, recordEvent, patchNodeMetadata, evictPod };
+}
+
+/** Whether a refused eviction's Status names a PodDisruptionBudget (`details.causes[].reason: DisruptionBudget`). */
+function namesDisruptionBudget(err: unknown): boolean {
+  if (!(err instanceof ApiException)) return false;
+  const raw: unknown = err.body;
+  let body: unknown = raw;
+  if (typeof raw === 'string') {
+    try {
+      body = JSON.parse(raw);
+    } catch {
+      return /disruption budget/i.test(raw);
+    }
+  }
+  const causes = (body as { details?: { causes?: unknown } } | null)?.details?.causes;
+  return Array.isArray(causes) && causes.some((c) => (c as { reason?: unknown } | null)?.reason === 'DisruptionBudget');
 }
 
 /**

@@ -152,6 +152,7 @@ export async function startRelay(opts: StartRelayOptions): Promise<RunningRelay>
       logger,
       deadlineMs: config.extenderDeadlineMs,
       viewSeq: () => forwarder.viewSeq,
+      preemption: config.preemption,
       reachability: report,
       pods: {
         schedulerName: config.admission.schedulerName,

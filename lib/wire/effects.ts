@@ -9,7 +9,19 @@ import { z } from 'zod';
  * HAMi's event reasons (docs/hami-parity.md, "Events"), and ours: a scheduler-owned annotation changed after
  * placement; a pod adopted from its annotations took a card past its capacity (on the pod and on its Node).
  */
-export const EVENT_REASONS = ['FilteringSucceed', 'FilteringFailed', 'BindingSucceed', 'BindingFailed', 'SchedulerAnnotationsChanged', 'AdoptedPastCapacity'] as const;
+export const EVENT_REASONS = [
+  'FilteringSucceed',
+  'FilteringFailed',
+  'BindingSucceed',
+  'BindingFailed',
+  'SchedulerAnnotationsChanged',
+  'AdoptedPastCapacity',
+  // GPU-aware preemption (docs/preemption.md): on a victim; on the preemptor (evicting, dry run, an eviction refused).
+  'Preempted',
+  'Preempting',
+  'PreemptionDryRun',
+  'PreemptionRefused',
+] as const;
 export type EventReason = (typeof EVENT_REASONS)[number];
 
 export const EVENT_TYPES = ['Normal', 'Warning'] as const;
@@ -68,7 +80,18 @@ export const patchNodeAnnotationsSchema = z.object({
   ifAnnotations: z.record(z.string(), z.string()).optional(),
 });
 
-export const effectSchema = z.discriminatedUnion('kind', [patchPodAnnotationsSchema, bindPodSchema, recordEventSchema, recordNodeEventSchema, patchNodeAnnotationsSchema]);
+/**
+ * Evict a pod through the Eviction API (policy/v1), so PodDisruptionBudgets are honoured, for `preemptor` (GPU-aware
+ * preemption, docs/preemption.md). A refusal is reported back to the control plane (`/preemption/refused`).
+ */
+export const evictPodSchema = z.object({
+  kind: z.literal('EvictPod'),
+  ...podTarget,
+  node: z.string().min(1),
+  preemptor: z.object({ namespace: z.string().min(1), name: z.string().min(1), uid: z.string().min(1) }),
+});
+
+export const effectSchema = z.discriminatedUnion('kind', [patchPodAnnotationsSchema, bindPodSchema, recordEventSchema, recordNodeEventSchema, patchNodeAnnotationsSchema, evictPodSchema]);
 export const effectsSchema = z.array(effectSchema);
 
 export type PatchPodAnnotationsEffect = z.infer<typeof patchPodAnnotationsSchema>;
@@ -76,6 +99,7 @@ export type BindPodEffect = z.infer<typeof bindPodSchema>;
 export type RecordEventEffect = z.infer<typeof recordEventSchema>;
 export type RecordNodeEventEffect = z.infer<typeof recordNodeEventSchema>;
 export type PatchNodeAnnotationsEffect = z.infer<typeof patchNodeAnnotationsSchema>;
+export type EvictPodEffect = z.infer<typeof evictPodSchema>;
 export type Effect = z.infer<typeof effectSchema>;
 
 /**

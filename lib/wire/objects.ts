@@ -35,7 +35,13 @@ export const podMetadataSchema = z.object({
 });
 
 /** Init containers first, then app containers (docs/hami-parity.md §1.3). */
-export const podSpecSchema = z.object({ initContainers: absentIfNull(z.array(containerSchema)), containers: absentIfNull(z.array(containerSchema)) });
+export const podSpecSchema = z.object({
+  initContainers: absentIfNull(z.array(containerSchema)),
+  containers: absentIfNull(z.array(containerSchema)),
+  // GPU-aware preemption reads these (docs/preemption.md).
+  priority: absentIfNull(z.number().int()),
+  preemptionPolicy: absentIfNull(z.string()),
+});
 
 /** The Pod the engine reads (`PodLike`). */
 export const podSchema = z.object({ metadata: podMetadataSchema, spec: absentIfNull(podSpecSchema) });

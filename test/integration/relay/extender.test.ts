@@ -109,6 +109,21 @@ describe('POST /filter', () => {
     expect(cp.callsTo('/filter').at(-1)?.headers['x-hami-min-view-seq']).toBe('41');
   });
 
+  it("sends the cluster's preemption mode (the chart's preemption.mode) when it is not on, and nothing when it is", async () => {
+    const p = pod('job-p');
+    const args = { Pod: { metadata: { name: 'job-p', namespace: 'team-a', uid: String(p.metadata?.uid) } }, Nodes: null, NodeNames: ['node-1'] };
+    cp.on('POST', '/filter', { body: { NodeNames: null, FailedNodes: { 'node-1': 'no' }, Error: '' } });
+    const dryRun = await startTestRelay(kube, cp.url, { logger: recordingLogger(), env: { HAMI_PREEMPTION: 'log' } });
+    try {
+      await postJson(`${dryRun.extenderUrl}/filter`, args);
+      expect(cp.callsTo('/filter').at(-1)?.headers['x-hami-preemption']).toBe('log');
+    } finally {
+      await dryRun.close();
+    }
+    await postJson(`${relay.extenderUrl}/filter`, args);
+    expect(cp.callsTo('/filter').at(-1)?.headers).not.toHaveProperty('x-hami-preemption');
+  });
+
   it('answers Error (HTTP 200) when a required patch fails, and still never hangs', async () => {
     // Prepare: the pod is deleted while the control plane decides, so the patch 404s
     const p = pod('ghost');
