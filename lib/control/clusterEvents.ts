@@ -20,12 +20,12 @@ import { PodAnnotation } from '../engine/podAnnotations';
 import { quantityAsInt64 } from '../engine/quantity';
 import { ContentionError, DomainError, StoreRejectedError } from '../errors';
 import { backoffMs, bookingCounts, isOlder, lockEndsWithBooking, nextLedger, type Booking, type NodeLedger, type OvercommittedCard, type QuotaLedger } from './ledger';
-import { clearLockMirror, nodeEvent, nudges, podEvent, type Effect } from './effects';
+import { clearLockAnnotation, clearLockMirror, nodeEvent, nudges, podEvent, type Effect } from './effects';
 import { preemptorsReady } from './preemption';
 import { forEachAtMost } from '../concurrency';
 import type { ControlDeps } from './deps';
 import type { CompleteList, QuotaObject, WatchEvent } from '../wire/clusterEvents';
-import { parseEvents, planClusterEvents, sameJson, settleLock, settleNotices, type LockNote, type Notice, type PendingNotice, type PlannedChange, type PlanContext, type QuotaEvent } from './clusterEventsPlan';
+import { parseEvents, planClusterEvents, sameJson, settleLock, settleNotices, staleLockMirror, type LockNote, type Notice, type PendingNotice, type PlannedChange, type PlanContext, type QuotaEvent } from './clusterEventsPlan';
 
 export { sameJson } from './clusterEventsPlan';
 
@@ -181,6 +181,10 @@ async function settleLocks(
   let failure: unknown;
   // Each node's lock is its own item: they are settled side by side.
   await forEachAtMost([...new Set([...holdersDone.keys(), ...lockNotes.keys()])], PARALLEL_WRITES, async (name) => {
+    // A Node still naming a pod whose lock is over (ended by an earlier batch whose answer was lost, or before this
+    // release kept the mirror): cleared, guarded by the very value seen.
+    const stale = staleLockMirror(current.get(name), lockNotes.get(name), holdersDone.get(name));
+    if (stale !== undefined) effects.push(clearLockAnnotation(name, stale));
     const lock = current.get(name)?.lock;
     if (!lock || endedWithBookings.has(name)) return;
     try {

@@ -175,6 +175,25 @@ export function planClusterEvents(ctx: PlanContext, valid: readonly { readonly i
   return { changes, lockHolders, lockNotes, quotaEvents, present, rejected };
 }
 
+/**
+ * The lock annotation a batch shows on a node with no lock behind it any more (docs/locks.md, "The mirror follows the
+ * lock"): it names a pod that does not hold the node's lock, and whose allocation there is over (its booking gone, or
+ * reported `success` or `failed`, or ended by this very batch). Its exact value, for a guarded clear; undefined when
+ * the annotation is none of that. A pod the ledger has no booking of on the node (a lock HAMi's own scheduler wrote
+ * before the take-over) is left alone: its allocation may still be under way.
+ */
+export function staleLockMirror(node: NodeLedger | undefined, note: LockNote | undefined, endedHere: ReadonlySet<string> | undefined): string | undefined {
+  const value = note?.last;
+  if (node === undefined || value === undefined || value === null) return undefined;
+  const named = nodeLockHolder(value);
+  if (named === undefined || node.lock?.holder === named) return undefined;
+  for (const [uid, booking] of Object.entries(node.bookings)) {
+    if (`${booking.namespace}/${booking.name}` !== named) continue;
+    if (booking.state === 'gone' || booking.bindPhase === BindPhase.Success || booking.bindPhase === BindPhase.Failed || endedHere?.has(uid) === true) return value;
+  }
+  return undefined;
+}
+
 /** What a batch does to a node's lock (docs/locks.md): nothing, mark it mirrored, or end it (and whether to clear its mirror). */
 export type LockSettlement = { readonly action: 'keep' } | { readonly action: 'markMirrored' } | { readonly action: 'release'; readonly clearMirror: boolean };
 

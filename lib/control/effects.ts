@@ -52,5 +52,10 @@ export function nudges(waiters: Readonly<Record<string, string>> | undefined, no
  * relay replicas, a resent batch) never deletes the next holder's value.
  */
 export function clearLockMirror(node: string, lock: NodeLock): Effect {
-  return patchNode(node, { [NODE_LOCK_ANNOTATION]: null }, { [NODE_LOCK_ANNOTATION]: nodeLockValue(lock) });
+  return clearLockAnnotation(node, nodeLockValue(lock));
+}
+
+/** Deletes the Node's lock annotation only while it is exactly `value`. */
+export function clearLockAnnotation(node: string, value: string): Effect {
+  return patchNode(node, { [NODE_LOCK_ANNOTATION]: null }, { [NODE_LOCK_ANNOTATION]: value });
 }

@@ -470,6 +470,21 @@ describe('cluster events: containment, journal and directory', () => {
     expect(journal[journal.length - 1]!.locks).toEqual(['n1']);
   });
 
+  it('clears a lock annotation a Node still shows for a pod whose lock already ended (an answer lost with a 503), guarded by that value', async () => {
+    const { w, allocated, ingest } = await lockedByPlacedPod();
+    await ingestClusterEvents(ingest.deps, [allocated]);
+    expect(w.store.stored('n1')!.lock).toBeUndefined();
+    const stale = '2027-01-15T08:00:00Z,default,p';
+    const shown = gpuNode('n1', [card('GPU-n1-0', { devmem: 16384 })], { rv: '9', annotations: { 'hami.io/mutex.lock': stale } });
+    const answer = await ingestClusterEvents(ingest.deps, [modified(shown)]);
+    expect(answer.effects).toEqual([{ kind: 'PatchNodeAnnotations', name: 'n1', annotations: { 'hami.io/mutex.lock': null }, ifAnnotations: { 'hami.io/mutex.lock': stale } }]);
+    // A Node naming a pod still allocating is left alone.
+    const other = gpuPod('o', [{ name: 'c', gpu: 1, mem: 5000 }]);
+    await place(w.environment(), other, ['n1']);
+    const allocating = gpuNode('n1', [card('GPU-n1-0', { devmem: 16384 })], { rv: '10', annotations: { 'hami.io/mutex.lock': '2027-01-15T08:00:01Z,default,o' } });
+    expect((await ingestClusterEvents(ingest.deps, [modified(allocating)])).effects).toEqual([]);
+  });
+
   it('ends a lock others wait for on its own, after the batch, and nudges them', async () => {
     const { w, allocated, ingest } = await lockedByPlacedPod({ 'uid-q': 'default/q' });
     const answer = await ingestClusterEvents(ingest.deps, [allocated]);

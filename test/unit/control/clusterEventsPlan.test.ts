@@ -3,8 +3,8 @@
  * end, what it says of each node's lock annotation, and what a lock becomes after the batch (docs/locks.md). Tables,
  * no store.
  */
-import { parseEvents, planClusterEvents, settleLock, type LockNote, type LockSettlement, type PlanContext } from '../../../lib/control/clusterEventsPlan';
-import type { NodeLock } from '../../../lib/control/ledger';
+import { parseEvents, planClusterEvents, settleLock, staleLockMirror, type LockNote, type LockSettlement, type PlanContext } from '../../../lib/control/clusterEventsPlan';
+import { emptyLedger, type Booking, type NodeLedger, type NodeLock } from '../../../lib/control/ledger';
 import { defaultEngineConfig } from '../../../lib/engine/types';
 import { card, forwardedPod, gpuNode, gpuPod } from '../../support/cluster';
 
@@ -103,5 +103,28 @@ describe('what a batch does to a node’s lock', () => {
     { case: 'no annotation, never seen naming it (a Node event from before the lock’s patch): kept', mirrored: false, holderDone: false, note: note(null), want: { action: 'keep' } },
   ])('$case', ({ mirrored, holderDone, note: seen, want }) => {
     expect(settleLock(lock(mirrored), holderDone, seen)).toEqual(want);
+  });
+});
+
+describe('a lock annotation with no lock behind it', () => {
+  const booked = (name: string, extra: Partial<Booking> = {}): Booking => ({ namespace: 'default', name, state: 'confirmed', initCount: 0, initDone: false, uses: [], holdsAppCards: true, origin: 'decided', ...extra });
+  const ledger = (bookings: Record<string, Booking>, lockHolder?: string): NodeLedger => ({
+    ...emptyLedger('n1'),
+    bookings,
+    ...(lockHolder !== undefined ? { lock: { holder: `default/${lockHolder}`, holderUid: `uid-${lockHolder}`, sinceMs: 0, expiresAtMs: 1 } } : {}),
+  });
+  const seen = (pod: string): LockNote => ({ last: value(pod), named: [`default/${pod}`] });
+  it.each<{ case: string; node: NodeLedger; note: LockNote | undefined; ended?: string[]; want: string | undefined }>([
+    { case: 'names a deleted pod, no lock: cleared', node: ledger({ 'uid-p': booked('p', { state: 'gone' }) }), note: seen('p'), want: value('p') },
+    { case: 'names a pod whose allocation was reported: cleared', node: ledger({ 'uid-p': booked('p', { bindPhase: 'success' }) }), note: seen('p'), want: value('p') },
+    { case: 'names a pod whose allocation this batch ends: cleared', node: ledger({ 'uid-p': booked('p') }), note: seen('p'), ended: ['uid-p'], want: value('p') },
+    { case: 'names a finished pod while another holds the lock: cleared (the holder writes its own)', node: ledger({ 'uid-p': booked('p', { bindPhase: 'failed' }), 'uid-q': booked('q') }, 'q'), note: seen('p'), want: value('p') },
+    { case: 'names the lock’s holder: left to the lock’s own settling', node: ledger({ 'uid-p': booked('p', { bindPhase: 'success' }) }, 'p'), note: seen('p'), want: undefined },
+    { case: 'names a pod still allocating: kept', node: ledger({ 'uid-p': booked('p', { bindPhase: 'allocating' }) }), note: seen('p'), want: undefined },
+    { case: 'names a pod the ledger never booked here (HAMi’s own lock): kept', node: ledger({}), note: seen('p'), want: undefined },
+    { case: 'no annotation: nothing', node: ledger({ 'uid-p': booked('p', { state: 'gone' }) }), note: { last: null, named: [] }, want: undefined },
+    { case: 'no Node event: nothing', node: ledger({ 'uid-p': booked('p', { state: 'gone' }) }), note: undefined, want: undefined },
+  ])('$case', ({ node, note: shown, ended, want }) => {
+    expect(staleLockMirror(node, shown, ended ? new Set(ended) : undefined)).toBe(want);
   });
 });
