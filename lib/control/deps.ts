@@ -3,6 +3,7 @@ import type { Runtime } from '../clock';
 import type { DecisionLogger, DecisionMetrics } from '../diagnostics/decisionLogs';
 import type { EngineConfig } from '../engine/types';
 import type { AppLogger } from '../powertools';
+import type { PreemptionMode } from '../wire/preemption';
 import type { LedgerStore, RecordStorePort } from './ports';
 import type { ClusterView } from './view';
 
@@ -16,6 +17,8 @@ export interface ControlConfig {
   readonly bindLockWaitSeconds: number;
   readonly lockAware: boolean;
   readonly reservationTtlSeconds: number;
+  readonly preemption: PreemptionMode;
+  readonly preemptionHoldSeconds: number;
 }
 
 export interface ControlDeps {

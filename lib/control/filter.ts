@@ -9,11 +9,12 @@ import { podDeviceSelectors } from '../engine/devices';
 import { encodePodDevices, PodAnnotation } from '../engine/podAnnotations';
 import { hasManagedResources } from '../engine/requests';
 import { parseNodeRegistration } from '../engine/registration';
-import type { NodeLike, NodeState, PodLike } from '../engine/types';
+import type { NodeLike, NodeState, PodLike, QuotaView } from '../engine/types';
 import type { Decision } from '../engine/decision';
-import { logDecision, logRealtime, recordDecisionMetrics } from '../diagnostics/decisionLogs';
+import { logDecision, logPreemption, logRealtime, recordDecisionMetrics } from '../diagnostics/decisionLogs';
 import type { AttemptRecord, FilterRecord, PodRef, SelectorsRecord } from '../diagnostics/record';
 import { countFailedNodesByReason } from '../diagnostics/reasons';
+import { WAITING_FOR_VICTIMS } from '../diagnostics/answer';
 import { afterPendingIo } from '../clock';
 import { ContentionError } from '../errors';
 import {
@@ -33,6 +34,11 @@ import { patchPod, podEvent, type Effect } from './effects';
 import type { ControlDeps } from './deps';
 import type { NodeWrite } from './ports';
 import type { ViewFreshness } from './view';
+import type { FilterResult } from '../wire/extender';
+
+export type { FilterResult } from '../wire/extender';
+import { pendingHold, preemptFor, type PendingHold } from './preemption';
+import { stricterMode, type PreemptionMode } from '../wire/preemption';
 
 export interface FilterRequest {
   readonly pod: PodLike;
@@ -43,16 +49,10 @@ export interface FilterRequest {
   readonly nodes: readonly NodeLike[] | null;
   /** The journal entry the relay's last forwarded cluster events produced: the view must include it. */
   readonly minViewSeq?: number;
+  /** The relay's preemption mode (the chart's), when it is not `on`: the stricter of it and ours applies. */
+  readonly preemptionMode?: PreemptionMode;
 }
 
-/** ExtenderFilterResult with Go's null-for-unset encoding. */
-export interface FilterResult {
-  readonly Nodes: { readonly items: readonly NodeLike[] } | null;
-  readonly NodeNames: readonly string[] | null;
-  readonly FailedNodes: Readonly<Record<string, string>> | null;
-  readonly FailedAndUnresolvableNodes: null;
-  readonly Error: string;
-}
 
 export interface FilterAnswer {
   readonly result: FilterResult;
@@ -99,6 +99,9 @@ async function decideAndReserve(deps: ControlDeps, req: FilterRequest, candidate
   await view.prepare(req.minViewSeq);
   await view.learn(candidates);
   const quotaLimits = await view.quota(pod.namespace);
+  // A preemptor whose victims are still leaving waits for them: its cards are held (docs/preemption.md).
+  const held = pendingHold(heldLedgers(deps, pod.uid), pod.uid, runtime.clock.now());
+  if (held !== undefined) return finishWaiting(deps, req, held, attemptId, started, view.freshness(runtime.clock.now()), candidates);
 
   for (let round = 0; round < MAX_RESERVE_ATTEMPTS; round++) {
     const nowMs = runtime.clock.now();
@@ -123,7 +126,7 @@ async function decideAndReserve(deps: ControlDeps, req: FilterRequest, candidate
       memo: view.memo,
       ...(avoid ? { avoid } : {}),
     });
-    if (decision.kind !== 'fit') return finishWithoutFit(deps, req, decision, attemptId, started, freshness);
+    if (decision.kind !== 'fit') return finishWithoutFit(deps, req, decision, attemptId, started, freshness, quota);
 
     const node = view.get(decision.node);
     if (!node) throw new Error(`engine chose node ${decision.node}, which the view does not hold`);
@@ -216,6 +219,8 @@ function book(deps: ControlDeps, req: FilterRequest, decision: Extract<Decision,
     placedAtMs: nowMs,
     attemptId,
     ...(decision.parts !== undefined ? { parts: decision.parts } : {}),
+    // Preemption weighs it (docs/preemption.md); Kubernetes sets it on every pod at admission.
+    ...(req.pod.spec?.priority !== undefined ? { priority: req.pod.spec.priority } : {}),
   };
   const previous = node.bookings[uid];
   if (!decision.bookWholeNode && countersAreExact(node, nowMs) && (previous === undefined || bookingCounts(previous, nowMs))) {
@@ -276,8 +281,22 @@ async function finishWithoutFit(
   attemptId: string,
   started: number,
   freshness: ViewFreshness,
+  quota: QuotaView | undefined,
 ): Promise<FilterAnswer> {
   const pod = req.podRef;
+  const preemption =
+    decision.kind === 'noFit' && req.nodeNames !== null
+      ? await preemptFor(deps, {
+          pod: req.pod,
+          podRef: pod,
+          candidates: req.nodeNames,
+          ...(quota ? { quota } : {}),
+          attemptId,
+          mode: stricterMode(deps.config.preemption, req.preemptionMode),
+        })
+      : undefined;
+  if (preemption?.heldOn !== undefined) await releaseEarlierBookings(deps, pod.uid, preemption.heldOn, deps.runtime.clock.now());
+  if (preemption !== undefined) logPreemption(deps.logger, { attemptId, pod: `${pod.namespace}/${pod.name}` }, preemption.record);
   const filter: FilterRecord =
     decision.kind === 'error'
       ? { status: 'failed', summary: decision.message, evaluated: 0, nodes: [] }
@@ -292,6 +311,7 @@ async function finishWithoutFit(
           ...selectorsOf(req.pod),
           nodes: [],
           packed: decision.packEvidence(),
+          ...(preemption ? { preemption: preemption.record } : {}),
         };
   deps.view.refreshInBackground();
   await deps.records.putAttempt(attemptRecord(pod, attemptId, started, freshness, filter), started);
@@ -303,8 +323,57 @@ async function finishWithoutFit(
   return {
     attemptId,
     result: result({ FailedNodes: decision.failedNodes }),
-    effects: [...decision.reasonEvents.map((text) => podEvent(pod, 'Warning', 'FilteringFailed', text)), podEvent(pod, 'Warning', 'FilteringFailed', decision.message)],
+    effects: [
+      ...decision.reasonEvents.map((text) => podEvent(pod, 'Warning', 'FilteringFailed', text)),
+      podEvent(pod, 'Warning', 'FilteringFailed', decision.message),
+      ...(preemption?.effects ?? []),
+    ],
   };
+}
+
+/** The ledgers of the nodes holding a booking of pod `uid`, as the view has them. */
+function heldLedgers(deps: ControlDeps, uid: string): NodeLedger[] {
+  const ledgers: NodeLedger[] = [];
+  for (const name of deps.view.holders(uid)) {
+    const ledger = deps.view.get(name);
+    if (ledger) ledgers.push(ledger);
+  }
+  return ledgers;
+}
+
+/** A preemptor whose victims have not all left: no decision yet, every candidate failed with what it waits for. */
+async function finishWaiting(
+  deps: ControlDeps,
+  req: FilterRequest,
+  held: PendingHold,
+  attemptId: string,
+  started: number,
+  freshness: ViewFreshness,
+  candidates: readonly string[],
+): Promise<FilterAnswer> {
+  const pod = req.podRef;
+  const until = held.hold.expiresAtMs === undefined ? '' : ` (cards held until ${new Date(held.hold.expiresAtMs).toISOString()})`;
+  const summary = `${WAITING_FOR_VICTIMS} ${held.node}: ${held.waitingFor.join(', ')}${until}`;
+  const cards = [...new Set(held.hold.uses.map((use) => use.uuid))];
+  await deps.records.putAttempt(
+    attemptRecord(pod, attemptId, started, freshness, {
+      status: 'failed',
+      summary,
+      evaluated: candidates.length,
+      nodes: [],
+      preemption: {
+        outcome: 'waiting',
+        summary,
+        node: held.node,
+        cards,
+        ...(held.hold.expiresAtMs !== undefined ? { holdUntil: new Date(held.hold.expiresAtMs).toISOString() } : {}),
+      },
+    }),
+    started,
+  );
+  const failed: Record<string, string> = {};
+  for (const name of candidates) failed[name] = summary;
+  return { attemptId, result: result({ FailedNodes: failed }), effects: [] };
 }
 
 function observe(deps: ControlDeps, pod: string, attemptId: string, decision: Decision, started: number): void {

@@ -4,6 +4,7 @@
  * node score before the pod (docs/hami-parity.md §5.1), booking a chosen card for the pod's later containers.
  */
 import type { DecisionArena } from './arena';
+import { saturatedInt32 } from './quantity';
 import { SCORE_WEIGHT, type DeviceInfo, type NodeState, type PairScores } from './types';
 
 const f32 = Math.fround;
@@ -52,9 +53,9 @@ export function loadBookedUsage(arena: DecisionArena, state: NodeState, node: Pr
   }
   for (let p = 0; p < devices.length; p++) {
     const usage = state.usage[devices[p]!.id];
-    arena.baseUsed[p] = usage?.used ?? 0;
-    arena.baseMem[p] = usage?.usedmem ?? 0;
-    arena.baseCores[p] = usage?.usedcores ?? 0;
+    arena.baseUsed[p] = saturatedInt32(usage?.used ?? 0);
+    arena.baseMem[p] = saturatedInt32(usage?.usedmem ?? 0);
+    arena.baseCores[p] = saturatedInt32(usage?.usedcores ?? 0);
   }
 }
 

@@ -68,3 +68,12 @@ export function toInt32(value: number): number {
 }
 
 export const INT32_MAX = 2147483647;
+
+/**
+ * A ledger sum as the engine's int32 arrays hold it: clamped, never wrapped. A sum past int32 (bookings adopted past
+ * a card's capacity) then still reads as more than the card holds; wrapped, it could read as free memory or free
+ * cores (docs/devices.md, "AWS Neuron": overlapping masks).
+ */
+export function saturatedInt32(value: number): number {
+  return value > INT32_MAX ? INT32_MAX : value < -INT32_MAX - 1 ? -INT32_MAX - 1 : value;
+}

@@ -13,12 +13,14 @@ export function parseNodeRegistration(node: NodeLike, config: EngineConfig): Nod
   const devices: DeviceInfo[] = [];
   const cordoned: string[] = [];
   let pairScores: PairScores = {};
-  let reason: string | undefined;
+  // Every kind's reason, joined: a kind that refuses what the node advertises (Neuron figures it cannot place) must
+  // not be hidden behind one that found nothing (NVIDIA's missing annotation, docs/devices.md).
+  const reasons: string[] = [];
   for (const kind of DEVICE_KINDS) {
     const found = kind.register(node, config);
     if (found === undefined) continue;
     if ('reason' in found) {
-      reason ??= found.reason;
+      reasons.push(found.reason);
       continue;
     }
     // Cards are booked by id: one id on two kinds would have the two share one booking.
@@ -28,7 +30,7 @@ export function parseNodeRegistration(node: NodeLike, config: EngineConfig): Nod
     cordoned.push(...(found.cordoned ?? []));
     pairScores = { ...pairScores, ...found.pairScores };
   }
-  if (devices.length === 0) return { registered: false, reason: reason ?? 'no device found on node' };
+  if (devices.length === 0) return { registered: false, reason: reasons.length > 0 ? reasons.join('; ') : 'no device found on node' };
   return { registered: true, devices, cordoned, pairScores };
 }
 

@@ -110,6 +110,18 @@ describe('AWS Neuron pods in the control plane', () => {
     expect(next.annotations.AWS_NEURON_IDS).toBe('4,5,6,7');
   });
 
+  it('fix (HAMi adds masks in int32, wrapping): adopted masks that add up past int32 read as every core used, not as free cores', async () => {
+    const w = world();
+    const env = w.environment();
+    await ingestClusterEvents(env.deps, [added(neuronNode('wide', 1, 31, 'trn9.example'))]);
+    // Three pods adopted on all 31 cores of the device: 3 × (2^31 - 1) wraps in int32 to a mask with core 1 free.
+    const whole = { 'hami.io/vgpu-node': 'wide', 'hami.io/aws-neuron-devices-allocated': 'wide-AWSNeuron-0,AWSNeuron,0,2147483647:;', NEURON_ALLOCATED: 'true' };
+    const adopted = ['x', 'y', 'z'].map((name) => forwardedPod(neuronPod(name, [{ name: 'main', devices: 1 }]), whole, { phase: 'Running' }));
+    await ingestClusterEvents(env.deps, adopted.map(added));
+    const answer = await filter(env, neuronPod('small', [{ name: 'main', cores: 1 }]), ['wide']);
+    expect(answer.result.FailedNodes).toEqual({ wide: '1/1 CardInsufficientCore' });
+  });
+
   it('binds without HAMi\'s node lock (the AWS device plugin takes none)', async () => {
     const w = world();
     const env = w.environment();

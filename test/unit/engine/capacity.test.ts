@@ -46,6 +46,12 @@ describe('capacity: Fit refuses an over-committed card', () => {
     expect(reasonOf(decide(input(request, [twoCards(usageOfA)])))).toBe(reason);
   });
 
+  it('a sum past int32 stays past the card (the engine\'s int32 arrays clamp it, never wrap it to free memory)', () => {
+    // 2^32 + 100 MiB booked would wrap to 100 MiB used.
+    const wrapped = node('n1', [card('a', { devmem: 16384 })], { usage: { a: usage(2, 2 ** 32 + 100, 0) } });
+    expect(reasonOf(decide(input(request, [wrapped])))).toBe('1/1 CardOvercommitted');
+  });
+
   it('takes the card again once it is back within its capacity', () => {
     const back = node('n1', [card('a', { devmem: 16384 })], { usage: { a: usage(1, 16000, 0) } });
     const d = decide(input(request, [back]));

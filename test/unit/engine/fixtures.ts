@@ -1,8 +1,10 @@
 /** Fresh fixtures for engine tests: every call builds new objects. */
 import fc from 'fast-check';
 import { isEngineAnnotation } from '../../../lib/engine/reuse';
+import { parseNodeRegistration } from '../../../lib/engine/registration';
 import { defaultEngineConfig } from '../../../lib/config';
-import type { DeviceInfo, DeviceUsage, EngineConfig, NodeState, PodLike, QuotaView, RealtimeReport } from '../../../lib/engine/types';
+import { AWS_NEURON } from '../../../lib/engine/devices/neuron/names';
+import type { DeviceInfo, DeviceUsage, EngineConfig, NodeLike, NodeState, PodLike, QuotaView, RealtimeReport } from '../../../lib/engine/types';
 import type { DecideInput } from '../../../lib/engine/decision';
 
 export function card(id: string, overrides: Partial<DeviceInfo> = {}): DeviceInfo {
@@ -100,4 +102,28 @@ export function input(p: PodLike, nodes: NodeState[], extra: { config?: EngineCo
     nowMs: extra.nowMs ?? 1_700_000_000_000,
     ...(extra.quota ? { quota: extra.quota } : {}),
   };
+}
+
+export const NEURON = 'aws.amazon.com/neuron';
+export const NEURON_CORES = 'aws.amazon.com/neuroncore';
+
+/** A Node as the stock AWS Neuron device plugin advertises it: devices, cores and the instance type label. */
+export function neuronNode(name: string, devices: number, cores: number, instanceType = 'trn1.32xlarge'): NodeLike {
+  return {
+    metadata: { name, labels: { 'node.kubernetes.io/instance-type': instanceType } },
+    status: { capacity: { [NEURON]: String(devices), [NEURON_CORES]: String(cores), cpu: '128' } },
+  };
+}
+
+/** The node's engine state from the Node (registration as the control plane reads it) and booked usage by device index. */
+export function neuronState(nodeObject: NodeLike, usage: Record<number, Partial<DeviceUsage>> = {}): NodeState {
+  const registration = parseNodeRegistration(nodeObject, config());
+  const byId: Record<string, DeviceUsage> = {};
+  for (const [index, use] of Object.entries(usage)) byId[`${nodeObject.metadata.name}-AWSNeuron-${index}`] = { used: 0, usedmem: 0, usedcores: 0, ...use };
+  return { name: nodeObject.metadata.name, registration, usage: byId };
+}
+
+/** A Neuron device as HAMi's test tables build it (makeAWSDeviceUsage): id, index, 2 tenants, 2 cores (mask 3), trn. */
+export function neuronDevice(id: string, index: number, overrides: Partial<DeviceInfo> = {}): DeviceInfo {
+  return { id, index, count: 2, devmem: 0, devcore: 3, type: AWS_NEURON, numa: 0, mode: '', health: true, vendor: AWS_NEURON, nodeType: 'trn', ...overrides };
 }

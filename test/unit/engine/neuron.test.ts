@@ -1,8 +1,8 @@
 /**
- * The AWS Neuron device kind (docs/devices.md, "AWS Neuron"). Tables translated from HAMi's own test cases in
- * pkg/device/awsneuron/device_test.go (Test_GetNodeDevices, Test_GenerateResourceRequests, Test_graphSelect,
- * TestDevices_Fit, Test_PatchAnnotations; facts only), then the cases where we deliberately differ from HAMi v2.10,
- * each named "fix:" with what HAMi does. Fit is exercised through `decide`, as the scheduler runs it.
+ * The AWS Neuron device kind (docs/devices.md, "AWS Neuron"): its parts one by one (registration, requests, runs,
+ * masks, annotations) and placements on registered trn1 and inf2 nodes, then the cases where we deliberately differ
+ * from HAMi v2.10, each named "fix:" with what HAMi does. HAMi's own test cases, translated row by row, are in
+ * neuronParity.test.ts. Fit is exercised through `decide`, as the scheduler runs it.
  */
 import fc from 'fast-check';
 import { claimAdmits } from '../../../lib/engine/claims';
@@ -17,14 +17,13 @@ import { neuronRequest } from '../../../lib/engine/devices/neuron/requests';
 import { parseNodeRegistration } from '../../../lib/engine/registration';
 import { describeQuantityProblems, podRequestProblems } from '../../../lib/engine/requests';
 import { collapsePodUsage } from '../../../lib/engine/usage';
-import { type ContainerRequest, type DeviceInfo, type DeviceUsage, type NodeLike, type NodeState } from '../../../lib/engine/types';
+import { type ContainerRequest, type DeviceInfo, type DeviceUsage, type NodeLike } from '../../../lib/engine/types';
 import { AWS_NEURON } from '../../../lib/engine/devices/neuron/names';
 import { type Decision } from '../../../lib/engine/decision';
-import { config, input, node, pod, type Limits } from './fixtures';
+import { config, input, NEURON, NEURON_CORES, neuronDevice, neuronNode, neuronState, node, pod, type Limits } from './fixtures';
 import { card, gpuNode } from '../../support/cluster';
 
-const NEURON = 'aws.amazon.com/neuron';
-const CORES = 'aws.amazon.com/neuroncore';
+const CORES = NEURON_CORES;
 
 function fit(decision: Decision): Extract<Decision, { kind: 'fit' }> {
   if (decision.kind !== 'fit') throw new Error(`expected a fit, got ${JSON.stringify(decision.kind === 'noFit' ? decision.failedNodes : decision)}`);
@@ -35,39 +34,13 @@ function reasonOf(decision: Decision, name: string): string | undefined {
   return decision.failedNodes[name];
 }
 
-/** A Node as the stock AWS device plugin advertises it. */
-function neuronNode(name: string, devices: number, cores: number, instanceType = 'trn1.32xlarge'): NodeLike {
-  return {
-    metadata: { name, labels: { 'node.kubernetes.io/instance-type': instanceType } },
-    status: { capacity: { [NEURON]: String(devices), [CORES]: String(cores), cpu: '128' } },
-  };
-}
-
-/** The node's engine state from the Node (registration as the control plane reads it) and booked usage by device index. */
-function neuronState(nodeObject: NodeLike, usage: Record<number, Partial<DeviceUsage>> = {}): NodeState {
-  const registration = parseNodeRegistration(nodeObject, config());
-  const byId: Record<string, DeviceUsage> = {};
-  for (const [index, use] of Object.entries(usage)) byId[`${nodeObject.metadata.name}-AWSNeuron-${index}`] = { used: 0, usedmem: 0, usedcores: 0, ...use };
-  return { name: nodeObject.metadata.name, registration, usage: byId };
-}
-
-/** A Neuron device as HAMi's test tables build it (makeAWSDeviceUsage): id, index, count, core mask. */
-function device(id: string, index: number, overrides: Partial<DeviceInfo> = {}): DeviceInfo {
-  return { id, index, count: 2, devmem: 0, devcore: 3, type: AWS_NEURON, numa: 0, mode: '', health: true, vendor: AWS_NEURON, nodeType: 'trn', ...overrides };
-}
+const device = neuronDevice;
 
 const devicesOf = (d: Decision): string[] => fit(d).devices.flat().map((x) => x.uuid);
 const masksOf = (d: Decision): number[] => fit(d).devices.flat().map((x) => x.usedcores);
 const indexesOf = (d: Decision): number[] => fit(d).devices.flat().map((x) => x.idx);
 
 describe('registration from the Node (HAMi Test_GetNodeDevices)', () => {
-  it('HAMi "get node device": inf2 with 1 device and 2 cores gives test-AWSNeuron-0, count 2, devmem 0, devcore 3', () => {
-    const found = registerNeuron(neuronNode('test', 1, 2, 'inf2'), config());
-    expect(found).toEqual({
-      devices: [{ id: 'test-AWSNeuron-0', index: 0, count: 2, devmem: 0, devcore: 3, type: 'AWSNeuron', numa: 0, mode: '', health: true, vendor: 'AWSNeuron', nodeType: 'inf2' }],
-    });
-  });
-
   it('fix (HAMi #2762): cores per device come from each node, not from the first node registered', () => {
     const inf1 = registerNeuron(neuronNode('a', 4, 16, 'inf1.6xlarge'), config());
     const trn2 = registerNeuron(neuronNode('b', 16, 128, 'trn2.48xlarge'), config());
@@ -219,42 +192,12 @@ describe('core masks', () => {
   });
 });
 
-describe('Fit (HAMi TestDevices_Fit)', () => {
+describe('Fit: device selection and partly used devices', () => {
   const decideOn = (devices: DeviceInfo[], limits: Limits, usage: Record<string, DeviceUsage> = {}, annotations: Record<string, string> = {}) =>
     decide(input(pod([limits], { annotations }), [node('n1', devices, { usage })]));
 
-  it('HAMi "fit success": the device tried first is the last listed', () => {
-    const d = decideOn([device('dev-0', 0), device('dev-1', 1, { count: 12 })], { [CORES]: 2 });
-    expect(devicesOf(d)).toEqual(['dev-1']);
-    expect(masksOf(d)).toEqual([3]);
-  });
-
-  it.each<[string, DeviceInfo[], Limits, Record<string, DeviceUsage>, Record<string, string>, string]>([
-    ['HAMi "fit fail: core not enough": core 0 booked, 2 cores asked', [device('dev-0', 0)], { [CORES]: 2 }, { 'dev-0': { used: 0, usedmem: 0, usedcores: 1 } }, {}, '1/1 CardInsufficientCore'],
-    ['HAMi "fit fail: user assign use uuid mismatch"', [device('dev-1', 0)], { [CORES]: 2 }, {}, { 'aws.amazon.com/use-neuron-uuid': 'dev-0' }, '1/1 CardUuidMismatch'],
-    ['HAMi "fit fail: user assign no use uuid match"', [device('dev-0', 0)], { [CORES]: 2 }, {}, { 'aws.amazon.com/nouse-neuron-uuid': 'dev-0' }, '1/1 CardUuidMismatch'],
-    ['HAMi "fit fail: card overused": 2 of 2 tenants', [device('dev-0', 0)], { [CORES]: 2 }, { 'dev-0': { used: 2, usedmem: 0, usedcores: 0 } }, {}, '1/1 CardTimeSlicingExhausted'],
-    ['HAMi "mutex policy rejects used device"', [device('dev-0', 0)], { [CORES]: 2 }, { 'dev-0': { used: 1, usedmem: 0, usedcores: 0 } }, { 'hami.io/gpu-scheduler-policy': 'mutex' }, '1/1 ExclusiveDeviceAllocateConflict'],
-    ['HAMi "fit fail: CardNotHealth"', [device('dev-0', 0, { health: false })], { [CORES]: 2 }, {}, {}, '1/1 CardNotHealth'],
-    [
-      'HAMi "fit fail: NumaNotFit with multiple devices": trn, 2 devices (HAMi counts 1/2; we count every device)',
-      [device('dev-0', 0), device('dev-1', 1)],
-      { [NEURON]: 2 },
-      {},
-      {},
-      '2/2 NumaNotFit',
-    ],
-    [
-      'HAMi "fit fail: memory not enough": 2 devices on a 1-device node (HAMi\'s scheduler answers NodeInsufficientDevice before Fit)',
-      [device('dev-0', 0)],
-      { [NEURON]: 2 },
-      {},
-      {},
-      'NodeInsufficientDevice',
-    ],
-    ['an empty uuid selection is no constraint', [device('dev-0', 0, { health: false })], { [CORES]: 1 }, {}, { 'aws.amazon.com/use-neuron-uuid': ' ' }, '1/1 CardNotHealth'],
-  ])('%s', (_label, devices, limits, usage, annotations, reason) => {
-    expect(reasonOf(decideOn(devices, limits, usage, annotations), 'n1')).toBe(reason);
+  it('an empty uuid selection is no constraint', () => {
+    expect(reasonOf(decideOn([device('dev-0', 0, { health: false })], { [CORES]: 1 }, {}, { 'aws.amazon.com/use-neuron-uuid': ' ' }), 'n1')).toBe('1/1 CardNotHealth');
   });
 
   it('the uuid selection picks the device named', () => {
@@ -270,6 +213,10 @@ describe('Fit (HAMi TestDevices_Fit)', () => {
   it('partly used device: the free core is given (core 1 of device 0 -> mask 1 given on core 0)', () => {
     const d = decideOn([device('dev-0', 0)], { [CORES]: 1 }, { 'dev-0': { used: 1, usedmem: 0, usedcores: 2 } });
     expect(masksOf(d)).toEqual([1]);
+  });
+
+  it('a node whose Neuron devices Fit does not see (no type holding AWSNeuron) has none of the kind: NodeInsufficientDevice', () => {
+    expect(reasonOf(decideOn([device('dev-0', 0, { type: 'Other' })], { [CORES]: 1 }), 'n1')).toBe('NodeInsufficientDevice');
   });
 });
 
@@ -294,10 +241,6 @@ describe('Fit on registered trn1 and inf2 nodes', () => {
   });
 
   it.each<[string, NodeLike, Record<number, Partial<DeviceUsage>>, Limits, string]>([
-    ['trn1, 2 devices: not a group AWS allows on Trainium', trn1(), {}, { [NEURON]: 2 }, '16/16 NumaNotFit'],
-    ['trn1, 4 cores span 2 devices: not a group AWS allows on Trainium', trn1(), {}, { [CORES]: 4 }, '16/16 NumaNotFit'],
-    ['trn1, 8 devices with 7 and 13 busy: free devices, no aligned run', trn1(), busy([7, 13]), { [NEURON]: 8 }, '14/16 NumaNotFit, 2/16 CardTimeSlicingExhausted'],
-    ['trn1, 4 devices, only 3 free: fewer fit than asked', trn1(), busy([0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12]), { [NEURON]: 4 }, '13/16 CardTimeSlicingExhausted, 3/16 AllocatedCardsInsufficientRequest'],
     ['inf2, 13 devices on a 12-device node', inf2(), {}, { [NEURON]: 13 }, 'NodeInsufficientDevice'],
     ['inf2, 26 cores need 13 devices of 2 cores', inf2(), {}, { [CORES]: 26 }, 'NodeInsufficientDevice'],
     ['inf2, 1 core with every core booked', inf2(), busy(Array.from({ length: 12 }, (_, i) => i), { used: 1, usedcores: 3 }), { [CORES]: 1 }, '12/12 CardInsufficientCore'],
@@ -317,6 +260,14 @@ describe('Fit on registered trn1 and inf2 nodes', () => {
     const devices = Array.from({ length: 16 }, (_, i) => device(`t-${15 - i}`, 15 - i, { nodeType: 'trn1.32xlarge' }));
     const d = decide(input(pod([{ [NEURON]: 8 }]), [node('t', devices, { usage: { 't-7': { used: 2, usedmem: 0, usedcores: 3 } } })]));
     expect(indexesOf(d)).toEqual([8, 9, 10, 11, 12, 13, 14, 15]);
+  });
+
+  it.each<[string, number, number]>([
+    ['31 cores, three whole-device masks (wrapping in int32 to a mask with core 1 free)', 31, 3 * 0x7fffffff],
+    ['8 cores, masks adding up to 2^32 (wrapping in int32 to no core used)', 8, 2 ** 32],
+  ])('fix (HAMi adds masks in int32, wrapping): %s read as every core used', (_label, cores, sum) => {
+    const d = decide(input(pod([{ [CORES]: 1 }]), [neuronState(neuronNode('n', 1, cores, 'trn9.example'), { 0: { used: 3, usedcores: sum } })]));
+    expect(reasonOf(d, 'n')).toBe('1/1 CardInsufficientCore');
   });
 
   it('fix (contiguous core range): a 4-core device with cores 0 and 2 booked does not give 2 cores', () => {
@@ -365,34 +316,15 @@ describe('Fit on registered trn1 and inf2 nodes', () => {
   });
 });
 
-describe('pod annotations (HAMi Test_PatchAnnotations)', () => {
+describe('pod annotations', () => {
   const nowMs = 1_700_000_000_123;
   const state = neuronState(neuronNode('node-1', 12, 24, 'inf2.48xlarge'));
-  const whole: ContainerRequest = { nums: 2, type: AWS_NEURON, memreq: 0, mempercentagereq: 0, coresreq: 0 };
   const cores = (c: number): ContainerRequest => ({ nums: 1, type: AWS_NEURON, memreq: 0, mempercentagereq: 0, coresreq: c });
   const dev = (idx: number, usedcores: number) => ({ idx, uuid: `node-1-AWSNeuron-${idx}`, type: AWS_NEURON, usedmem: 0, usedcores });
   const common = { NEURON_ALLOC_TIME: '1700000000123000000', NEURON_ALLOCATED: 'false', 'aws.amazon.com/predicate-node': 'node-1' };
   const annotate = (devices: ReturnType<typeof dev>[][], requests: (ContainerRequest | undefined)[]) => neuronPodAnnotations(devices, state, { nowMs, nodeName: 'node-1', requests, config: config() });
 
   it.each<[string, ReturnType<typeof dev>[][], (ContainerRequest | undefined)[], Record<string, string>]>([
-    [
-      'HAMi "neuron device": device indexes',
-      [[dev(0, 3), dev(1, 3)]],
-      [whole],
-      { 'hami.io/aws-neuron-devices-allocated': 'node-1-AWSNeuron-0,AWSNeuron,0,3:node-1-AWSNeuron-1,AWSNeuron,0,3:;', AWS_NEURON_IDS: '0,1', ...common },
-    ],
-    [
-      'HAMi "neuroncore device": core indexes and the resource type',
-      [[dev(0, 3)]],
-      [cores(2)],
-      { 'hami.io/aws-neuron-devices-allocated': 'node-1-AWSNeuron-0,AWSNeuron,0,3:;', AWS_NEURON_IDS: '0,1', NEURON_RESOURCE_TYPE: 'aws.amazon.com/neuroncore', ...common },
-    ],
-    [
-      'HAMi "init container neuron device": the init container\'s device, app container empty',
-      [[dev(0, 3)], []],
-      [{ ...whole, nums: 1 }, undefined],
-      { 'hami.io/aws-neuron-devices-allocated': 'node-1-AWSNeuron-0,AWSNeuron,0,3:;;', AWS_NEURON_IDS: '0', ...common },
-    ],
     [
       'core 1 of device 3 is core 7 of the node (2 cores per device)',
       [[dev(3, 2)]],

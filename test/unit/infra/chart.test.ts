@@ -135,6 +135,7 @@ describe('default render', () => {
 
 describe('the extender port', () => {
   interface SchedulerConfig {
+    percentageOfNodesToScore?: number;
     extenders: { urlPrefix: string; enableHTTPS: boolean; tlsConfig?: Record<string, string> }[];
   }
   const schedulerConfig = (objects: K8sObject[]) => parseObjects(String((find(objects, 'ConfigMap', 'hami-scheduler') as unknown as { data: Record<string, string> }).data['config.yaml']))[0] as unknown as SchedulerConfig;
@@ -154,6 +155,14 @@ describe('the extender port', () => {
     expect([relay.readinessProbe.httpGet.port, relay.livenessProbe.httpGet.port]).toEqual(['user', 'user']);
     // The relay listens on its pod's address, not on every interface.
     expect(relay.env?.find((e) => e.name === 'RELAY_HOST')).toEqual({ name: 'RELAY_HOST', valueFrom: { fieldRef: { fieldPath: 'status.podIP' } } });
+  });
+
+  it('sends the extender every feasible node by default (percentageOfNodesToScore 100); a value restores sampling, and out-of-range values are refused', () => {
+    expect(schedulerConfig(renderChart()).percentageOfNodesToScore).toBe(100);
+    expect(schedulerConfig(renderChart(['--set', 'scheduler.percentageOfNodesToScore=0'])).percentageOfNodesToScore).toBe(0);
+    const refused = helm(['template', 'hami-explain', CHART, '--namespace', 'hami-system', ...REQUIRED_VALUES, '--set', 'scheduler.percentageOfNodesToScore=101']);
+    expect(refused.status).not.toBe(0);
+    expect(refused.stderr).toContain("at '/scheduler/percentageOfNodesToScore'");
   });
 
   it('keeps the certificates when the webhook is off, and is plain HTTP only when extender.tls=off says so', () => {

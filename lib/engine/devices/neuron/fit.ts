@@ -6,8 +6,10 @@
  *
  * - the request is split per the geometry of the node tried (HAMi #2762: v2.10 uses the first node's);
  * - cores are given as one contiguous run (the Neuron runtime takes a core range; v2.10 gives any free core);
- * - a run of several devices is contiguous in device indexes (v2.10 reads positions in the score-sorted list);
- * - every device's outcome is counted and kept as evidence (v2.10 counts one NumaNotFit for the whole node).
+ * - a run of several devices is contiguous in device indexes (v2.10 reads positions in the score-sorted list).
+ *
+ * A request for several devices that finds no run fails as HAMi's `graphSelect` does, with one `NumaNotFit` for the
+ * node (`1/<devices> NumaNotFit`), whatever each device's own check said; the evidence keeps each device's outcome.
  *
  * Every tried device goes into the decision's trace; the chosen ones are left in the arena's pick arrays, their
  * `usedcores` the mask of the cores given.
@@ -85,6 +87,8 @@ class NeuronFit {
   fit(cards: Int32Array): string | undefined {
     const request = this.run.input.request;
     this.run.pickedCount = 0;
+    // No device this Fit sees: HAMi's fitInDevices answers a request for more devices than the node has (none).
+    if (cards.length === 0) return ReasonCode.NodeInsufficientDevice;
     // The geometry of this node: every device of a node has the same cores.
     const perDevice = coreCount(this.node.devices[cards[0]!]!.devcore);
     const whole = asksWholeDevices(request);
@@ -113,7 +117,8 @@ class NeuronFit {
 
   /**
    * Several devices: each must be entirely free; the run is chosen by device index under AWS's rules. Cores span
-   * whole devices, the last one holding what remains, so the core indexes given are one contiguous range.
+   * whole devices, the last one holding what remains, so the core indexes given are one contiguous range. No run
+   * (too few free devices, or none in a group AWS's rules accept): HAMi's one `NumaNotFit` for the node.
    */
   private fitRun(cards: Int32Array, needed: number, perDevice: number, whole: boolean): string | undefined {
     const request = this.run.input.request;
@@ -121,21 +126,11 @@ class NeuronFit {
     const ordered = positions.map((p) => this.node.devices[p]!);
     const tried = positions.map((p) => this.tryDevice(p, perDevice));
     const usable = tried.map((t) => t.outcome === 'Fit');
-    for (const t of tried) if (t.outcome !== 'Fit') this.count(t.outcome);
-    const fitting = usable.filter(Boolean).length;
-    if (fitting < needed) {
-      // Some devices fit, fewer than asked (HAMi's AllocatedCardsInsufficientRequest).
-      if (fitting > 0) this.counts.set(ReasonCode.AllocatedCardsInsufficientRequest, fitting);
-      return genReason(this.counts, cards.length);
-    }
     const run = deviceRun(ordered, usable, needed, ordered[0]!.nodeType ?? '');
     if (run === undefined) {
-      // Enough free devices, none of them in a run AWS's rules accept.
-      tried.forEach((t) => {
-        if (t.outcome === 'Fit') this.trace.relabelCard(t.row, ReasonCode.NumaNotFit);
-      });
-      this.counts.set(ReasonCode.NumaNotFit, fitting);
-      return genReason(this.counts, cards.length);
+      // The devices that would fit alone are in no run: their evidence says why the node failed.
+      for (const t of tried) if (t.outcome === 'Fit') this.trace.relabelCard(t.row, ReasonCode.NumaNotFit);
+      return genReason(new Map([[ReasonCode.NumaNotFit, 1]]), cards.length);
     }
     const lastCores = whole ? perDevice : request.coresreq - (needed - 1) * perDevice;
     run.forEach((at, i) => {

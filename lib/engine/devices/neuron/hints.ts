@@ -33,9 +33,9 @@ export const neuronHints: Readonly<Record<string, KindHint>> = {
     fix: 'Ask fewer cores, wait for pods on the device to finish, or use another node; hami-diag node <node> shows which cores are in use.',
   },
   [ReasonCode.NumaNotFit]: {
-    meaning: 'Enough Neuron devices are free, but not in a group AWS’s placement rules accept.',
+    meaning: 'No group of entirely free Neuron devices that AWS’s placement rules accept (HAMi counts it once for the node).',
     cause:
-      'Several devices must be contiguous by device index: on Inferentia (inf*) any run of free devices; on Trainium (trn*) only 1, 4, 8 or 16 devices, starting at a multiple of that count. A core request spanning devices counts the devices it spans.',
+      'Several devices must be free and contiguous by device index: on Inferentia (inf*) any run of free devices; on Trainium (trn*) only 1, 4, 8 or 16 devices, starting at a multiple of that count. A core request spanning devices counts the devices it spans. Each device’s own outcome in the evidence says why it is not free.',
     fix: 'Ask for 1, 4, 8 or 16 devices on Trainium (or cores that fill them), wait for a group to free up, or use a node where one is free.',
   },
   [ReasonCode.NodeInsufficientDevice]: {

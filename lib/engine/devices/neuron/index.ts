@@ -16,12 +16,15 @@ import { neuronQuantities, neuronRequest } from './requests';
 import { neuronWords } from './words';
 import { neuronHints } from './hints';
 
+const AWS_NEURON_LOWER = AWS_NEURON.toLowerCase();
+
 export const neuron: DeviceKind = {
   vendor: AWS_NEURON,
   words: neuronWords,
   hints: neuronHints,
   register: registerNeuron,
-  fitSees: (device: DeviceInfo) => device.type === AWS_NEURON,
+  // HAMi's getNodeResources: the devices whose type holds the request's, ignoring case (Fit then checks it with case).
+  fitSees: (device: DeviceInfo) => device.type.toLowerCase().includes(AWS_NEURON_LOWER),
   request: neuronRequest,
   quantities: neuronQuantities,
   // Fit counts the devices a request spans on the node it tries (cores by that node's geometry): NodeInsufficientDevice.
