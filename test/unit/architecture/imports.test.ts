@@ -16,10 +16,11 @@ const ROOT = resolve(__dirname, '../../..');
  */
 const LAYERS: readonly (readonly string[])[] = [
   ['lib/errors.ts', 'lib/json.ts', 'lib/clock.ts', 'lib/arrays.ts', 'lib/concurrency.ts', 'lib/version.ts', 'lib/powertools'],
-  ['lib/logging', 'lib/aws', 'lib/kube'],
+  ['lib/logging', 'lib/aws'],
   ['lib/engine'],
   ['lib/wire'],
   ['lib/diagnostics'],
+  ['lib/kube'],
   ['lib/control'],
   ['lib/store'],
   ['lib/config.ts'],
@@ -29,12 +30,6 @@ const LAYERS: readonly (readonly string[])[] = [
   ['lib/cli', 'lib/relay', 'lib/local'],
   ['lib/demo', 'lib/entry'],
 ];
-
-/**
- * Imports against the layers that are known and due to go: the relay walks hami-diag's decision tree on a cluster it
- * reads like hami-diag does (issue 41 moves both below the two). Nothing may be added here.
- */
-const KNOWN_EXCEPTIONS: readonly string[] = ['lib/relay/relay.ts -> lib/cli/decisionTree.ts', 'lib/relay/relay.ts -> lib/cli/kubeClusterReader.ts'];
 
 function sourceFiles(dir: string): string[] {
   return readdirSync(dir).flatMap((entry) => {
@@ -169,16 +164,11 @@ describe('imports of lib/ and functions/', () => {
       const from = areaOf(file);
       for (const target of targets) {
         const to = areaOf(target);
-        if (to === from || KNOWN_EXCEPTIONS.includes(`${file} -> ${target}`)) continue;
+        if (to === from) continue;
         if ((rank.get(to) ?? Infinity) >= (rank.get(from) ?? -Infinity)) upward.push(`${file} (${from}, layer ${rank.get(from)}) -> ${target} (${to}, layer ${rank.get(to)})`);
       }
     }
     expect(upward.sort()).toEqual([]);
-  });
-
-  it('keep each known exception real, so that the list shrinks when one goes', () => {
-    const edges = new Set([...graph].flatMap(([file, targets]) => targets.map((target) => `${file} -> ${target}`)));
-    expect(KNOWN_EXCEPTIONS.filter((edge) => !edges.has(edge))).toEqual([]);
   });
 });
 
@@ -198,10 +188,6 @@ const VENDOR_IDENTIFIERS = new Set(['NVIDIA', 'AWS_NEURON']);
 const VENDOR_REMAINING: readonly string[] = [
   // HAMi's NVIDIA admission rules (a kind's admission hook to come).
   'lib/admission/review.ts',
-  // Moving to lib/diagnostics with the engine's parsers (issue 41, the decision tree).
-  'lib/cli/decisionTree.ts',
-  // Ingestion, being split (issue 41): the default kind of a booking read from annotations.
-  'lib/control/clusterEvents.ts',
 ];
 
 /** What in the file names a vendor: string literals and identifiers as above, imports of a kind's own modules. */
