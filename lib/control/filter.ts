@@ -10,7 +10,8 @@ import { hasManagedResources } from '../engine/requests';
 import { parseNodeRegistration } from '../engine/registration';
 import type { Decision, NodeLike, NodeState, PodLike } from '../engine/types';
 import { logDecision, logRealtime, recordDecisionMetrics } from '../diagnostics/decisionLogs';
-import type { AttemptRecord, FilterRecord, PodRef, SelectorsRecord } from '../diagnostics/record';
+import type { AheadNote, AttemptRecord, FilterRecord, PodRef, SelectorsRecord } from '../diagnostics/record';
+import { DECIDED_AHEAD_ANNOTATION, decidedAheadMark } from '../wire/decidedAhead';
 import { countFailedNodesByReason } from '../diagnostics/reasons';
 import { afterPendingIo } from '../clock';
 import { ContentionError } from '../errors';
@@ -41,6 +42,8 @@ export interface FilterRequest {
   readonly nodes: readonly NodeLike[] | null;
   /** The journal entry the relay's last forwarded cluster events produced: the view must include it. */
   readonly minViewSeq?: number;
+  /** Decided ahead of kube-scheduler's filter, or a filter that could not use such a decision (docs/relay.md, "Deciding ahead"). */
+  readonly ahead?: AheadNote;
 }
 
 /** ExtenderFilterResult with Go's null-for-unset encoding. */
@@ -89,7 +92,11 @@ async function simulate(deps: ControlDeps, req: FilterRequest, nodes: readonly N
   }
 }
 
-async function decideAndReserve(deps: ControlDeps, req: FilterRequest, candidates: readonly string[]): Promise<FilterAnswer> {
+/**
+ * Decides on the warm view and books the chosen cards under the engine's claims; a refused guard re-reads the node and
+ * decides again. `candidates` are kube-scheduler's NodeNames, or every node for a decision made ahead (./decideAhead.ts).
+ */
+export async function decideAndReserve(deps: ControlDeps, req: FilterRequest, candidates: readonly string[]): Promise<FilterAnswer> {
   const { runtime, view } = deps;
   const attemptId = runtime.newId();
   const pod = req.podRef;
@@ -132,7 +139,7 @@ async function decideAndReserve(deps: ControlDeps, req: FilterRequest, candidate
     view.refreshInBackground();
     const record = afterPendingIo().then(() =>
       deps.records.putAttempt(
-        attemptRecord(pod, attemptId, started, freshness, {
+        attemptRecord(pod, attemptId, started, freshness, req.ahead, {
           status: 'passed',
           summary: decision.message,
           node: decision.node,
@@ -169,6 +176,7 @@ async function decideAndReserve(deps: ControlDeps, req: FilterRequest, candidate
     observe(deps, `${pod.namespace}/${pod.name}`, attemptId, decision, started);
     // Its record packed and its evidence logged: nothing reads the decision's rows any more (lib/engine/evidence.ts, RowStore).
     decision.release();
+    const vgpuTime = String(Math.floor(nowMs / 1000));
     return {
       attemptId,
       result: result({ NodeNames: [decision.node] }),
@@ -177,8 +185,9 @@ async function decideAndReserve(deps: ControlDeps, req: FilterRequest, candidate
           pod,
           {
             [PodAnnotation.VgpuNode]: decision.node,
-            [PodAnnotation.VgpuTime]: String(Math.floor(nowMs / 1000)),
+            [PodAnnotation.VgpuTime]: vgpuTime,
             ...decision.podAnnotations,
+            ...(req.ahead?.kind === 'decided' ? { [DECIDED_AHEAD_ANNOTATION]: decidedAheadMark(decision.node, vgpuTime) } : {}),
           },
           { [PodAnnotation.VgpuNode]: decision.node },
         ),
@@ -187,7 +196,7 @@ async function decideAndReserve(deps: ControlDeps, req: FilterRequest, candidate
     };
   }
   const message = `could not reserve devices for ${pod.namespace}/${pod.name} after ${MAX_RESERVE_ATTEMPTS} attempts: other decisions kept taking the same cards`;
-  await deps.records.putAttempt(attemptRecord(pod, attemptId, started, view.freshness(runtime.clock.now()), { status: 'failed', summary: message, evaluated: candidates.length, nodes: [] }), started);
+  await deps.records.putAttempt(attemptRecord(pod, attemptId, started, view.freshness(runtime.clock.now()), req.ahead, { status: 'failed', summary: message, evaluated: candidates.length, nodes: [] }), started);
   throw new ContentionError(message);
 }
 
@@ -292,7 +301,7 @@ async function finishWithoutFit(
           packed: decision.packEvidence(),
         };
   deps.view.refreshInBackground();
-  await deps.records.putAttempt(attemptRecord(pod, attemptId, started, freshness, filter), started);
+  await deps.records.putAttempt(attemptRecord(pod, attemptId, started, freshness, req.ahead, filter), started);
   observe(deps, `${pod.namespace}/${pod.name}`, attemptId, decision, started);
   if (decision.kind === 'error') {
     return { attemptId, result: result({ Error: decision.message }), effects: [podEvent(pod, 'Warning', 'FilteringFailed', decision.message)] };
@@ -328,13 +337,14 @@ function selectorsOf(pod: PodLike): { selectors?: SelectorsRecord } {
   return Object.keys(selectors).length > 0 ? { selectors } : {};
 }
 
-function attemptRecord(pod: PodRef, attemptId: string, timeMs: number, view: ViewFreshness, filter: FilterRecord): AttemptRecord {
+function attemptRecord(pod: PodRef, attemptId: string, timeMs: number, view: ViewFreshness, ahead: AheadNote | undefined, filter: FilterRecord): AttemptRecord {
   return {
     pod,
     attemptId,
     attempt: 0,
     time: new Date(timeMs).toISOString(),
     view,
+    ...(ahead !== undefined ? { ahead } : {}),
     filter,
     bind: filter.status === 'passed' ? { status: 'pending', summary: '' } : { status: 'pending', summary: 'not attempted: no node passed the filter' },
   };

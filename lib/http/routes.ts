@@ -8,6 +8,9 @@ import { ingestClusterEvents } from '../control/clusterEvents';
 import { clusterEventsBodySchema } from '../wire/clusterEvents';
 import type { ControlDeps } from '../control/deps';
 import { filterPod } from '../control/filter';
+import { decideAhead } from '../control/decideAhead';
+import type { AheadNote } from '../diagnostics/record';
+import { AHEAD_NOTE_HEADER, DECIDE_AHEAD_PATH, MAX_AHEAD_NOTE_CHARS, MAX_AHEAD_PODS } from '../wire/decidedAhead';
 import { listNodeDevices, listSchedulerLogs, readNodeDevices, readSchedulerLog } from '../control/views';
 import { DEFAULT_LIST_LIMIT, MAX_LIST_LIMIT } from '../control/listing';
 import type { NodeLike, PodLike } from '../engine/types';
@@ -208,7 +211,8 @@ export function createFilterRoute(): Route {
       logKeys({ pod: `${podRef.namespace}/${podRef.name}` });
       const nodes = args.nodes ? (args.nodes.items ?? []).map(normaliseNode) : null;
       const seq = minViewSeq(req.headers);
-      const answer = await filterPod(deps, { pod, podRef, nodeNames: args.nodenames ?? null, nodes, ...(seq !== undefined ? { minViewSeq: seq } : {}) });
+      const ahead = aheadNote(req.headers);
+      const answer = await filterPod(deps, { pod, podRef, nodeNames: args.nodenames ?? null, nodes, ...(seq !== undefined ? { minViewSeq: seq } : {}), ...(ahead ? { ahead } : {}) });
       if (answer.attemptId) logKeys({ attemptId: answer.attemptId });
       return json(200, { ...answer.result, Effects: answer.effects });
     },
@@ -216,6 +220,40 @@ export function createFilterRoute(): Route {
 }
 
 export const filterRoute: Route = createFilterRoute();
+
+/** Why the relay could not use a decision made ahead (docs/relay.md, "Deciding ahead"), for the live attempt's record. */
+function aheadNote(headers: HttpRequest['headers']): AheadNote | undefined {
+  const raw = headers[AHEAD_NOTE_HEADER]?.trim();
+  return raw ? { kind: 'notUsed', reason: raw.slice(0, MAX_AHEAD_NOTE_CHARS) } : undefined;
+}
+
+/** The queue's sort keys, beside what the engine reads: kube-scheduler orders by priority, then creation time. */
+const queueKeys = z
+  .object({
+    metadata: z.object({ creationTimestamp: z.iso.datetime({ offset: true }).nullish() }).loose(),
+    spec: z.object({ priority: z.number().int().nullish() }).loose().nullish(),
+  })
+  .loose();
+
+const aheadArgs = z.object({ pods: z.array(podSchema.and(queueKeys)).min(1).max(MAX_AHEAD_PODS) });
+
+/** Many pods decided before kube-scheduler asks (docs/api.md §2, `POST /filter/ahead`). */
+export const decideAheadRoute: Route = {
+  name: 'decideAhead',
+  kind: 'api',
+  method: 'POST',
+  path: DECIDE_AHEAD_PATH,
+  async handle(deps, req) {
+    const args = check(aheadArgs, parseExtenderBody(req.body), 'decide-ahead batch');
+    const seq = minViewSeq(req.headers);
+    const pods = args.pods.map((raw) => {
+      const created = raw.metadata.creationTimestamp;
+      return { pod: normalisePod(raw), priority: raw.spec?.priority ?? 0, createdMs: created ? Date.parse(created) : undefined };
+    });
+    const answer = await decideAhead(deps, { pods, ...(seq !== undefined ? { minViewSeq: seq } : {}) });
+    return json(200, answer);
+  },
+};
 
 export const bindRoute: Route = {
   name: 'bind',
@@ -356,6 +394,7 @@ export const healthzRoute: Route = {
 /** Every route, in one place: the local server serves them, serverless.yml deploys one function each. */
 export const routes: readonly Route[] = [
   filterRoute,
+  decideAheadRoute,
   bindRoute,
   bindOutcomeRoute,
   clusterEventsRoute,

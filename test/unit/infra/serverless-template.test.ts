@@ -17,6 +17,7 @@ const queriesDir = path.join(repoRoot, 'infra/cloudwatch');
 /** docs/api.md §2: every route, the function serving it, and whether SigV4 (AWS_IAM) guards it. */
 const contractRoutes = [
   { routeKey: 'POST /filter', fn: 'filter', iam: true },
+  { routeKey: 'POST /filter/ahead', fn: 'decideAhead', iam: true },
   { routeKey: 'POST /bind', fn: 'bind', iam: true },
   { routeKey: 'POST /bind/outcome', fn: 'bindOutcome', iam: true },
   { routeKey: 'POST /cluster/events', fn: 'clusterEvents', iam: true },
@@ -33,6 +34,7 @@ type FunctionName = (typeof contractRoutes)[number]['fn'];
 /** The team's least-privilege table: DynamoDB actions per function and table, nothing else. */
 const leastPrivilege: Record<FunctionName, Partial<Record<'StateTable' | 'RecordsTable', string[]>>> = {
   filter: { StateTable: ['BatchGetItem', 'UpdateItem', 'Query'], RecordsTable: ['BatchWriteItem'] },
+  decideAhead: { StateTable: ['BatchGetItem', 'UpdateItem', 'Query'], RecordsTable: ['BatchWriteItem'] },
   bind: { StateTable: ['UpdateItem', 'BatchGetItem'], RecordsTable: ['UpdateItem', 'PutItem'] },
   bindOutcome: { StateTable: ['UpdateItem'], RecordsTable: ['UpdateItem', 'PutItem'] },
   clusterEvents: { StateTable: ['BatchGetItem', 'UpdateItem', 'PutItem', 'Query'] },
@@ -46,6 +48,7 @@ const leastPrivilege: Record<FunctionName, Partial<Record<'StateTable' | 'Record
 
 const relayRoutes = [
   'POST /filter',
+  'POST /filter/ahead',
   'POST /bind',
   'POST /bind/outcome',
   'POST /cluster/events',

@@ -1,0 +1,76 @@
+/**
+ * Decide-ahead (docs/relay.md, "Deciding ahead"; docs/api.md §2): many pods decided in one call, before
+ * kube-scheduler asks. Each pod goes through the live filter's own decide-and-book (./filter.ts), with every node a
+ * candidate, in kube-scheduler's queue order (priority, then creation time). Bookings leave side by side, a few at
+ * once: two that meet on one node are both admitted when both fit, else the guard refuses one, which re-reads the
+ * node and decides again (never over-booked).
+ */
+import { forEachAtMost } from '../concurrency';
+import { errorMessage } from '../errors';
+import { hasManagedResources } from '../engine/requests';
+import type { PodLike } from '../engine/types';
+import type { AheadAnswer, AheadDecision } from '../wire/decidedAhead';
+import type { ControlDeps } from './deps';
+import { decideAndReserve } from './filter';
+
+export interface AheadPod {
+  readonly pod: PodLike;
+  /** `spec.priority` (kube-scheduler's queue sorts by it first, highest first); absent is 0. */
+  readonly priority: number;
+  /** `metadata.creationTimestamp` in epoch ms (the queue's second key, oldest first); absent sorts last. */
+  readonly createdMs: number | undefined;
+}
+
+export interface AheadRequest {
+  readonly pods: readonly AheadPod[];
+  readonly minViewSeq?: number;
+}
+
+/** Bookings in flight at once: enough to hide the store's round trip, few enough that decisions see each other's. */
+export const AHEAD_CONCURRENCY = 8;
+
+/** kube-scheduler's default queue order (PrioritySort): priority, highest first, then the oldest. */
+export function queueOrder(pods: readonly AheadPod[]): AheadPod[] {
+  return pods
+    .map((p, i) => ({ p, i }))
+    .sort((a, b) => b.p.priority - a.p.priority || (a.p.createdMs ?? Infinity) - (b.p.createdMs ?? Infinity) || a.i - b.i)
+    .map(({ p }) => p);
+}
+
+export async function decideAhead(deps: ControlDeps, req: AheadRequest): Promise<AheadAnswer> {
+  const { view, runtime } = deps;
+  await view.prepare(req.minViewSeq);
+  const freshness = view.freshness(runtime.clock.now());
+  const decidedAt = new Date(runtime.clock.now()).toISOString();
+  // Every node the view holds: what kube-scheduler sends when it scores every feasible node (the chart's default).
+  const candidates = [...view.all()].filter((n) => !n.deleted).map((n) => n.name).sort();
+  const ordered = queueOrder(req.pods);
+  const answers = new Map<AheadPod, AheadDecision>();
+  await forEachAtMost(ordered, AHEAD_CONCURRENCY, async (item) => {
+    answers.set(item, await decideOne(deps, item.pod, candidates, req.minViewSeq));
+  });
+  return { decisions: req.pods.map((p) => answers.get(p)!), view: freshness, decidedAt };
+}
+
+async function decideOne(deps: ControlDeps, pod: PodLike, candidates: readonly string[], minViewSeq: number | undefined): Promise<AheadDecision> {
+  const podRef = { namespace: pod.metadata.namespace ?? 'default', name: pod.metadata.name, uid: pod.metadata.uid ?? '' };
+  const base = { uid: podRef.uid, namespace: podRef.namespace, name: podRef.name };
+  if (!hasManagedResources(pod, deps.config.engine)) return { ...base, status: 'skipped', Effects: [] };
+  try {
+    const answer = await decideAndReserve(
+      deps,
+      { pod, podRef, nodeNames: candidates, nodes: null, ...(minViewSeq !== undefined ? { minViewSeq } : {}), ahead: { kind: 'decided' } },
+      candidates,
+    );
+    const { result, effects, attemptId } = answer;
+    const ids = attemptId !== undefined ? { attemptId } : {};
+    const node = result.NodeNames?.[0];
+    if (node !== undefined) return { ...base, ...ids, status: 'fit', node, Effects: [...effects] };
+    // No fit (or an error) is not applied ahead: kube-scheduler's own filter decides again, live, and says so then.
+    if (result.Error !== '') return { ...base, ...ids, status: 'error', error: result.Error, Effects: [] };
+    return { ...base, ...ids, status: 'noFit', failedNodes: { ...(result.FailedNodes ?? {}) }, Effects: [] };
+  } catch (err) {
+    deps.logger.warn('DecideAheadFailed', { pod: `${podRef.namespace}/${podRef.name}`, error: errorMessage(err) });
+    return { ...base, status: 'error', error: errorMessage(err), Effects: [] };
+  }
+}
