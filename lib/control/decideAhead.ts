@@ -11,7 +11,7 @@ import { hasManagedResources } from '../engine/requests';
 import type { PodLike } from '../engine/types';
 import type { AheadAnswer, AheadDecision } from '../wire/decidedAhead';
 import type { ControlDeps } from './deps';
-import { decideAndReserve } from './filter';
+import { decideAndReserve, type BookingGate } from './filter';
 
 export interface AheadPod {
   readonly pod: PodLike;
@@ -46,13 +46,66 @@ export async function decideAhead(deps: ControlDeps, req: AheadRequest): Promise
   const candidates = [...view.all()].filter((n) => !n.deleted).map((n) => n.name).sort();
   const ordered = queueOrder(req.pods);
   const answers = new Map<AheadPod, AheadDecision>();
+  const gates = batchGate();
   await forEachAtMost(ordered, AHEAD_CONCURRENCY, async (item) => {
-    answers.set(item, await decideOne(deps, item.pod, candidates, req.minViewSeq));
+    // Taken as the pod starts: pods start in queue order, so turns follow it.
+    const gate = gates.next();
+    try {
+      answers.set(item, await decideOne(deps, item.pod, candidates, req.minViewSeq, gate));
+    } finally {
+      gate.end();
+    }
   });
   return { decisions: req.pods.map((p) => answers.get(p)!), view: freshness, decidedAt };
 }
 
-async function decideOne(deps: ControlDeps, pod: PodLike, candidates: readonly string[], minViewSeq: number | undefined): Promise<AheadDecision> {
+/**
+ * The batch's turns and its bookings under way: pods take turns in queue order (the order they start in), so a later
+ * pod never decides before an earlier one has chosen, and never takes the card an earlier one is booking.
+ */
+function batchGate(): { next(): BookingGate & { end(): void } } {
+  const underWay = new Map<string, Promise<void>>();
+  let previous: Promise<void> = Promise.resolve();
+  return {
+    next() {
+      const mine = previous;
+      let pass = (): void => undefined;
+      previous = new Promise<void>((resolve) => {
+        pass = resolve;
+      });
+      let waited = false;
+      return {
+        async turn() {
+          if (waited) return;
+          waited = true;
+          await mine;
+        },
+        async waitFor(node) {
+          const booking = underWay.get(node);
+          if (booking === undefined) return false;
+          await booking;
+          return true;
+        },
+        hold(node) {
+          let done = (): void => undefined;
+          const booking = new Promise<void>((resolve) => {
+            done = resolve;
+          });
+          underWay.set(node, booking);
+          pass();
+          return () => {
+            if (underWay.get(node) === booking) underWay.delete(node);
+            done();
+          };
+        },
+        // No booking (no fit, an error, or nothing to decide): the next pod's turn.
+        end: () => pass(),
+      };
+    },
+  };
+}
+
+async function decideOne(deps: ControlDeps, pod: PodLike, candidates: readonly string[], minViewSeq: number | undefined, gate: BookingGate): Promise<AheadDecision> {
   const podRef = { namespace: pod.metadata.namespace ?? 'default', name: pod.metadata.name, uid: pod.metadata.uid ?? '' };
   const base = { uid: podRef.uid, namespace: podRef.namespace, name: podRef.name };
   if (!hasManagedResources(pod, deps.config.engine)) return { ...base, status: 'skipped', Effects: [] };
@@ -61,6 +114,7 @@ async function decideOne(deps: ControlDeps, pod: PodLike, candidates: readonly s
       deps,
       { pod, podRef, nodeNames: candidates, nodes: null, ...(minViewSeq !== undefined ? { minViewSeq } : {}), ahead: { kind: 'decided' } },
       candidates,
+      gate,
     );
     const { result, effects, attemptId } = answer;
     const ids = attemptId !== undefined ? { attemptId } : {};

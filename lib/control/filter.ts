@@ -96,7 +96,7 @@ async function simulate(deps: ControlDeps, req: FilterRequest, nodes: readonly N
  * Decides on the warm view and books the chosen cards under the engine's claims; a refused guard re-reads the node and
  * decides again. `candidates` are kube-scheduler's NodeNames, or every node for a decision made ahead (./decideAhead.ts).
  */
-export async function decideAndReserve(deps: ControlDeps, req: FilterRequest, candidates: readonly string[]): Promise<FilterAnswer> {
+export async function decideAndReserve(deps: ControlDeps, req: FilterRequest, candidates: readonly string[], gate?: BookingGate): Promise<FilterAnswer> {
   const { runtime, view } = deps;
   const attemptId = runtime.newId();
   const pod = req.podRef;
@@ -106,6 +106,7 @@ export async function decideAndReserve(deps: ControlDeps, req: FilterRequest, ca
   const quotaLimits = await view.quota(pod.namespace);
 
   for (let round = 0; round < MAX_RESERVE_ATTEMPTS; round++) {
+    if (gate !== undefined) await gate.turn();
     const nowMs = runtime.clock.now();
     const freshness = view.freshness(nowMs);
     const quota = toQuotaView(pod.namespace, quotaLimits, view.all(), nowMs, pod.uid);
@@ -132,41 +133,55 @@ export async function decideAndReserve(deps: ControlDeps, req: FilterRequest, ca
 
     const node = view.get(decision.node);
     if (!node) throw new Error(`engine chose node ${decision.node}, which the view does not hold`);
-    // The booking, its record and the view's refresh travel together: one round trip on the critical path.
-    // The booking leaves first; the record is packed and encoded while it is on its way. The refresh only
-    // brings the view forward for later decisions, so the answer does not wait for it (ClusterView.refreshInBackground).
-    const booking = book(deps, req, decision, node, attemptId, nowMs);
-    view.refreshInBackground();
-    const record = afterPendingIo().then(() =>
-      deps.records.putAttempt(
-        attemptRecord(pod, attemptId, started, freshness, req.ahead, {
-          status: 'passed',
-          summary: decision.message,
-          node: decision.node,
-          score: decision.score,
-          nodePolicy: decision.nodePolicy,
-          evaluated: candidates.length,
-          nodes: [],
-          packed: decision.packEvidence(),
-          devices: decision.devices,
-          ...(decision.passedOver.length > 0 ? { passedOver: decision.passedOver } : {}),
-          ...selectorsOf(req.pod),
-        }),
-        started,
-      ),
-    );
-    const [booked, recorded] = await Promise.allSettled([booking, record]);
-    if (booked.status === 'rejected') throw booked.reason;
-    const write = booked.value;
-    if (!write.ok) {
-      // The node changed under us (or its cards filled up): refresh it alone and decide again.
+    if (gate !== undefined && (await gate.waitFor(decision.node))) {
+      // A pod ahead of this one in the batch was booking that node: decide again on the view that now holds it.
       decision.release();
-      const current = write.current ?? (await deps.ledger.readNodes([decision.node], { consistent: true })).get(decision.node);
-      if (current) view.accept(current);
-      await runtime.sleep(backoffMs(runtime.random(), round));
+      round--;
       continue;
     }
-    view.accept(write.node);
+    const inView = gate?.hold(decision.node) ?? (() => undefined);
+    let recorded: PromiseSettledResult<void>;
+    try {
+      // The booking, its record and the view's refresh travel together: one round trip on the critical path.
+      // The booking leaves first; the record is packed and encoded while it is on its way. The refresh only
+      // brings the view forward for later decisions, so the answer does not wait for it (ClusterView.refreshInBackground).
+      const booking = book(deps, req, decision, node, attemptId, nowMs);
+      view.refreshInBackground();
+      const record = afterPendingIo().then(() =>
+        deps.records.putAttempt(
+          attemptRecord(pod, attemptId, started, freshness, req.ahead, {
+            status: 'passed',
+            summary: decision.message,
+            node: decision.node,
+            score: decision.score,
+            nodePolicy: decision.nodePolicy,
+            evaluated: candidates.length,
+            nodes: [],
+            packed: decision.packEvidence(),
+            devices: decision.devices,
+            ...(decision.passedOver.length > 0 ? { passedOver: decision.passedOver } : {}),
+            ...selectorsOf(req.pod),
+          }),
+          started,
+        ),
+      );
+      const [booked, settledRecord] = await Promise.allSettled([booking, record]);
+      recorded = settledRecord;
+      if (booked.status === 'rejected') throw booked.reason;
+      const write = booked.value;
+      if (!write.ok) {
+        // The node changed under us (or its cards filled up): refresh it alone and decide again.
+        decision.release();
+        const current = write.current ?? (await deps.ledger.readNodes([decision.node], { consistent: true })).get(decision.node);
+        if (current) view.accept(current);
+        inView();
+        await runtime.sleep(backoffMs(runtime.random(), round));
+        continue;
+      }
+      view.accept(write.node);
+    } finally {
+      inView();
+    }
     if (recorded.status === 'rejected') {
       // Without a record the decision is not explainable: undo the booking (it would expire anyway).
       await releaseBooking(deps, decision.node, pod.uid).catch(() => undefined);
@@ -198,6 +213,20 @@ export async function decideAndReserve(deps: ControlDeps, req: FilterRequest, ca
   const message = `could not reserve devices for ${pod.namespace}/${pod.name} after ${MAX_RESERVE_ATTEMPTS} attempts: other decisions kept taking the same cards`;
   await deps.records.putAttempt(attemptRecord(pod, attemptId, started, view.freshness(runtime.clock.now()), req.ahead, { status: 'failed', summary: message, evaluated: candidates.length, nodes: [] }), started);
   throw new ContentionError(message);
+}
+
+/**
+ * Keeps the pods of one decide-ahead batch (./decideAhead.ts) in queue order: each decides in its turn, and a pod that
+ * chose a node an earlier pod is still booking waits for that booking to reach the view and decides again (keeping
+ * its turn), instead of racing it. Bookings on different nodes are under way side by side.
+ */
+export interface BookingGate {
+  /** Resolves when this pod may decide: at once after its first decision. */
+  turn(): Promise<void>;
+  /** Waits for another pod's booking on `node` to be in the view; false at once when none is under way. */
+  waitFor(node: string): Promise<boolean>;
+  /** Marks this pod's booking on `node` under way and passes the turn on; the function returned says it is in the view (or failed). */
+  hold(node: string): () => void;
 }
 
 /**
