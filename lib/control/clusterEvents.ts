@@ -13,6 +13,7 @@
  * are adopted from their annotations, counted as the cards are really used; an adoption that takes a card past its
  * capacity is raised (Warnings on the pod and the Node, a log line, a metric).
  */
+import { markedDecision } from '../wire/decidedAhead';
 import { createHash } from 'node:crypto';
 import { z } from 'zod';
 import { CapacityDimension } from '../engine/capacity';
@@ -551,6 +552,9 @@ function planPod(deps: ControlDeps, type: WatchEvent['type'], pod: PodObject, ui
       };
       notices.push({ kind: 'adopted', pod: ref, node: base.name });
     } else if (held.devices === allocated) {
+      // Decided ahead and not bound yet (Pending, no bind phase): it stays a reservation, so a decision kube-scheduler never uses expires
+      // (docs/relay.md, "Deciding ahead").
+      if (held.state === 'reserved' && bindPhase === undefined && (pod.status?.phase ?? 'Pending') === 'Pending' && markedDecision(annotations)?.node === base.name) return undefined;
       const { expiresAtMs: _expiry, resourceVersion: _rv, bindPhase: _bp, terminating: _t, ...kept } = held;
       booking = { ...kept, state: 'confirmed', initDone, uses: held.initDone === initDone ? held.uses : cardUsesOf(devices, held.initCount, initDone), ...facts };
       if (held.state === 'confirmed') booking = disputed(held, booking, annotationChanges(held, base.name, annotations), { pod: ref, node: base.name, resend, rv }, notices);
