@@ -7,7 +7,7 @@ import { filterPod } from '../../../lib/control/filter';
 import { ingestClusterEvents } from '../../../lib/control/clusterEvents';
 import { readSchedulerLog } from '../../../lib/control/views';
 import { DECIDED_AHEAD_ANNOTATION, markedDecision } from '../../../lib/wire/decidedAhead';
-import { card, gpuNode, gpuPod, type ContainerSpec } from '../../support/cluster';
+import { card, forwardedPod, gpuNode, gpuPod, type ContainerSpec } from '../../support/cluster';
 import { filterOf, world, type Environment } from './fixtures';
 
 const nodeEvent = (name: string, cards: number, devmem: number) => ({
@@ -104,6 +104,36 @@ describe('decide-ahead', () => {
     expect(w.store.stored(decided)!.bookings[item.pod.metadata.uid!]).toBeUndefined();
     const log = await readSchedulerLog(env.deps, { namespace: 'default', name: 'p1', history: false });
     expect(log.ahead).toEqual({ kind: 'notUsed', reason: `node ${decided} not among NodeNames` });
+  });
+
+  it('a decision kube-scheduler never uses stays a reservation while the pod is Pending, and expires with the reservation TTL', async () => {
+    const w = world();
+    const env = w.environment();
+    await cluster(env, [['n1', 1, 16000]]);
+    const item = ahead('stuck', [{ name: 'c', gpu: 1, mem: 12000 }]);
+    const answer = await decideAhead(env.deps, { pods: [item] });
+    const patch = answer.decisions[0]!.Effects.find((e) => e.kind === 'PatchPodAnnotations');
+    if (patch?.kind !== 'PatchPodAnnotations') throw new Error('no patch');
+    // The relay applied the patch and forwards the pod, still Pending (kube-scheduler never got to it).
+    await ingestClusterEvents(env.deps, [{ type: 'MODIFIED', object: forwardedPod(item.pod as ReturnType<typeof gpuPod>, patch.annotations) }]);
+    const uid = item.pod.metadata.uid!;
+    expect(w.store.stored('n1')!.bookings[uid]!.state).toBe('reserved');
+    const other = gpuPod('other', [{ name: 'c', gpu: 1, mem: 12000 }]);
+    expect((await filterPod(env.deps, filterOf(other, ['n1']))).result.NodeNames).toBeNull();
+    w.clock.now += env.deps.config.reservationTtlSeconds * 1000 + 1;
+    expect((await filterPod(env.deps, filterOf(other, ['n1']))).result.NodeNames).toEqual(['n1']);
+  });
+
+  it('a decision kube-scheduler used is confirmed once the pod is bound', async () => {
+    const w = world();
+    const env = w.environment();
+    await cluster(env, [['n1', 1, 16000]]);
+    const item = ahead('used', [{ name: 'c', gpu: 1, mem: 12000 }]);
+    const answer = await decideAhead(env.deps, { pods: [item] });
+    const patch = answer.decisions[0]!.Effects.find((e) => e.kind === 'PatchPodAnnotations');
+    if (patch?.kind !== 'PatchPodAnnotations') throw new Error('no patch');
+    await ingestClusterEvents(env.deps, [{ type: 'MODIFIED', object: forwardedPod(item.pod as ReturnType<typeof gpuPod>, patch.annotations, { phase: 'Running', rv: '3' }) }]);
+    expect(w.store.stored('n1')!.bookings[item.pod.metadata.uid!]!.state).toBe('confirmed');
   });
 
   it('skips pods that ask for no managed resource, writing nothing', async () => {
