@@ -9,7 +9,7 @@ import { forEachAtMost } from '../concurrency';
 import { errorMessage } from '../errors';
 import { hasManagedResources } from '../engine/requests';
 import type { PodLike } from '../engine/types';
-import type { AheadAnswer, AheadDecision } from '../wire/decidedAhead';
+import { queueOrder, type AheadAnswer, type AheadDecision } from '../wire/decidedAhead';
 import type { ControlDeps } from './deps';
 import { decideAndReserve, type BookingGate } from './filter';
 
@@ -29,14 +29,6 @@ export interface AheadRequest {
 /** Bookings in flight at once: enough to hide the store's round trip, few enough that decisions see each other's. */
 export const AHEAD_CONCURRENCY = 8;
 
-/** kube-scheduler's default queue order (PrioritySort): priority, highest first, then the oldest. */
-export function queueOrder(pods: readonly AheadPod[]): AheadPod[] {
-  return pods
-    .map((p, i) => ({ p, i }))
-    .sort((a, b) => b.p.priority - a.p.priority || (a.p.createdMs ?? Infinity) - (b.p.createdMs ?? Infinity) || a.i - b.i)
-    .map(({ p }) => p);
-}
-
 export async function decideAhead(deps: ControlDeps, req: AheadRequest): Promise<AheadAnswer> {
   const { view, runtime } = deps;
   await view.prepare(req.minViewSeq);
@@ -44,7 +36,7 @@ export async function decideAhead(deps: ControlDeps, req: AheadRequest): Promise
   const decidedAt = new Date(runtime.clock.now()).toISOString();
   // Every node the view holds: what kube-scheduler sends when it scores every feasible node (the chart's default).
   const candidates = [...view.all()].filter((n) => !n.deleted).map((n) => n.name).sort();
-  const ordered = queueOrder(req.pods);
+  const ordered = queueOrder(req.pods, (p) => p);
   const answers = new Map<AheadPod, AheadDecision>();
   const gates = batchGate();
   await forEachAtMost(ordered, AHEAD_CONCURRENCY, async (item) => {

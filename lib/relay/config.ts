@@ -77,6 +77,13 @@ const envSchema = z
     RELAY_EVENT_SOURCE_COMPONENT: z.string().trim().min(1).default('hami-scheduler'),
     RELAY_MANAGED_RESOURCES: optionalText,
     RELAY_BATCH_MAX_EVENTS: intFromEnv(100, 1, 10_000),
+    /** Decide pending pods in batches before kube-scheduler asks (docs/relay.md, "Deciding ahead"); false: every filter is decided live. */
+    HAMI_DECIDE_AHEAD: z.enum(['true', 'false'], { message: 'must be true or false' }).default('true'),
+    /** How long the relay gathers new pending pods before sending a batch, and the most one batch carries. */
+    RELAY_AHEAD_WINDOW_MS: intFromEnv(20, 0, 10_000),
+    RELAY_AHEAD_MAX_PODS: intFromEnv(100, 1, 100),
+    /** How long a filter waits for the batch deciding its pod before deciding it live. */
+    RELAY_AHEAD_WAIT_MS: intFromEnv(3_000, 0, 20_000),
     RELAY_BATCH_MAX_DELAY_MS: intFromEnv(200, 0, 60_000),
     RELAY_RESYNC_INTERVAL_MS: intFromEnv(300_000, 1_000, 86_400_000),
     RELAY_WATCH_TIMEOUT_SECONDS: intFromEnv(300, 1, 3_600),
@@ -171,6 +178,8 @@ export interface RelayConfig {
   readonly eventSourceComponent: string;
   readonly managedResources: readonly string[];
   readonly batch: { readonly maxEvents: number; readonly maxDelayMs: number };
+  /** Decide-ahead (docs/relay.md, "Deciding ahead"); `reservationTtlMs` is the control plane's HAMI_RESERVATION_TTL_SECONDS. */
+  readonly ahead: { readonly enabled: boolean; readonly windowMs: number; readonly maxPods: number; readonly waitMs: number; readonly reservationTtlMs: number };
   readonly resyncIntervalMs: number;
   readonly watchTimeoutSeconds: number;
   readonly backoff: { readonly initialMs: number; readonly maxMs: number };
@@ -206,13 +215,14 @@ export interface RelayConfig {
  * The engine settings the webhook shares with the control plane (resource names, defaults, memory factor), read by
  * the control plane's own loader from the same variables, so both sides apply one rule set.
  */
-function engineSettings(env: NodeJS.ProcessEnv): { ok: true; engine: AdmissionSettings['engine'] } | { ok: false; problems: string[] } {
+function engineSettings(env: NodeJS.ProcessEnv): { ok: true; engine: AdmissionSettings['engine']; reservationTtlSeconds: number } | { ok: false; problems: string[] } {
   const shared: Record<string, string | undefined> = {};
   for (const [key, value] of Object.entries(env)) {
-    if (/^HAMI_(RESOURCE_|DEFAULT_MEMORY$|DEFAULT_CORES$|MEMORY_FACTOR$)/.test(key)) shared[key] = value;
+    if (/^HAMI_(RESOURCE_|DEFAULT_MEMORY$|DEFAULT_CORES$|MEMORY_FACTOR$|RESERVATION_TTL_SECONDS$)/.test(key)) shared[key] = value;
   }
   try {
-    return { ok: true, engine: loadConfig(shared).engine };
+    const config = loadConfig(shared);
+    return { ok: true, engine: config.engine, reservationTtlSeconds: config.reservationTtlSeconds };
   } catch (err) {
     if (err instanceof ConfigError) return { ok: false, problems: [...err.problems] };
     throw err;
@@ -254,6 +264,13 @@ export function loadRelayConfig(env: NodeJS.ProcessEnv = process.env): RelayConf
     eventSourceComponent: e.RELAY_EVENT_SOURCE_COMPONENT,
     managedResources: managed,
     batch: { maxEvents: e.RELAY_BATCH_MAX_EVENTS, maxDelayMs: e.RELAY_BATCH_MAX_DELAY_MS },
+    ahead: {
+      enabled: e.HAMI_DECIDE_AHEAD === 'true',
+      windowMs: e.RELAY_AHEAD_WINDOW_MS,
+      maxPods: e.RELAY_AHEAD_MAX_PODS,
+      waitMs: e.RELAY_AHEAD_WAIT_MS,
+      reservationTtlMs: engine.reservationTtlSeconds * 1000,
+    },
     resyncIntervalMs: e.RELAY_RESYNC_INTERVAL_MS,
     watchTimeoutSeconds: e.RELAY_WATCH_TIMEOUT_SECONDS,
     backoff: { initialMs: e.RELAY_BACKOFF_INITIAL_MS, maxMs: e.RELAY_BACKOFF_MAX_MS },

@@ -26,6 +26,23 @@ export const DECIDED_AHEAD_ANNOTATION = 'hami.io/decided-ahead';
 export const AHEAD_NOTE_HEADER = 'x-hami-ahead-note';
 export const MAX_AHEAD_NOTE_CHARS = 300;
 
+/**
+ * Set by the relay with the decision's annotations: a hash of what the engine read of the pod when it was decided
+ * (`podFingerprint` in lib/relay/aheadDecisions.ts), so any replica can tell whether the pod changed since.
+ */
+export const DECIDED_AHEAD_POD_ANNOTATION = 'hami.io/decided-ahead-pod';
+
+/** Set by the replica about to decide a pod ahead (a patch conditional on the pod's resourceVersion): no other replica decides it too. */
+export const AHEAD_CLAIM_VALUE = 'claimed';
+
+/** kube-scheduler's default queue order (PrioritySort): priority, highest first, then the oldest, then as given. */
+export function queueOrder<T>(items: readonly T[], keys: (item: T) => { readonly priority: number; readonly createdMs: number | undefined }): T[] {
+  return items
+    .map((item, i) => ({ item, i, k: keys(item) }))
+    .sort((a, b) => b.k.priority - a.k.priority || (a.k.createdMs ?? Infinity) - (b.k.createdMs ?? Infinity) || a.i - b.i)
+    .map(({ item }) => item);
+}
+
 export function decidedAheadMark(node: string, vgpuTime: string): string {
   return `${node}@${vgpuTime}`;
 }

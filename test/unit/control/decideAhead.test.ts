@@ -2,11 +2,11 @@
  * Decide-ahead (docs/relay.md, "Deciding ahead"), on the in-memory store: queue order, bookings sent side by side
  * that never over-book, the record marked as decided ahead, and what each pod's answer carries.
  */
-import { decideAhead, queueOrder, type AheadPod } from '../../../lib/control/decideAhead';
+import { decideAhead, type AheadPod } from '../../../lib/control/decideAhead';
 import { filterPod } from '../../../lib/control/filter';
 import { ingestClusterEvents } from '../../../lib/control/clusterEvents';
 import { readSchedulerLog } from '../../../lib/control/views';
-import { DECIDED_AHEAD_ANNOTATION, markedDecision } from '../../../lib/wire/decidedAhead';
+import { DECIDED_AHEAD_ANNOTATION, markedDecision, queueOrder } from '../../../lib/wire/decidedAhead';
 import { card, forwardedPod, gpuNode, gpuPod, type ContainerSpec } from '../../support/cluster';
 import { filterOf, world, type Environment } from './fixtures';
 
@@ -27,7 +27,7 @@ async function cluster(env: Environment, nodes: [string, number, number][]): Pro
 describe('decide-ahead', () => {
   it('orders pods as kube-scheduler’s queue does: priority first, then the oldest, then as sent', () => {
     const pods = [ahead('late', [], 0, 3000), ahead('none', [], 0), ahead('urgent', [], 10, 9000), ahead('early', [], 0, 1000), ahead('early-too', [], 0, 1000)];
-    expect(queueOrder(pods).map((p) => p.pod.metadata.name)).toEqual(['urgent', 'early', 'early-too', 'late', 'none']);
+    expect(queueOrder(pods, (p) => p).map((p) => p.pod.metadata.name)).toEqual(['urgent', 'early', 'early-too', 'late', 'none']);
   });
 
   it('gives the last free card to the pod kube-scheduler would pop first, whatever the order sent', async () => {
