@@ -7,6 +7,7 @@ import type { AdmissionSettings } from '../admission/review';
 import { loadConfig } from '../config';
 import { ConfigError } from '../errors';
 import { RelayConfigError } from './errors';
+import { MAX_AHEAD_PODS } from '../wire/decidedAhead';
 
 export const DEFAULT_MANAGED_RESOURCES = [
   'nvidia.com/gpu',
@@ -81,7 +82,7 @@ const envSchema = z
     HAMI_DECIDE_AHEAD: z.enum(['true', 'false'], { message: 'must be true or false' }).default('true'),
     /** How long the relay gathers new pending pods before sending a batch, and the most one batch carries. */
     RELAY_AHEAD_WINDOW_MS: intFromEnv(20, 0, 10_000),
-    RELAY_AHEAD_MAX_PODS: intFromEnv(100, 1, 100),
+    RELAY_AHEAD_MAX_PODS: intFromEnv(MAX_AHEAD_PODS, 1, MAX_AHEAD_PODS),
     /** How long a filter waits for the batch deciding its pod before deciding it live. */
     RELAY_AHEAD_WAIT_MS: intFromEnv(3_000, 0, 20_000),
     RELAY_BATCH_MAX_DELAY_MS: intFromEnv(200, 0, 60_000),
