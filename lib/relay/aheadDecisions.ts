@@ -21,6 +21,7 @@ import { MIN_VIEW_SEQ_HEADER } from '../wire/headers';
 import type { Effect } from '../wire/effects';
 import {
   AHEAD_CLAIM_VALUE,
+  AHEAD_NONE_VALUE,
   aheadAnswerSchema,
   DECIDE_AHEAD_PATH,
   DECIDED_AHEAD_ANNOTATION,
@@ -61,7 +62,8 @@ export interface AheadOptions {
 export type AheadLookup = { readonly use: string; readonly decidedAt: string } | { readonly live: true; readonly note?: string };
 
 type Entry =
-  | { readonly state: 'waiting'; readonly pod: JsonObject; readonly settled: Promise<void>; readonly settle: () => void }
+  /** Being decided: by this replica (`pod` set), or by the replica whose claim the pod carries (`pod` undefined). */
+  | { readonly state: 'waiting'; readonly pod: JsonObject | undefined; readonly settled: Promise<void>; readonly settle: () => void }
   | { readonly state: 'decided'; readonly node: string; readonly fingerprint: string; readonly atMs: number }
   | { readonly state: 'notUsable'; readonly note: string }
   | { readonly state: 'spent' };
@@ -126,11 +128,27 @@ export class AheadDecisions {
       return;
     }
     if (spec.schedulerName !== this.opts.schedulerName || !podRequestsManaged(obj, this.opts.managedResources)) return;
-    if (this.entries.has(uid)) return;
+    const existing = this.entries.get(uid);
     const annotations = stringRecord(objectField(metadata, 'annotations'));
-    if (this.learn(uid, annotations)) return;
-    // Claimed by another replica, or filtered live already: not ours to decide.
-    if (annotations[DECIDED_AHEAD_ANNOTATION] !== undefined || annotations['hami.io/vgpu-node'] !== undefined) return;
+    const mark = annotations[DECIDED_AHEAD_ANNOTATION];
+    if (existing?.state === 'waiting' && existing.pod === undefined) {
+      // Another replica's batch: its decision (or its word that there is none) settles the wait.
+      if (this.learn(uid, annotations)) existing.settle();
+      else if (mark !== AHEAD_CLAIM_VALUE) {
+        this.entries.set(uid, { state: 'spent' });
+        existing.settle();
+      }
+      return;
+    }
+    if (existing !== undefined || this.learn(uid, annotations)) return;
+    if (mark === AHEAD_CLAIM_VALUE) {
+      // Claimed by another replica: a filter sent here waits for its decision rather than deciding the pod twice.
+      const { settled, settle } = settlement();
+      this.entries.set(uid, { state: 'waiting', pod: undefined, settled, settle });
+      return;
+    }
+    // Decided (or given up) by another replica, or filtered live already: not ours to decide.
+    if (mark !== undefined || annotations['hami.io/vgpu-node'] !== undefined) return;
     void this.claimAndQueue(uid, obj);
   }
 
@@ -147,6 +165,8 @@ export class AheadDecisions {
   async lookup(pod: JsonObject, nodeNames: readonly string[] | null): Promise<AheadLookup> {
     const uid = String(objectField(pod, 'metadata').uid ?? '');
     this.answered++;
+    // Claimed by another replica and not seen here yet (this watch is behind): wait for that decision as well.
+    if (!this.entries.has(uid) && stringRecord(objectField(objectField(pod, 'metadata'), 'annotations'))[DECIDED_AHEAD_ANNOTATION] === AHEAD_CLAIM_VALUE) this.observe('MODIFIED', pod);
     let entry = this.entries.get(uid);
     if (entry?.state === 'waiting') {
       // Its batch is on its way: wait for it (bounded) rather than deciding twice.
@@ -191,10 +211,7 @@ export class AheadDecisions {
   /** Marks the pod as this replica's to decide (409: another replica was first, or the pod changed), then queues it. */
   private async claimAndQueue(uid: string, obj: unknown): Promise<void> {
     const metadata = objectField(obj, 'metadata');
-    let settle = (): void => undefined;
-    const settled = new Promise<void>((resolve) => {
-      settle = resolve;
-    });
+    const { settled, settle } = settlement();
     // Plain JSON, as the control plane reads it (informer lists carry Dates).
     const pod = toForwardedObject('Pod', obj);
     this.entries.set(uid, { state: 'waiting', pod, settled, settle });
@@ -225,10 +242,13 @@ export class AheadDecisions {
     if (this.inFlight !== undefined) return;
     this.inFlight = (async () => {
       while (this.queue.length > 0 && !this.closing.signal.aborted) {
-        const waiting = this.queue.map((uid) => [uid, this.entries.get(uid)] as const).filter((e): e is readonly [string, Extract<Entry, { state: 'waiting' }>] => e[1]?.state === 'waiting');
-        const ordered = queueOrder(waiting, ([, e]) => queueKeys(e.pod));
+        const waiting = this.queue.flatMap((uid) => {
+          const entry = this.entries.get(uid);
+          return entry?.state === 'waiting' && entry.pod !== undefined ? [{ uid, entry, pod: entry.pod }] : [];
+        });
+        const ordered = queueOrder(waiting, (w) => queueKeys(w.pod));
         const batch = ordered.slice(0, this.opts.maxPods);
-        const taken = new Set(batch.map(([uid]) => uid));
+        const taken = new Set(batch.map((w) => w.uid));
         this.queue = this.queue.filter((uid) => !taken.has(uid) && this.entries.get(uid)?.state === 'waiting');
         await this.decide(batch);
       }
@@ -238,10 +258,10 @@ export class AheadDecisions {
     return this.inFlight;
   }
 
-  private async decide(batch: readonly (readonly [string, Extract<Entry, { state: 'waiting' }>])[]): Promise<void> {
+  private async decide(batch: readonly { readonly uid: string; readonly entry: Extract<Entry, { state: 'waiting' }>; readonly pod: JsonObject }[]): Promise<void> {
     const seq = this.opts.viewSeq();
     const settleAll = (note: string) => {
-      for (const [uid, entry] of batch) {
+      for (const { uid, entry } of batch) {
         if (this.entries.get(uid) === entry) this.entries.set(uid, { state: 'notUsable', note });
         entry.settle();
       }
@@ -250,7 +270,7 @@ export class AheadDecisions {
     try {
       const res = await this.opts.controlPlane.post(
         DECIDE_AHEAD_PATH,
-        { pods: batch.map(([, e]) => e.pod) },
+        { pods: batch.map((w) => w.pod) },
         { timeoutMs: this.opts.requestTimeoutMs, headers: seq > 0 ? { [MIN_VIEW_SEQ_HEADER]: String(seq) } : {} },
       );
       if (res.status !== 200) throw new Error(`control plane answered ${DECIDE_AHEAD_PATH} with HTTP ${res.status}: ${res.text.slice(0, 300)}`);
@@ -264,9 +284,11 @@ export class AheadDecisions {
     }
     const byUid = new Map(decisions.map((d) => [d.uid, d]));
     let placed = 0;
-    await forEachAtMost(batch, APPLY_CONCURRENCY, async ([uid, entry]) => {
+    await forEachAtMost(batch, APPLY_CONCURRENCY, async ({ uid, entry, pod }) => {
       const decision = byUid.get(uid);
-      const outcome = decision === undefined ? { state: 'notUsable' as const, note: 'the batch deciding this pod ahead did not answer for it' } : await this.apply(entry.pod, decision);
+      // A filter stopped waiting and decided the pod live: its annotations are the live decision's, not to be overwritten.
+      if (this.entries.get(uid) !== entry) return;
+      const outcome = decision === undefined ? { state: 'notUsable' as const, note: 'the batch deciding this pod ahead did not answer for it' } : await this.apply(pod, decision);
       if (outcome.state === 'decided') placed++;
       if (this.entries.get(uid) === entry) this.entries.set(uid, outcome);
       entry.settle();
@@ -274,15 +296,30 @@ export class AheadDecisions {
     this.opts.logger.info('PodsDecidedAhead', { pods: batch.length, placed });
   }
 
+  /** Marks the claim as settled without a decision, so no replica waits for one. */
+  private async giveUp(decision: AheadDecision): Promise<void> {
+    await this.opts.writer.patchPodMetadata({
+      kind: 'PatchPodAnnotations',
+      namespace: decision.namespace,
+      name: decision.name,
+      uid: decision.uid,
+      annotations: { [DECIDED_AHEAD_ANNOTATION]: AHEAD_NONE_VALUE },
+    });
+  }
+
   /** Applies a decision's Effects, with the fingerprint of the pod it was made for; what the filter will find. */
   private async apply(pod: JsonObject, decision: AheadDecision): Promise<Entry> {
     const podName = `${decision.namespace}/${decision.name}`;
-    if (decision.status === 'skipped') return { state: 'spent' };
-    if (decision.status === 'noFit') {
-      const reasons = Object.keys(decision.failedNodes ?? {}).length;
-      return { state: 'notUsable', note: `the decision made ahead found no fit (${reasons} nodes failed); the cluster may have changed since` };
+    if (decision.status !== 'fit' || decision.node === undefined) {
+      // Other replicas waiting for this decision learn from the pod that there is none.
+      await this.giveUp(decision).catch((err: unknown) => this.opts.logger.warn('AheadClaimNotReleased', { pod: podName, error: errorMessage(err) }));
+      if (decision.status === 'skipped') return { state: 'spent' };
+      if (decision.status === 'noFit') {
+        const reasons = Object.keys(decision.failedNodes ?? {}).length;
+        return { state: 'notUsable', note: `the decision made ahead found no fit (${reasons} nodes failed); the cluster may have changed since` };
+      }
+      return { state: 'notUsable', note: `the decision made ahead failed (${decision.error ?? 'no node'})` };
     }
-    if (decision.status === 'error' || decision.node === undefined) return { state: 'notUsable', note: `the decision made ahead failed (${decision.error ?? 'no node'})` };
     const fingerprint = podFingerprint(pod);
     const effects: Effect[] = decision.Effects.map((e) =>
       e.kind === 'PatchPodAnnotations' ? { ...e, annotations: { ...e.annotations, [DECIDED_AHEAD_POD_ANNOTATION]: fingerprint } } : e,
@@ -297,6 +334,14 @@ export class AheadDecisions {
     const marked = patch?.kind === 'PatchPodAnnotations' ? markedDecision(stringRecord(patch.annotations)) : undefined;
     return { state: 'decided', node: decision.node, fingerprint, atMs: marked !== undefined ? marked.timeS * 1000 : this.opts.now() };
   }
+}
+
+function settlement(): { settled: Promise<void>; settle: () => void } {
+  let settle = (): void => undefined;
+  const settled = new Promise<void>((resolve) => {
+    settle = resolve;
+  });
+  return { settled, settle };
 }
 
 function queueKeys(pod: JsonObject): { priority: number; createdMs: number | undefined } {

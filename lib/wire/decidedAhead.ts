@@ -35,6 +35,9 @@ export const DECIDED_AHEAD_POD_ANNOTATION = 'hami.io/decided-ahead-pod';
 /** Set by the replica about to decide a pod ahead (a patch conditional on the pod's resourceVersion): no other replica decides it too. */
 export const AHEAD_CLAIM_VALUE = 'claimed';
 
+/** Set when the claimed pod was decided ahead without a node (no fit, an error): kube-scheduler's filter decides it live. */
+export const AHEAD_NONE_VALUE = 'none';
+
 /** kube-scheduler's default queue order (PrioritySort): priority, highest first, then the oldest, then as given. */
 export function queueOrder<T>(items: readonly T[], keys: (item: T) => { readonly priority: number; readonly createdMs: number | undefined }): T[] {
   return items

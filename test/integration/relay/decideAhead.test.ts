@@ -92,6 +92,33 @@ describe('decide-ahead through the relay', () => {
     }, 10000);
   });
 
+  it('with two replicas, each pod is claimed and decided once, and either replica answers its filter from that decision', async () => {
+    const second = await startTestRelay(kube, local.url, { logger: recordingLogger(), env: { HAMI_API_TOKEN: TOKEN, HAMI_DECIDE_AHEAD: 'true', RELAY_AHEAD_WINDOW_MS: '20' } });
+    try {
+      const names = Array.from({ length: 4 }, (_, i) => `pair-${i}`);
+      const created = names.map((name) => kube.create('Pod', pendingPod(name)));
+      await eventually(() => {
+        for (const name of names) expect(markedDecision(annotationsOf(name))).toBeDefined();
+      }, 15000);
+      // Both replicas saw every pod; each decision was written once (the claim's precondition let one replica decide it).
+      const decisionPatches = kube.writes().filter((w) => w.method === 'PATCH' && JSON.stringify(w.body).includes('hami.io/decided-ahead-pod'));
+      expect(decisionPatches.map((w) => w.path).sort()).toEqual(names.map((name) => `/api/v1/namespaces/team-a/pods/${name}`).sort());
+      for (const [i, pod] of created.entries()) {
+        const to = i % 2 === 0 ? relay! : second;
+        const filter = await postJson(`${to.extenderUrl}/filter`, { Pod: schedulerView(pod), Nodes: null, NodeNames: ['node-1', 'node-2'] });
+        expect(filter.body.NodeNames).toEqual([markedDecision(annotationsOf(pod.metadata?.name as string))!.node]);
+      }
+      expect(relay!.ahead!.stats().answeredAhead + second.ahead!.stats().answeredAhead).toBe(4);
+      // One booking per pod: 4 pods of 3,000 MiB in all.
+      await eventually(async () => {
+        const used = [...(await usage('node-1')), ...(await usage('node-2'))].reduce((n, c) => n + c.usedmem, 0);
+        expect(used).toBe(12000);
+      }, 10000);
+    } finally {
+      await second.close();
+    }
+  });
+
   it('a pod whose decided node kube-scheduler filtered out is placed elsewhere live, and its scheduler log says why', async () => {
     const pod = kube.create('Pod', pendingPod('tainted'));
     await eventually(() => expect(markedDecision(annotationsOf('tainted'))).toBeDefined(), 15000);
