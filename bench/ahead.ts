@@ -1,0 +1,129 @@
+/**
+ * `npm run bench` with the relay's own filter path (docs/performance.md, "Deciding ahead"): kube-scheduler's stand-in
+ * calls `relayFilter` (lib/relay/extender.ts) in this process, with decide-ahead (lib/relay/aheadDecisions.ts) on or
+ * off, exactly as the relay runs them. What stands in for the API server is here: the pods as it holds them, their
+ * patches and claims (conditional on the resourceVersion), and the watch events the relay's code observes.
+ */
+import { createControlPlaneClient, unsignedRequests } from '../lib/relay/controlPlane';
+import { relayFilter, type ExtenderDeps } from '../lib/relay/extender';
+import { AheadDecisions } from '../lib/relay/aheadDecisions';
+import type { ClusterWriter } from '../lib/relay/effects';
+import type { NudgeResult, NudgeTarget } from '../lib/relay/nudger';
+import { realDelay } from '../lib/relay/delay';
+import type { AppLogger } from '../lib/powertools';
+import type { BenchPod } from './workload';
+
+export const BENCH_SCHEDULER = 'hami-scheduler';
+
+/** A pending pod as the API server holds it, for our scheduler. */
+export type ClusterPod = BenchPod & { readonly spec: BenchPod['spec'] & { readonly schedulerName: string } };
+
+const quiet = (): void => undefined;
+const silentLogger = { debug: quiet, info: quiet, warn: quiet, error: quiet } as unknown as AppLogger;
+
+export interface AheadSettings {
+  /** The control plane serving `POST /filter/ahead` (its own function, so its own environment). */
+  readonly aheadUrl: string;
+  readonly reservationTtlMs: number;
+}
+
+/**
+ * The API server's pods and the relay's filter path over them. `forward` is the relay's watch forwarding (to the
+ * control plane's cluster events); every change is also shown to decide-ahead, as the relay's Pod informer does.
+ */
+export class RelayUnderTest {
+  private readonly pods = new Map<string, ClusterPod>();
+  readonly ahead: AheadDecisions | undefined;
+  private readonly deps: ExtenderDeps;
+
+  constructor(
+    filterUrl: string,
+    settings: AheadSettings | undefined,
+    private readonly forward: (event: { type: 'MODIFIED'; object: unknown }) => void,
+    viewSeq: () => number,
+  ) {
+    const writer: ClusterWriter = {
+      patchPodMetadata: async (e) => {
+        this.patch(e.name, e.annotations);
+      },
+      bindPod: async () => undefined,
+      recordEvent: async () => undefined,
+      patchNodeMetadata: async () => undefined,
+    };
+    this.ahead =
+      settings === undefined
+        ? undefined
+        : new AheadDecisions({
+            controlPlane: createControlPlaneClient(settings.aheadUrl, unsignedRequests),
+            writer,
+            claim: async (target, annotations) => this.claim(target, annotations),
+            logger: silentLogger,
+            schedulerName: BENCH_SCHEDULER,
+            managedResources: ['nvidia.com/gpu', 'nvidia.com/gpumem', 'nvidia.com/gpucores'],
+            windowMs: 20,
+            maxPods: 100,
+            waitMs: 3_000,
+            reservationTtlMs: settings.reservationTtlMs,
+            requestTimeoutMs: 25_000,
+            now: () => Date.now(),
+            delay: realDelay,
+            viewSeq,
+          });
+    this.deps = {
+      controlPlane: createControlPlaneClient(filterUrl, unsignedRequests),
+      writer,
+      logger: silentLogger,
+      deadlineMs: 25_000,
+      viewSeq,
+      pods: { schedulerName: BENCH_SCHEDULER, cached: (_ns, name) => this.pods.get(name), read: async (_ns, name) => this.pods.get(name) },
+      ...(this.ahead ? { ahead: this.ahead } : {}),
+    };
+  }
+
+  /** A pod created: the relay's informer sees it. */
+  create(pod: BenchPod): void {
+    const created: ClusterPod = { ...pod, spec: { ...pod.spec, schedulerName: BENCH_SCHEDULER } };
+    this.pods.set(pod.metadata.name, created);
+    this.ahead?.observe('ADDED', created);
+  }
+
+  /** kube-scheduler's filter, answered by the relay's own code. */
+  filter(name: string, nodeNames: readonly string[]): Promise<Record<string, unknown>> {
+    const pod = this.pods.get(name);
+    return relayFilter(JSON.stringify({ Pod: pod, Nodes: null, NodeNames: nodeNames }), this.deps);
+  }
+
+  /** The pod's annotations as the API server holds them now (what a bind forwards with the pod). */
+  annotations(name: string): Record<string, string> {
+    return { ...(this.pods.get(name)?.metadata.annotations ?? {}) };
+  }
+
+  /** Bound: the pod leaves decide-ahead's sight, as a bound pod does. */
+  bound(name: string, node: string): void {
+    const pod = this.pods.get(name);
+    if (pod) this.ahead?.observe('MODIFIED', { ...pod, spec: { ...pod.spec, nodeName: node } });
+  }
+
+  private patch(name: string, annotations: Readonly<Record<string, string | null>>): void {
+    const pod = this.pods.get(name);
+    if (!pod) return;
+    const merged = { ...pod.metadata.annotations };
+    for (const [key, value] of Object.entries(annotations)) {
+      if (value === null) delete merged[key];
+      else merged[key] = value;
+    }
+    const next: ClusterPod = { ...pod, metadata: { ...pod.metadata, annotations: merged, resourceVersion: String(Number(pod.metadata.resourceVersion) + 1) } };
+    this.pods.set(name, next);
+    this.ahead?.observe('MODIFIED', next);
+    // Scheduler-owned annotations are what the ledger follows; the claim alone changes nothing it reads.
+    if (merged['hami.io/vgpu-node'] !== undefined) this.forward({ type: 'MODIFIED', object: { kind: 'Pod', apiVersion: 'v1', ...next } });
+  }
+
+  private claim(target: NudgeTarget, annotations: Readonly<Record<string, string>>): NudgeResult {
+    const pod = this.pods.get(target.name);
+    if (!pod) return 'gone';
+    if (pod.metadata.resourceVersion !== target.resourceVersion) return 'changed';
+    this.patch(target.name, annotations);
+    return 'nudged';
+  }
+}
