@@ -1,9 +1,10 @@
 /**
  * Decide-ahead (docs/relay.md, "Deciding ahead"; docs/api.md §2): many pods decided in one call, before
  * kube-scheduler asks. Each pod goes through the live filter's own decide-and-book (./filter.ts), with every node a
- * candidate, in kube-scheduler's queue order (priority, then creation time). Bookings leave side by side, a few at
- * once: two that meet on one node are both admitted when both fit, else the guard refuses one, which re-reads the
- * node and decides again (never over-booked).
+ * candidate, in kube-scheduler's queue order (priority, then creation time): each decides in its turn on a view that holds the
+ * bookings of the pods before it, still on their way. Bookings leave side by side, a few at once: two that meet on
+ * one node are both admitted when both fit, else the guard refuses one, which re-reads the node and decides again
+ * (never over-booked).
  */
 import { forEachAtMost } from '../concurrency';
 import { errorMessage } from '../errors';
@@ -12,6 +13,7 @@ import type { PodLike } from '../engine/types';
 import { queueOrder, type AheadAnswer, type AheadDecision } from '../wire/decidedAhead';
 import type { ControlDeps } from './deps';
 import { decideAndReserve, type BookingGate } from './filter';
+import { nextLedger, type Booking, type NodeLedger } from './ledger';
 
 export interface AheadPod {
   readonly pod: PodLike;
@@ -52,15 +54,22 @@ export async function decideAhead(deps: ControlDeps, req: AheadRequest): Promise
 }
 
 /**
- * The batch's turns and its bookings under way: pods take turns in queue order (the order they start in), so a later
- * pod never decides before an earlier one has chosen, and never takes the card an earlier one is booking.
+ * The batch's turns and its bookings on their way: pods take turns in queue order (the order they start in), and each
+ * decides on a view that holds the bookings of the pods before it, sent or still on their way, as a sequential
+ * decider's view would. A booking leaves the overlay when its write ends (stored, or refused: the node as found).
  */
 function batchGate(): { next(): BookingGate & { end(): void } } {
-  const underWay = new Map<string, Promise<void>>();
   let previous: Promise<void> = Promise.resolve();
+  const onTheirWay = new Map<string, Map<string, Booking>>();
+  const overlaid = (node: NodeLedger, nowMs: number): NodeLedger => {
+    const mine = onTheirWay.get(node.name);
+    if (mine === undefined || mine.size === 0) return node;
+    // The node's own version: the write's outcome, or a refusal's node of the same version, still replaces it.
+    return { ...nextLedger(node, nowMs, { bookings: { ...node.bookings, ...Object.fromEntries(mine) } }), version: node.version };
+  };
   return {
     next() {
-      const mine = previous;
+      const turnCame = previous;
       let pass = (): void => undefined;
       previous = new Promise<void>((resolve) => {
         pass = resolve;
@@ -70,25 +79,18 @@ function batchGate(): { next(): BookingGate & { end(): void } } {
         async turn() {
           if (waited) return;
           waited = true;
-          await mine;
+          await turnCame;
         },
-        async waitFor(node) {
-          const booking = underWay.get(node);
-          if (booking === undefined) return false;
-          await booking;
-          return true;
-        },
-        hold(node) {
-          let done = (): void => undefined;
-          const booking = new Promise<void>((resolve) => {
-            done = resolve;
-          });
-          underWay.set(node, booking);
+        sent(node, uid, booking, nowMs) {
+          let mine = onTheirWay.get(node.name);
+          if (mine === undefined) onTheirWay.set(node.name, (mine = new Map()));
+          mine.set(uid, booking);
           pass();
-          return () => {
-            if (underWay.get(node) === booking) underWay.delete(node);
-            done();
-          };
+          return overlaid(node, nowMs);
+        },
+        settled(node, uid, nowMs) {
+          for (const bookings of onTheirWay.values()) bookings.delete(uid);
+          return overlaid(node, nowMs);
         },
         // No booking (no fit, an error, or nothing to decide): the next pod's turn.
         end: () => pass(),

@@ -133,19 +133,15 @@ export async function decideAndReserve(deps: ControlDeps, req: FilterRequest, ca
 
     const node = view.get(decision.node);
     if (!node) throw new Error(`engine chose node ${decision.node}, which the view does not hold`);
-    if (gate !== undefined && (await gate.waitFor(decision.node))) {
-      // A pod ahead of this one in the batch was booking that node: decide again on the view that now holds it.
-      decision.release();
-      round--;
-      continue;
-    }
-    const inView = gate?.hold(decision.node) ?? (() => undefined);
     let recorded: PromiseSettledResult<void>;
-    try {
+    {
       // The booking, its record and the view's refresh travel together: one round trip on the critical path.
       // The booking leaves first; the record is packed and encoded while it is on its way. The refresh only
       // brings the view forward for later decisions, so the answer does not wait for it (ClusterView.refreshInBackground).
-      const booking = book(deps, req, decision, node, attemptId, nowMs);
+      const made = bookingOf(deps, req, decision, attemptId, nowMs);
+      const booking = book(deps, req, decision, node, made);
+      // The next pod of the batch decides on a view that holds this booking already, as a sequential decider's would.
+      if (gate !== undefined) view.accept(gate.sent(node, pod.uid, made, nowMs));
       view.refreshInBackground();
       const record = afterPendingIo().then(() =>
         deps.records.putAttempt(
@@ -167,20 +163,21 @@ export async function decideAndReserve(deps: ControlDeps, req: FilterRequest, ca
       );
       const [booked, settledRecord] = await Promise.allSettled([booking, record]);
       recorded = settledRecord;
-      if (booked.status === 'rejected') throw booked.reason;
+      if (booked.status === 'rejected') {
+        gate?.settled(node, pod.uid, nowMs);
+        throw booked.reason;
+      }
       const write = booked.value;
       if (!write.ok) {
         // The node changed under us (or its cards filled up): refresh it alone and decide again.
         decision.release();
         const current = write.current ?? (await deps.ledger.readNodes([decision.node], { consistent: true })).get(decision.node);
-        if (current) view.accept(current);
-        inView();
+        if (current) view.accept(gate ? gate.settled(current, pod.uid, nowMs) : current);
+        else gate?.settled(node, pod.uid, nowMs);
         await runtime.sleep(backoffMs(runtime.random(), round));
         continue;
       }
-      view.accept(write.node);
-    } finally {
-      inView();
+      view.accept(gate ? gate.settled(write.node, pod.uid, nowMs) : write.node);
     }
     if (recorded.status === 'rejected') {
       // Without a record the decision is not explainable: undo the booking (it would expire anyway).
@@ -216,17 +213,17 @@ export async function decideAndReserve(deps: ControlDeps, req: FilterRequest, ca
 }
 
 /**
- * Keeps the pods of one decide-ahead batch (./decideAhead.ts) in queue order: each decides in its turn, and a pod that
- * chose a node an earlier pod is still booking waits for that booking to reach the view and decides again (keeping
- * its turn), instead of racing it. Bookings on different nodes are under way side by side.
+ * Keeps the pods of one decide-ahead batch (./decideAhead.ts) in queue order: each decides in its turn, on a view that
+ * holds the bookings of the pods before it (still on their way), and passes the turn on once its own is sent. The
+ * bookings travel side by side; the guards settle any two that meet on one card.
  */
 export interface BookingGate {
   /** Resolves when this pod may decide: at once after its first decision. */
   turn(): Promise<void>;
-  /** Waits for another pod's booking on `node` to be in the view; false at once when none is under way. */
-  waitFor(node: string): Promise<boolean>;
-  /** Marks this pod's booking on `node` under way and passes the turn on; the function returned says it is in the view (or failed). */
-  hold(node: string): () => void;
+  /** This pod's booking is sent: the node for the view (with every booking of the batch on its way there); the next pod's turn. */
+  sent(node: NodeLedger, uid: string, booking: Booking, nowMs: number): NodeLedger;
+  /** This pod's write ended: the node as it came back, for the view, with the batch's other bookings still on their way. */
+  settled(node: NodeLedger, uid: string, nowMs: number): NodeLedger;
 }
 
 /**
@@ -235,10 +232,27 @@ export interface BookingGate {
  * when the counters are not exact yet (an expired reservation still counted, a re-filter of an expired one), and
  * when the engine says cards are taken by position (MIG placements, NeuronCore indexes), which counters cannot guard.
  */
-function book(deps: ControlDeps, req: FilterRequest, decision: Extract<Decision, { kind: 'fit' }>, node: NodeLedger, attemptId: string, nowMs: number): Promise<NodeWrite> {
+function book(deps: ControlDeps, req: FilterRequest, decision: Extract<Decision, { kind: 'fit' }>, node: NodeLedger, booking: Booking): Promise<NodeWrite> {
   const uid = req.podRef.uid;
+  const nowMs = booking.placedAtMs ?? deps.runtime.clock.now();
+  const previous = node.bookings[uid];
+  if (!decision.bookWholeNode && countersAreExact(node, nowMs) && (previous === undefined || bookingCounts(previous, nowMs))) {
+    return deps.ledger.reserve({
+      node: node.name,
+      uid,
+      booking,
+      ...(previous ? { replacing: previous } : {}),
+      registrationVersion: node.registrationVersion,
+      claims: storedClaims(decision.claims, previous?.uses ?? []),
+    });
+  }
+  return deps.ledger.putNode(nextLedger(node, nowMs, { bookings: { ...node.bookings, [uid]: booking } }), node.version);
+}
+
+/** The booking a decision makes: a reservation until the pod is seen with its annotations (docs/state.md). */
+function bookingOf(deps: ControlDeps, req: FilterRequest, decision: Extract<Decision, { kind: 'fit' }>, attemptId: string, nowMs: number): Booking {
   const initCount = req.pod.spec?.initContainers?.length ?? 0;
-  const booking: Booking = {
+  return {
     namespace: req.podRef.namespace,
     name: req.podRef.name,
     state: 'reserved',
@@ -253,18 +267,6 @@ function book(deps: ControlDeps, req: FilterRequest, decision: Extract<Decision,
     attemptId,
     ...(decision.parts !== undefined ? { parts: decision.parts } : {}),
   };
-  const previous = node.bookings[uid];
-  if (!decision.bookWholeNode && countersAreExact(node, nowMs) && (previous === undefined || bookingCounts(previous, nowMs))) {
-    return deps.ledger.reserve({
-      node: node.name,
-      uid,
-      booking,
-      ...(previous ? { replacing: previous } : {}),
-      registrationVersion: node.registrationVersion,
-      claims: storedClaims(decision.claims, previous?.uses ?? []),
-    });
-  }
-  return deps.ledger.putNode(nextLedger(node, nowMs, { bookings: { ...node.bookings, [uid]: booking } }), node.version);
 }
 
 /** A pod filtered again drops what it held elsewhere (HAMi drops its cached allocation first). */
