@@ -48,7 +48,11 @@
  *
  * Flags: --nodes 100 --pods 1000 --policy binpack|spread --store-rtt-ms 0 --gateway-rtt-ms 0
  *        --running-per-card 1 --plugin-delay-ms 20 --schedulers 1 --percentage-of-nodes-to-score 100 --node-names short
- *        --burst --filters-only
+ *        --burst --filters-only --decide-ahead on|off|both --arrival burst|stream|both --stream-per-second 200
+ *
+ * Without `--burst`, kube-scheduler's stand-in filters through the relay's own code (bench/ahead.ts), with
+ * decide-ahead off and on, for pods created at once and as a steady stream (docs/performance.md, "Deciding ahead");
+ * the last line holds every run and the ratios of pods/s, ahead over live.
  *
  * `--filters-only`: kube-scheduler's stand-in only filters, and no pod is bound: the other control plane, the relay and the
  * device plugin stand-ins stay idle after the take-over, and the store serves the filters' calls alone. Not how a cluster
