@@ -28,83 +28,31 @@ export interface AheadSettings {
 }
 
 /**
- * The API server's pods and the relay's filter path over them. `forward` is the relay's watch forwarding (to the
- * control plane's cluster events); every change is also shown to decide-ahead, as the relay's Pod informer does.
+ * The API server's pods: patches bump the resourceVersion and reach every replica's Pod informer (decide-ahead), and
+ * the relay's watch forwarding (`forward`, to the control plane's cluster events) once.
  */
-export class RelayUnderTest {
+class BenchApiServer {
   private readonly pods = new Map<string, ClusterPod>();
-  readonly ahead: AheadDecisions | undefined;
-  private readonly deps: ExtenderDeps;
+  readonly informers: AheadDecisions[] = [];
 
-  constructor(
-    filterUrl: string,
-    settings: AheadSettings | undefined,
-    private readonly forward: (event: { type: 'MODIFIED'; object: unknown }) => void,
-    viewSeq: () => number,
-  ) {
-    const writer: ClusterWriter = {
-      patchPodMetadata: async (e) => {
-        this.patch(e.name, e.annotations);
-      },
-      bindPod: async () => undefined,
-      recordEvent: async () => undefined,
-      patchNodeMetadata: async () => undefined,
-    };
-    this.ahead =
-      settings === undefined
-        ? undefined
-        : new AheadDecisions({
-            controlPlane: createControlPlaneClient(settings.aheadUrl, unsignedRequests),
-            writer,
-            claim: async (target, annotations) => this.claim(target, annotations),
-            logger: silentLogger,
-            schedulerName: BENCH_SCHEDULER,
-            managedResources: ['nvidia.com/gpu', 'nvidia.com/gpumem', 'nvidia.com/gpucores'],
-            windowMs: 20,
-            maxPods: 100,
-            waitMs: 3_000,
-            reservationTtlMs: settings.reservationTtlMs,
-            requestTimeoutMs: 25_000,
-            now: () => Date.now(),
-            delay: realDelay,
-            viewSeq,
-          });
-    this.deps = {
-      controlPlane: createControlPlaneClient(filterUrl, unsignedRequests),
-      writer,
-      logger: silentLogger,
-      deadlineMs: 25_000,
-      viewSeq,
-      pods: { schedulerName: BENCH_SCHEDULER, cached: (_ns, name) => this.pods.get(name), read: async (_ns, name) => this.pods.get(name) },
-      ...(this.ahead ? { ahead: this.ahead } : {}),
-    };
+  constructor(private readonly forward: (event: { type: 'MODIFIED'; object: unknown }) => void) {}
+
+  get(name: string): ClusterPod | undefined {
+    return this.pods.get(name);
   }
 
-  /** A pod created: the relay's informer sees it. */
   create(pod: BenchPod): void {
     const created: ClusterPod = { ...pod, spec: { ...pod.spec, schedulerName: BENCH_SCHEDULER } };
     this.pods.set(pod.metadata.name, created);
-    this.ahead?.observe('ADDED', created);
+    for (const informer of this.informers) informer.observe('ADDED', created);
   }
 
-  /** kube-scheduler's filter, answered by the relay's own code. */
-  filter(name: string, nodeNames: readonly string[]): Promise<Record<string, unknown>> {
-    const pod = this.pods.get(name);
-    return relayFilter(JSON.stringify({ Pod: pod, Nodes: null, NodeNames: nodeNames }), this.deps);
-  }
-
-  /** The pod's annotations as the API server holds them now (what a bind forwards with the pod). */
-  annotations(name: string): Record<string, string> {
-    return { ...(this.pods.get(name)?.metadata.annotations ?? {}) };
-  }
-
-  /** Bound: the pod leaves decide-ahead's sight, as a bound pod does. */
   bound(name: string, node: string): void {
     const pod = this.pods.get(name);
-    if (pod) this.ahead?.observe('MODIFIED', { ...pod, spec: { ...pod.spec, nodeName: node } });
+    if (pod) for (const informer of this.informers) informer.observe('MODIFIED', { ...pod, spec: { ...pod.spec, nodeName: node } });
   }
 
-  private patch(name: string, annotations: Readonly<Record<string, string | null>>): void {
+  patch(name: string, annotations: Readonly<Record<string, string | null>>): void {
     const pod = this.pods.get(name);
     if (!pod) return;
     const merged = { ...pod.metadata.annotations };
@@ -114,16 +62,99 @@ export class RelayUnderTest {
     }
     const next: ClusterPod = { ...pod, metadata: { ...pod.metadata, annotations: merged, resourceVersion: String(Number(pod.metadata.resourceVersion) + 1) } };
     this.pods.set(name, next);
-    this.ahead?.observe('MODIFIED', next);
-    // Scheduler-owned annotations are what the ledger follows; the claim alone changes nothing it reads.
+    for (const informer of this.informers) informer.observe('MODIFIED', next);
+    // Scheduler-owned annotations are what the ledger follows; a claim alone changes nothing it reads.
     if (merged['hami.io/vgpu-node'] !== undefined) this.forward({ type: 'MODIFIED', object: { kind: 'Pod', apiVersion: 'v1', ...next } });
   }
 
-  private claim(target: NudgeTarget, annotations: Readonly<Record<string, string>>): NudgeResult {
+  /** A merge patch conditional on the resourceVersion, as the relay's claim is. */
+  claim(target: NudgeTarget, annotations: Readonly<Record<string, string>>): NudgeResult {
     const pod = this.pods.get(target.name);
     if (!pod) return 'gone';
     if (pod.metadata.resourceVersion !== target.resourceVersion) return 'changed';
     this.patch(target.name, annotations);
     return 'nudged';
+  }
+}
+
+/**
+ * The relay under test: `replicas` relays over one API server, each with its own decide-ahead (when on) and its own
+ * filter path; kube-scheduler's filters go to them in turn, as a Service spreads them.
+ */
+export class RelayUnderTest {
+  private readonly api: BenchApiServer;
+  private readonly replicas: { readonly deps: ExtenderDeps; readonly ahead: AheadDecisions | undefined }[] = [];
+  private next = 0;
+
+  constructor(filterUrl: string, settings: AheadSettings | undefined, forward: (event: { type: 'MODIFIED'; object: unknown }) => void, viewSeq: () => number, replicas = 1) {
+    this.api = new BenchApiServer(forward);
+    const writer: ClusterWriter = {
+      patchPodMetadata: async (e) => this.api.patch(e.name, e.annotations),
+      bindPod: async () => undefined,
+      recordEvent: async () => undefined,
+      patchNodeMetadata: async () => undefined,
+    };
+    for (let r = 0; r < replicas; r++) {
+      const ahead =
+        settings === undefined
+          ? undefined
+          : new AheadDecisions({
+              controlPlane: createControlPlaneClient(settings.aheadUrl, unsignedRequests),
+              writer,
+              claim: async (target, annotations) => this.api.claim(target, annotations),
+              logger: silentLogger,
+              schedulerName: BENCH_SCHEDULER,
+              managedResources: ['nvidia.com/gpu', 'nvidia.com/gpumem', 'nvidia.com/gpucores'],
+              windowMs: 20,
+              maxPods: 100,
+              waitMs: 3_000,
+              reservationTtlMs: settings.reservationTtlMs,
+              requestTimeoutMs: 25_000,
+              now: () => Date.now(),
+              delay: realDelay,
+              viewSeq,
+            });
+      if (ahead) this.api.informers.push(ahead);
+      const deps: ExtenderDeps = {
+        controlPlane: createControlPlaneClient(filterUrl, unsignedRequests),
+        writer,
+        logger: silentLogger,
+        deadlineMs: 25_000,
+        viewSeq,
+        pods: { schedulerName: BENCH_SCHEDULER, cached: (_ns, name) => this.api.get(name), read: async (_ns, name) => this.api.get(name) },
+        ...(ahead ? { ahead } : {}),
+      };
+      this.replicas.push({ deps, ahead });
+    }
+  }
+
+  /** A pod created: every replica's informer sees it. */
+  create(pod: BenchPod): void {
+    this.api.create(pod);
+  }
+
+  /** kube-scheduler's filter, answered by the relay's own code (the replicas in turn). */
+  filter(name: string, nodeNames: readonly string[]): Promise<Record<string, unknown>> {
+    const replica = this.replicas[this.next++ % this.replicas.length]!;
+    return relayFilter(JSON.stringify({ Pod: this.api.get(name), Nodes: null, NodeNames: nodeNames }), replica.deps);
+  }
+
+  /** The pod's annotations as the API server holds them now (what a bind forwards with the pod). */
+  annotations(name: string): Record<string, string> {
+    return { ...(this.api.get(name)?.metadata.annotations ?? {}) };
+  }
+
+  /** Bound: the pod leaves decide-ahead's sight, as a bound pod does. */
+  bound(name: string, node: string): void {
+    this.api.bound(name, node);
+  }
+
+  /** Filters answered from a decision made ahead, over every replica. */
+  answeredAhead(): number {
+    return this.replicas.reduce((sum, r) => sum + (r.ahead?.stats().answeredAhead ?? 0), 0);
+  }
+
+  close(): void {
+    for (const r of this.replicas) r.ahead?.close();
   }
 }

@@ -49,6 +49,7 @@
  * Flags: --nodes 100 --pods 1000 --policy binpack|spread --store-rtt-ms 0 --gateway-rtt-ms 0
  *        --running-per-card 1 --plugin-delay-ms 20 --schedulers 1 --percentage-of-nodes-to-score 100 --node-names short
  *        --burst --filters-only --decide-ahead on|off|both --arrival burst|stream|both --stream-per-second 200
+ *        --relay-replicas 1
  *
  * Without `--burst`, kube-scheduler's stand-in filters through the relay's own code (bench/ahead.ts), with
  * decide-ahead off and on, for pods created at once and as a steady stream (docs/performance.md, "Deciding ahead");
@@ -103,6 +104,8 @@ interface Options {
   /** How the pods arrive: all at once, a steady stream of `streamPerSecond`, or both in turn. */
   arrival: 'burst' | 'stream' | 'both';
   streamPerSecond: number;
+  /** Relay replicas on the relay's filter path: kube-scheduler's filters go to them in turn. */
+  relayReplicas: number;
 }
 
 /** One run of the relay's filter path: decide-ahead on or off, pods in a burst or a stream. */
@@ -129,10 +132,11 @@ const FLAGS: Record<string, keyof Options> = {
   '--decide-ahead': 'decideAhead',
   '--arrival': 'arrival',
   '--stream-per-second': 'streamPerSecond',
+  '--relay-replicas': 'relayReplicas',
 };
 
 function parseArgs(argv: readonly string[]): Options {
-  const options: Options = { nodes: 100, pods: 1000, policy: 'binpack', storeRttMs: 0, gatewayRttMs: 0, runningPerCard: 1, pluginDelayMs: 20, schedulers: 1, percentageOfNodesToScore: 100, nodeNames: 'short', burst: false, filtersOnly: false, decideAhead: 'both', arrival: 'both', streamPerSecond: 200 };
+  const options: Options = { nodes: 100, pods: 1000, policy: 'binpack', storeRttMs: 0, gatewayRttMs: 0, runningPerCard: 1, pluginDelayMs: 20, schedulers: 1, percentageOfNodesToScore: 100, nodeNames: 'short', burst: false, filtersOnly: false, decideAhead: 'both', arrival: 'both', streamPerSecond: 200, relayReplicas: 1 };
   for (let i = 0; i < argv.length; i++) {
     const key = FLAGS[argv[i] ?? ''];
     if (!key) throw new Error(`unknown flag ${argv[i]}; use ${Object.keys(FLAGS).join(', ')}`);
@@ -548,7 +552,7 @@ async function runOnce(options: Options, mode: Mode, run?: AheadRun): Promise<Re
     const underTest =
       run === undefined
         ? undefined
-        : new RelayUnderTest(filterGateways[0]!.url, aheadUrl ? { aheadUrl, reservationTtlMs: 600_000 } : undefined, (event) => void relay.forward(event), () => relay.viewSeq);
+        : new RelayUnderTest(filterGateways[0]!.url, aheadUrl ? { aheadUrl, reservationTtlMs: 600_000 } : undefined, (event) => void relay.forward(event), () => relay.viewSeq, options.relayReplicas);
     const cpuBefore = readCpu(processes, now());
     const started = now();
     const arrivals: NodeJS.Timeout[] = [];
@@ -562,7 +566,7 @@ async function runOnce(options: Options, mode: Mode, run?: AheadRun): Promise<Re
     }
     const results = await Promise.all(queues.map((queue, s) => runScheduler(queue, names, filterGateways[s]!.url, otherGateway.url, relay, options, underTest)));
     for (const timer of arrivals) clearTimeout(timer);
-    underTest?.ahead?.close();
+    underTest?.close();
     const placed = results.reduce((sum, r) => sum + r.placed, 0);
     const elapsedS = (Math.max(...results.map((r) => r.lastPlacedAt)) - started) / 1000;
     await relay.close();
@@ -640,7 +644,8 @@ async function runOnce(options: Options, mode: Mode, run?: AheadRun): Promise<Re
             arrival: run.arrival,
             ...(run.arrival === 'stream' ? { streamPerSecond: options.streamPerSecond } : {}),
             // Filters kube-scheduler got answered from a decision made ahead, of all its filters.
-            answeredAheadShare: round((underTest?.ahead?.stats().answeredAhead ?? 0) / Math.max(filters, 1), 3),
+            answeredAheadShare: round((underTest?.answeredAhead() ?? 0) / Math.max(filters, 1), 3),
+            relayReplicas: options.relayReplicas,
           }
         : {}),
     };

@@ -134,7 +134,8 @@ export class AheadDecisions {
     if (existing?.state === 'waiting' && existing.pod === undefined) {
       // Another replica's batch: its decision (or its word that there is none) settles the wait.
       if (this.learn(uid, annotations)) existing.settle();
-      else if (mark !== AHEAD_CLAIM_VALUE) {
+      else if (mark !== undefined && mark !== AHEAD_CLAIM_VALUE) {
+        // `none` (or a mark that names nothing now): no decision to wait for. An event without a mark is older news.
         this.entries.set(uid, { state: 'spent' });
         existing.settle();
       }

@@ -145,6 +145,8 @@ describe('decide-ahead in the relay', () => {
     const other = setup('n4');
     // This replica saw the claim first (it waits for that decision), then the decision itself.
     other.ahead.observe('MODIFIED', pendingPod('shared', { annotations: { 'hami.io/decided-ahead': 'claimed' } }));
+    // An older event (the pod before the claim) does not end the wait.
+    other.ahead.observe('ADDED', pendingPod('shared'));
     other.ahead.observe('MODIFIED', decider.current('shared'));
     expect(other.claims).toEqual([]);
     expect(await other.ahead.lookup(decider.current('shared'), ['n4'])).toEqual({ use: 'n4', decidedAt: expect.any(String) });
