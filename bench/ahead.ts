@@ -93,6 +93,8 @@ export class RelayUnderTest {
       bindPod: async () => undefined,
       recordEvent: async () => undefined,
       patchNodeMetadata: async () => undefined,
+      // The bench's workload never preempts; an eviction would be refused, as a PodDisruptionBudget would.
+      evictPod: async () => ({ kind: 'refused', message: 'the bench evicts nothing', disruptionBudget: false }),
     };
     for (let r = 0; r < replicas; r++) {
       const ahead =

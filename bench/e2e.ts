@@ -14,9 +14,11 @@
  *                   plugin's work); a bind that meets the node lock sends the pod back to the queue with
  *                   kube-scheduler's backoff (1 s doubling to 10 s), unless an update of the pod (a nudge)
  *                   brings it back earlier; the pod is then filtered again.
- *   relay           applies the Effects (the node lock's annotation on the Node, nudges), forwards each pod and
- *                   Node update in batches (100 events or 200 ms, one batch in flight), and passes the journal
- *                   entry its last batch produced to /filter (`X-Hami-Min-View-Seq`).
+ *   relay           applies the Effects (the node lock's annotation on the Node, guarded clears, nudges), forwards
+ *                   each pod and Node update in batches (100 events or 200 ms, one batch in flight; an event that
+ *                   may end a lock goes at once), passes the journal entry its last batch produced to /filter
+ *                   (`X-Hami-Min-View-Seq`), and holds binds per node until it sees the lock free (the relay's own
+ *                   NodeBindQueue, lib/relay/bindQueue.ts; docs/relay.md, "Bind hand-over").
  *   device plugin   `--plugin-delay-ms` after a bind, reports the allocation (bind-phase success) and deletes the
  *                   node lock's annotation, as HAMi's device plugin does.
  *
@@ -43,8 +45,10 @@
  * Last line: one JSON object; `{"error": …}` when the run failed (exit code 1, the stack on stderr).
  *
  * `--burst` (docs/locks.md): every pod arrives at once, binpack, and the run is made twice: `lockAware` (our
- * defaults: lock-aware placement, binds that wait, nudges) and `hamiExact` (HAMi's behaviour: its exact choice,
- * binds that fail at once on the lock, no nudges); the last line holds both.
+ * defaults: lock-aware placement, the relay's bind hand-over, nudges) and `hamiExact` (HAMi's behaviour: its exact
+ * choice, binds that fail at once on the lock, no hand-over, no nudges); the last line holds both, and a line per
+ * mode before it the burst's figures: pods per second, time to all bound, refused binds (kube-scheduler saw an
+ * `Error`), over-allocated cards, and the hand-over (a device plugin's report to the next lock on its node) p50/p99.
  *
  * Flags: --nodes 100 --pods 1000 --policy binpack|spread --store-rtt-ms 0 --gateway-rtt-ms 0
  *        --running-per-card 1 --plugin-delay-ms 20 --schedulers 1 --percentage-of-nodes-to-score 100 --node-names short
@@ -76,6 +80,9 @@ import { defaultEngineConfig, type DeviceUsage, type NodeState } from '../lib/en
 import { MIN_VIEW_SEQ_HEADER } from '../lib/wire/headers';
 import { REQUEUE_ANNOTATION } from '../lib/control/effects';
 import { NODE_LOCK_ANNOTATION } from '../lib/control/ledger';
+import { NodeBindQueue, type BindTry } from '../lib/relay/bindQueue';
+import type { ClusterWatchEvent } from '../lib/relay/forwarder';
+import { realDelay } from '../lib/relay/delay';
 import { clockMs, filterTail, isRead, serialRoundTrips, type ObservedCall, type TailGroup } from './proxy';
 import { PROXY_ROLE, ROLE_ENV, serveProxies, startProxyProcess, type ProxyTarget, type RemoteProxy } from './proxyProcess';
 import { CARD_MEM, CARDS, candidateRotation, cardId, nodeNames, nodeObject, runningPod, workloadPod, type BenchPod, type NodeNameStyle } from './workload';
@@ -251,7 +258,11 @@ interface Effect {
   readonly kind: string;
   readonly name?: string;
   readonly annotations?: Record<string, string | null>;
+  readonly ifAnnotations?: Record<string, string>;
 }
+
+/** The relay's bind hand-over hold (RELAY_BIND_HANDOVER_MS by default: three fifths of the 25 s deadline). */
+const BIND_HANDOVER_MS = 15_000;
 
 /**
  * The relay and the API server, as far as the control plane can tell: the Effects it applies, the Node and Pod
@@ -260,6 +271,8 @@ interface Effect {
 class Relay {
   private pending: { event: unknown; done: () => void }[] = [];
   private running = true;
+  /** An event that may end a lock waits: the batch goes without waiting out its window (the relay's hand-over). */
+  private urgent = false;
   viewSeq = 0;
   private readonly loop: Promise<void>;
   private readonly nodeAnnotations = new Map<string, Record<string, string>>();
@@ -268,18 +281,26 @@ class Relay {
   constructor(
     private readonly url: string,
     private readonly onNudge: (podName: string) => void,
+    /** The relay's per-node bind queue (lib/relay/bindQueue.ts); none for HAMi's behaviour. */
+    readonly bindQueue?: NodeBindQueue,
   ) {
     this.loop = this.run();
   }
 
   forward(event: unknown): Promise<void> {
+    if (this.bindQueue?.watched(event as ClusterWatchEvent) === true) this.urgent = true;
     return new Promise((done) => this.pending.push({ event, done }));
   }
 
   /** Applies Effects as the relay does: Node patches become Node updates its informer forwards; nudges re-queue pods. */
   apply(effects: readonly Effect[]): void {
     for (const effect of effects) {
-      if (effect.kind === 'PatchNodeAnnotations' && effect.name) this.patchNode(effect.name, effect.annotations ?? {});
+      if (effect.kind === 'PatchNodeAnnotations' && effect.name) {
+        // A guarded patch (the lock's mirror) applies only while the Node still holds those values.
+        const current = this.nodeAnnotations.get(effect.name) ?? {};
+        if (Object.entries(effect.ifAnnotations ?? {}).some(([key, value]) => current[key] !== value)) continue;
+        this.patchNode(effect.name, effect.annotations ?? {});
+      }
       else if (effect.kind === 'PatchPodAnnotations' && effect.name && effect.annotations?.[REQUEUE_ANNOTATION]) this.onNudge(effect.name);
     }
   }
@@ -308,9 +329,11 @@ class Relay {
         continue;
       }
       const windowEnds = now() + BATCH_WINDOW_MS;
-      while (this.pending.length < BATCH_EVENTS && now() < windowEnds && this.running) await sleep(5);
+      while (this.pending.length < BATCH_EVENTS && now() < windowEnds && this.running && !this.urgent) await sleep(5);
+      this.urgent = false;
       const batch = this.pending.splice(0, BATCH_EVENTS);
       const answer = await post(`${this.url}/cluster/events`, { events: batch.map((b) => b.event) });
+      this.bindQueue?.delivered(batch.map((b) => b.event as ClusterWatchEvent));
       if (typeof answer.viewSeq === 'number') this.viewSeq = Math.max(this.viewSeq, answer.viewSeq);
       this.apply((answer.Effects as Effect[] | undefined) ?? []);
       for (const b of batch) b.done();
@@ -327,6 +350,11 @@ interface SchedulerResult {
   readonly filterMs: number[];
   readonly filterWindows: [number, number][];
   readonly bindMs: number[];
+  /**
+   * Per lock taken after a device plugin's report on its node while another pod waited for that node (a bind queued
+   * at the relay, or refused there since its last lock): the time from that report to the lock.
+   */
+  readonly handOverMs: number[];
   placed: number;
   unplaced: number;
   lockRetries: number;
@@ -342,7 +370,7 @@ interface QueuedPod {
 
 /** One kube-scheduler: a serial scheduling cycle, asynchronous binds, the backoff queue. */
 async function runScheduler(queue: QueuedPod[], nodeNames: readonly string[], filterUrl: string, otherUrl: string, relay: Relay, options: Options, via?: RelayUnderTest): Promise<SchedulerResult> {
-  const out: SchedulerResult = { filterMs: [], filterWindows: [], bindMs: [], placed: 0, unplaced: 0, lockRetries: 0, gaveUp: 0, lastPlacedAt: 0 };
+  const out: SchedulerResult = { filterMs: [], filterWindows: [], bindMs: [], handOverMs: [], placed: 0, unplaced: 0, lockRetries: 0, gaveUp: 0, lastPlacedAt: 0 };
   const binds = new Set<Promise<void>>();
   const allocations = new Set<Promise<void>>();
   const candidates = candidateRotation(nodeNames, options.percentageOfNodesToScore);
@@ -355,20 +383,42 @@ async function runScheduler(queue: QueuedPod[], nodeNames: readonly string[], fi
     item.attempt += 1;
     queue.push(item);
   };
+  /** Per node, when the device plugin last reported an allocation there, while a pod waited, that no lock has followed yet. */
+  const reportedAt = new Map<string, number>();
+  /** Nodes on which a bind was refused since their last lock (HAMi's behaviour: those pods wait in backoff). */
+  const refusedOn = new Set<string>();
   const bind = async (item: QueuedPod, node: string, annotations: Record<string, string>) => {
     const p = item.pod;
     const args = { PodName: p.metadata.name, PodNamespace: p.metadata.namespace, PodUID: p.metadata.uid, Node: node };
     const started = now();
-    const answer = await post(`${otherUrl}/bind`, args);
+    // What the relay does with one bind: send it (as a hand-over when it queues binds), apply the Effects, report the outcome.
+    const attempt = async (handOver: boolean): Promise<BindTry<string>> => {
+      const answer = await post(`${otherUrl}/bind`, handOver ? { ...args, HandOver: true } : args);
+      if (handOver && typeof answer.LockHeld === 'string') return { outcome: 'held' };
+      const effects = (answer.Effects as Effect[] | undefined) ?? [];
+      relay.apply(effects);
+      if (typeof answer.Error === 'string' && answer.Error !== '') return { outcome: 'done', value: answer.Error };
+      const locked = effects.some((e) => e.kind === 'PatchNodeAnnotations' && typeof e.annotations?.[NODE_LOCK_ANNOTATION] === 'string');
+      const reported = reportedAt.get(node);
+      if (locked) {
+        if (reported !== undefined) out.handOverMs.push(now() - reported);
+        reportedAt.delete(node);
+        refusedOn.delete(node);
+      }
+      // The relay applied the Effects (the Node's lock annotation, bind-phase allocating, the Binding) and reports the outcome.
+      relay.apply(((await post(`${otherUrl}/bind/outcome`, { ...args, Error: '' })).Effects as Effect[] | undefined) ?? []);
+      return { outcome: locked ? 'locked' : 'done', value: '' };
+    };
+    const error = relay.bindQueue
+      ? await relay.bindQueue.bind(node, `${p.metadata.namespace}/${p.metadata.name}`, attempt)
+      : await attempt(false).then((tried) => (tried.outcome === 'held' ? 'held' : tried.value));
     out.bindMs.push(now() - started);
-    relay.apply((answer.Effects as Effect[] | undefined) ?? []);
-    if (typeof answer.Error === 'string' && answer.Error !== '') {
+    if (error !== '') {
+      refusedOn.add(node);
       out.lockRetries += 1;
       requeue(item);
       return;
     }
-    // The relay applied the Effects (the Node's lock annotation, bind-phase allocating, the Binding) and reports the outcome.
-    relay.apply(((await post(`${otherUrl}/bind/outcome`, { ...args, Error: '' })).Effects as Effect[] | undefined) ?? []);
     void relay.forward(podUpdate(p, annotations, node, 'allocating', '3'));
     out.placed += 1;
     out.lastPlacedAt = now();
@@ -380,6 +430,7 @@ async function runScheduler(queue: QueuedPod[], nodeNames: readonly string[], fi
   /** The device plugin allocates a little later, reports success, and releases the Node's lock annotation if it names the pod. */
   const allocate = async (p: BenchPod, node: string, annotations: Record<string, string>) => {
     await sleep(options.pluginDelayMs);
+    if ((relay.bindQueue?.waiting(node) ?? 0) > 0 || refusedOn.has(node)) reportedAt.set(node, now());
     if (relay.nodeAnnotation(node, NODE_LOCK_ANNOTATION)?.endsWith(`,${p.metadata.namespace},${p.metadata.name}`)) relay.patchNode(node, { [NODE_LOCK_ANNOTATION]: null });
     await relay.forward(podUpdate(p, annotations, node, 'success', '4'));
   };
@@ -541,10 +592,15 @@ async function runOnce(options: Options, mode: Mode, run?: AheadRun): Promise<Re
     const arrivalMs = (i: number) => (run?.arrival === 'stream' ? (i * 1000) / options.streamPerSecond : 0);
     workload.forEach((pod, i) => queues[i % options.schedulers]!.push({ pod, attempt: 0, notBefore: arrivalMs(i) }));
     // A nudge (an update of the pod) brings a pod in backoff back at once; HAMi's stack has none.
-    const relay = new Relay(otherGateway.url, (name) => {
-      if (mode === 'hamiExact') return;
-      for (const queue of queues) for (const item of queue) if (item.pod.metadata.name === name) item.notBefore = 0;
-    });
+    const relay = new Relay(
+      otherGateway.url,
+      (name) => {
+        if (mode === 'hamiExact') return;
+        for (const queue of queues) for (const item of queue) if (item.pod.metadata.name === name) item.notBefore = 0;
+      },
+      // The relay's bind hand-over; HAMi's stack has none.
+      mode === 'hamiExact' ? undefined : new NodeBindQueue({ holdMs: BIND_HANDOVER_MS, delay: realDelay }),
+    );
     relay.viewSeq = viewSeq;
     const callsBefore = await proxies.counts();
     process.stdout.write(`bench: ${options.pods} pods, policy ${options.policy}, store rtt ${options.storeRttMs} ms, gateway rtt ${options.gatewayRttMs} ms, ${options.schedulers} scheduler(s)\n`);
@@ -605,6 +661,13 @@ async function runOnce(options: Options, mode: Mode, run?: AheadRun): Promise<Re
       firstFilterMs: round(Math.max(...results.map((r) => r.filterMs[0] ?? 0))),
       // No binds (`--filters-only`): null, not a time.
       bindP50Ms: options.filtersOnly ? null : round(percentile(results.flatMap((r) => r.bindMs), 50)),
+      // Burst figures (docs/locks.md): until every pod was bound, binds kube-scheduler saw refused, and the time from a
+      // device plugin's report to the next lock on its node.
+      timeToAllBoundS: round(elapsedS),
+      refusedBinds: lockRetries,
+      // Null where no pod ever waited for a node's lock (lock-aware placement over many nodes).
+      handOvers: results.reduce((sum, r) => sum + r.handOverMs.length, 0),
+      handOverMs: results.some((r) => r.handOverMs.length > 0) ? spread(results.flatMap((r) => r.handOverMs)) : null,
       podsPerSecond: round(placed / Math.max(elapsedS, 1e-9), 1),
       engineP50Ms: round(engineP50Ms, 3),
       storeRoundTripsPerFilter: { p50: percentile(roundTrips, 50), p99: percentile(roundTrips, 99) },
@@ -685,7 +748,13 @@ async function main(): Promise<void> {
   const hamiExact = await runOnce(burst, 'hamiExact');
   const lockAware = await runOnce(burst, 'lockAware');
   const ratio = (lockAware.podsPerSecond as number) / Math.max(hamiExact.podsPerSecond as number, 1e-9);
-  process.stdout.write(`${JSON.stringify({ lockAware, hamiExact, podsPerSecondRatio: round(ratio, 1), nodes: burst.nodes, pods: burst.pods, pluginDelayMs: burst.pluginDelayMs })}\n`);
+  // Ratios of one run: the machine's load (shared cores) weighs on both modes alike.
+  const handOverP50 = (r: Record<string, unknown>) => (r.handOverMs as { p50: number } | null)?.p50;
+  const [exactHandOver, awareHandOver] = [handOverP50(hamiExact), handOverP50(lockAware)];
+  const handOverRatio = exactHandOver !== undefined && awareHandOver !== undefined ? round(exactHandOver / Math.max(awareHandOver, 1e-9), 1) : null;
+  const summary = (r: Record<string, unknown>) => ({ podsPerSecond: r.podsPerSecond, timeToAllBoundS: r.timeToAllBoundS, refusedBinds: r.refusedBinds, overAllocations: r.overAllocations, handOvers: r.handOvers, handOverMs: r.handOverMs });
+  process.stdout.write(`burst hamiExact: ${JSON.stringify(summary(hamiExact))}\nburst lockAware: ${JSON.stringify(summary(lockAware))}\n`);
+  process.stdout.write(`${JSON.stringify({ lockAware, hamiExact, podsPerSecondRatio: round(ratio, 1), handOverP50Ratio: handOverRatio, nodes: burst.nodes, pods: burst.pods, pluginDelayMs: burst.pluginDelayMs })}\n`);
 }
 
 // The same bundle is the proxies' process (startProxyProcess starts it with this role): no build target of its own.

@@ -5,6 +5,7 @@
 import { z } from 'zod';
 import { ConfigError } from './errors';
 import type { EngineConfig } from './engine/types';
+import { PREEMPTION_MODES, type PreemptionMode } from './wire/preemption';
 import { DynamoEndpointError, realRegion, resolveDynamoEndpoint, type EndpointSetting } from './store/dynamoEndpoint';
 
 const intIn = (min: number, max: number, fallback: number) =>
@@ -37,19 +38,8 @@ const endpointUrl = () => z.url({ message: 'must be a URL such as http://127.0.0
 
 const name = (fallback: string) => z.string().trim().min(1, 'must not be empty').default(fallback);
 
-const envSchema = z.object({
-  STATE_TABLE: name('hami-state'),
-  RECORDS_TABLE: name('hami-records'),
-  /** A DynamoDB-compatible endpoint (dynalite, DynamoDB Local, LocalStack); unset in AWS. Wins over the AWS variables below. */
-  DDB_ENDPOINT: endpointUrl(),
-  AWS_REGION: name('us-east-1'),
-  // The AWS SDK's endpoint settings, read as it reads them for DynamoDB (lib/store/dynamoEndpoint.ts).
-  AWS_ENDPOINT_URL_DYNAMODB: endpointUrl(),
-  AWS_ENDPOINT_URL: endpointUrl(),
-  AWS_IGNORE_CONFIGURED_ENDPOINT_URLS: awsBool,
-  AWS_USE_FIPS_ENDPOINT: awsBool,
-  AWS_USE_DUALSTACK_ENDPOINT: awsBool,
-  HAMI_LOG_VERBOSITY: intIn(0, 5, 0),
+/** The engine's settings (`EngineConfig`): the control plane's rules, which the relay's webhook and hami-diag apply too. */
+const engineEnvSchema = z.object({
   HAMI_NODE_SCHEDULER_POLICY: z.enum(['binpack', 'spread'], { message: 'must be binpack or spread' }).default('binpack'),
   HAMI_GPU_SCHEDULER_POLICY: z
     .string()
@@ -68,6 +58,25 @@ const envSchema = z.object({
   HAMI_DEFAULT_MEMORY: intIn(0, 2_147_483_647, 0),
   HAMI_DEFAULT_CORES: intIn(0, 100, 0),
   HAMI_MEMORY_FACTOR: intIn(1, 1_000_000, 1),
+  HAMI_REALTIME_CHECK: bool(false),
+  HAMI_REALTIME_CHECK_MODE: z.enum(['strict', 'warning', 'disabled'], { message: 'must be strict, warning or disabled' }).default('strict'),
+  HAMI_REALTIME_MARGIN_MIB: intIn(0, 1_048_576, 100),
+  HAMI_REALTIME_MAX_AGE_SECONDS: intIn(1, 86_400, 60),
+});
+
+const envSchema = engineEnvSchema.extend({
+  STATE_TABLE: name('hami-state'),
+  RECORDS_TABLE: name('hami-records'),
+  /** A DynamoDB-compatible endpoint (dynalite, DynamoDB Local, LocalStack); unset in AWS. Wins over the AWS variables below. */
+  DDB_ENDPOINT: endpointUrl(),
+  AWS_REGION: name('us-east-1'),
+  // The AWS SDK's endpoint settings, read as it reads them for DynamoDB (lib/store/dynamoEndpoint.ts).
+  AWS_ENDPOINT_URL_DYNAMODB: endpointUrl(),
+  AWS_ENDPOINT_URL: endpointUrl(),
+  AWS_IGNORE_CONFIGURED_ENDPOINT_URLS: awsBool,
+  AWS_USE_FIPS_ENDPOINT: awsBool,
+  AWS_USE_DUALSTACK_ENDPOINT: awsBool,
+  HAMI_LOG_VERBOSITY: intIn(0, 5, 0),
   HAMI_NODE_LOCK_EXPIRE_SECONDS: intIn(1, 86_400, 300),
   /** How long /bind waits for an allocation in progress to end before answering HAMi's contention text (below the relay's deadline and API Gateway's 29 s). */
   HAMI_BIND_LOCK_WAIT_SECONDS: intIn(0, 20, 5),
@@ -76,12 +85,12 @@ const envSchema = z.object({
   /** A filter's reservation counts until the pod is seen with its annotations, or for this long. */
   HAMI_RESERVATION_TTL_SECONDS: intIn(10, 86_400, 600),
   HAMI_RECORD_RETENTION_HOURS: intIn(1, 24 * 90, 24),
+  /** GPU-aware preemption (docs/preemption.md): `on`, `off`, or `log` (decide and explain, evict nothing). */
+  HAMI_PREEMPTION: z.enum(PREEMPTION_MODES, { message: 'must be on, off or log' }).default('on'),
+  /** How long the cards freed by a preemption are held for the preemptor, at most (docs/preemption.md). */
+  HAMI_PREEMPTION_HOLD_SECONDS: intIn(10, 3600, 300),
   /** A warm view not synced for this long syncs before deciding (docs/state.md, "Warm view"). */
   HAMI_VIEW_MAX_AGE_MS: intIn(0, 600_000, 1000),
-  HAMI_REALTIME_CHECK: bool(false),
-  HAMI_REALTIME_CHECK_MODE: z.enum(['strict', 'warning', 'disabled'], { message: 'must be strict, warning or disabled' }).default('strict'),
-  HAMI_REALTIME_MARGIN_MIB: intIn(0, 1_048_576, 100),
-  HAMI_REALTIME_MAX_AGE_SECONDS: intIn(1, 86_400, 60),
   /** Local server only: every route requires `Authorization: Bearer <token>` when set. */
   HAMI_API_TOKEN: z.string().min(8, 'must be at least 8 characters').optional(),
 });
@@ -105,6 +114,8 @@ export interface AppConfig {
   readonly bindLockWaitSeconds: number;
   readonly lockAware: boolean;
   readonly reservationTtlSeconds: number;
+  readonly preemption: PreemptionMode;
+  readonly preemptionHoldSeconds: number;
   readonly recordRetentionHours: number;
   readonly viewMaxAgeMs: number;
   readonly apiToken?: string;
@@ -150,18 +161,51 @@ function storeEndpoint(e: Env): { readonly endpoint: string; readonly region: st
   }
 }
 
-/** Parses the environment; throws ConfigError listing every bad variable. */
-export function loadConfig(env: Readonly<Record<string, string | undefined>> = process.env): AppConfig {
+/** The variables `schema` names, set and non-empty, parsed; throws ConfigError listing every bad one. */
+function parseEnv<S extends z.ZodObject>(schema: S, env: Readonly<Record<string, string | undefined>>): z.output<S> {
   const present: Record<string, string> = {};
-  for (const key of Object.keys(envSchema.shape)) {
+  for (const key of Object.keys(schema.shape)) {
     const value = env[key];
     if (value !== undefined && value !== '') present[key] = value;
   }
-  const parsed = envSchema.safeParse(present);
-  if (!parsed.success) {
-    throw new ConfigError(parsed.error.issues.map((i) => `${i.path.join('.')}: ${i.message}`));
-  }
-  const e = parsed.data;
+  const parsed = schema.safeParse(present);
+  if (!parsed.success) throw new ConfigError(parsed.error.issues.map((i) => `${i.path.join('.')}: ${i.message}`));
+  return parsed.data;
+}
+
+function engineConfigOf(e: z.output<typeof engineEnvSchema>): EngineConfig {
+  return {
+    resourceCountName: e.HAMI_RESOURCE_COUNT_NAME,
+    resourceMemoryName: e.HAMI_RESOURCE_MEMORY_NAME,
+    resourceMemoryPercentageName: e.HAMI_RESOURCE_MEMORY_PERCENTAGE_NAME,
+    resourceCoreName: e.HAMI_RESOURCE_CORE_NAME,
+    neuronResourceName: e.HAMI_RESOURCE_NEURON_NAME,
+    neuronCoreResourceName: e.HAMI_RESOURCE_NEURONCORE_NAME,
+    defaultMemory: e.HAMI_DEFAULT_MEMORY,
+    defaultCores: e.HAMI_DEFAULT_CORES,
+    memoryFactor: e.HAMI_MEMORY_FACTOR,
+    nodeSchedulerPolicy: e.HAMI_NODE_SCHEDULER_POLICY,
+    gpuSchedulerPolicy: e.HAMI_GPU_SCHEDULER_POLICY,
+    realtime: {
+      enabled: e.HAMI_REALTIME_CHECK,
+      mode: e.HAMI_REALTIME_CHECK_MODE,
+      marginMiB: e.HAMI_REALTIME_MARGIN_MIB,
+      maxAgeMs: e.HAMI_REALTIME_MAX_AGE_SECONDS * 1000,
+    },
+  };
+}
+
+/**
+ * The engine's settings alone, from the same variables and by the same rules as `loadConfig` (no store settings):
+ * for the relay's webhook and hami-diag, which apply the control plane's rules. Throws ConfigError.
+ */
+export function loadEngineConfig(env: Readonly<Record<string, string | undefined>> = process.env): EngineConfig {
+  return engineConfigOf(parseEnv(engineEnvSchema, env));
+}
+
+/** Parses the environment; throws ConfigError listing every bad variable. */
+export function loadConfig(env: Readonly<Record<string, string | undefined>> = process.env): AppConfig {
+  const e = parseEnv(envSchema, env);
   const store = storeEndpoint(e);
   return {
     stateTable: e.STATE_TABLE,
@@ -170,29 +214,13 @@ export function loadConfig(env: Readonly<Record<string, string | undefined>> = p
     localCredentials: e.DDB_ENDPOINT !== undefined && !hasAwsCredentials(env),
     region: store.region,
     logVerbosity: e.HAMI_LOG_VERBOSITY,
-    engine: {
-      resourceCountName: e.HAMI_RESOURCE_COUNT_NAME,
-      resourceMemoryName: e.HAMI_RESOURCE_MEMORY_NAME,
-      resourceMemoryPercentageName: e.HAMI_RESOURCE_MEMORY_PERCENTAGE_NAME,
-      resourceCoreName: e.HAMI_RESOURCE_CORE_NAME,
-      neuronResourceName: e.HAMI_RESOURCE_NEURON_NAME,
-      neuronCoreResourceName: e.HAMI_RESOURCE_NEURONCORE_NAME,
-      defaultMemory: e.HAMI_DEFAULT_MEMORY,
-      defaultCores: e.HAMI_DEFAULT_CORES,
-      memoryFactor: e.HAMI_MEMORY_FACTOR,
-      nodeSchedulerPolicy: e.HAMI_NODE_SCHEDULER_POLICY,
-      gpuSchedulerPolicy: e.HAMI_GPU_SCHEDULER_POLICY,
-      realtime: {
-        enabled: e.HAMI_REALTIME_CHECK,
-        mode: e.HAMI_REALTIME_CHECK_MODE,
-        marginMiB: e.HAMI_REALTIME_MARGIN_MIB,
-        maxAgeMs: e.HAMI_REALTIME_MAX_AGE_SECONDS * 1000,
-      },
-    },
+    engine: engineConfigOf(e),
     nodeLockExpireSeconds: e.HAMI_NODE_LOCK_EXPIRE_SECONDS,
     bindLockWaitSeconds: e.HAMI_BIND_LOCK_WAIT_SECONDS,
     lockAware: e.HAMI_LOCK_AWARE,
     reservationTtlSeconds: e.HAMI_RESERVATION_TTL_SECONDS,
+    preemption: e.HAMI_PREEMPTION,
+    preemptionHoldSeconds: e.HAMI_PREEMPTION_HOLD_SECONDS,
     recordRetentionHours: e.HAMI_RECORD_RETENTION_HOURS,
     viewMaxAgeMs: e.HAMI_VIEW_MAX_AGE_MS,
     ...(e.HAMI_API_TOKEN ? { apiToken: e.HAMI_API_TOKEN } : {}),

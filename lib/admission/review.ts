@@ -13,9 +13,10 @@ import { isJsonObject, nestingExceeds } from '../json';
 import { SchedulerOwnedPodAnnotations } from '../engine/podAnnotations';
 import { readQuantity } from '../engine/quantity';
 import { containerRequest, describeQuantityProblems, hasManagedResources, podRequestProblems } from '../engine/requests';
-import { NVIDIA, type ContainerLike, type EngineConfig, type PodLike } from '../engine/types';
+import { NVIDIA, type EngineConfig, type PodLike } from '../engine/types';
 import type { CardCapacity } from './cards';
 import { jsonPatch, type JsonPatchOperation } from './jsonPatch';
+import { containerSchema as wireContainerSchema, podSchema as wirePodSchema } from '../wire/objects';
 
 /**
  * Label on a namespace or pod that opts out of defaulting and routing (also in the MutatingWebhookConfiguration's
@@ -57,36 +58,23 @@ export const AdmissionText = {
     `container ${JSON.stringify(container)} asks for ${mib} MiB of GPU memory (${resource}) but the largest registered card has ${largest} MiB: the pod cannot be scheduled`,
 } as const;
 
-const quantities = z.record(z.string(), z.union([z.string(), z.number()]));
-const containerSchema = z
-  .object({
-    name: z.string(),
-    resources: z.object({ limits: quantities.optional(), requests: quantities.optional() }).loose().optional(),
-    securityContext: z.object({ privileged: z.boolean().optional() }).loose().nullable().optional(),
-  })
-  .loose();
-const podSchema = z
-  .object({
-    metadata: z
-      .object({
-        name: z.string().optional(),
-        generateName: z.string().optional(),
-        namespace: z.string().optional(),
-        labels: z.record(z.string(), z.string()).optional(),
-        annotations: z.record(z.string(), z.string()).optional(),
-      })
-      .loose()
-      .default({}),
-    spec: z
-      .object({
-        schedulerName: z.string().optional(),
-        nodeName: z.string().optional(),
-        containers: z.array(containerSchema).default([]),
-        initContainers: z.array(containerSchema).optional(),
-      })
-      .loose(),
-  })
-  .loose();
+/** The engine's container (lib/wire/objects.ts) and what HAMi's webhook reads beyond it. */
+const containerSchema = wireContainerSchema.extend({
+  securityContext: z.object({ privileged: z.boolean().optional() }).loose().nullable().optional(),
+});
+/**
+ * The engine's Pod (lib/wire/objects.ts) as a CREATE carries it: a generateName may stand for the name, and the
+ * spec says which scheduler and node it names.
+ */
+const podSchema = wirePodSchema.extend({
+  metadata: wirePodSchema.shape.metadata.extend({ name: z.string().optional(), generateName: z.string().optional(), namespace: z.string().optional() }).default({}),
+  spec: z.object({
+    schedulerName: z.string().optional(),
+    nodeName: z.string().optional(),
+    containers: z.array(containerSchema).default([]),
+    initContainers: z.array(containerSchema).optional(),
+  }),
+});
 type Pod = z.infer<typeof podSchema>;
 
 const reviewSchema = z.object({
@@ -233,7 +221,7 @@ export function decidePod(raw: unknown, namespace: string | undefined, settings:
 }
 
 function asksOtherKind(container: z.infer<typeof containerSchema>, engine: EngineConfig): boolean {
-  const type = containerRequest(container as ContainerLike, engine)?.type;
+  const type = containerRequest(container, engine)?.type;
   return type !== undefined && type !== NVIDIA;
 }
 
@@ -273,7 +261,7 @@ function applyNvidiaDefaults(container: z.infer<typeof containerSchema>, setting
 function neverFits(pod: Pod, settings: AdmissionSettings, capacity: CardCapacity): string[] {
   const engine = settings.engine;
   const asked = [...(pod.spec.initContainers ?? []), ...pod.spec.containers]
-    .map((c) => ({ name: c.name, request: containerRequest(c as ContainerLike, engine) }))
+    .map((c) => ({ name: c.name, request: containerRequest(c, engine) }))
     // The registered cards bound NVIDIA requests only (see ./cards).
     .filter((x) => x.request?.type === NVIDIA);
   if (asked.length === 0) return [];
@@ -294,6 +282,6 @@ function neverFits(pod: Pod, settings: AdmissionSettings, capacity: CardCapacity
 function asPodLike(pod: Pod, namespace: string | undefined): PodLike {
   return {
     metadata: { name: pod.metadata.name ?? pod.metadata.generateName ?? '', ...(namespace !== undefined ? { namespace } : {}), ...(pod.metadata.annotations ? { annotations: pod.metadata.annotations } : {}) },
-    spec: { containers: pod.spec.containers as ContainerLike[], ...(pod.spec.initContainers ? { initContainers: pod.spec.initContainers as ContainerLike[] } : {}) },
+    spec: { containers: pod.spec.containers, ...(pod.spec.initContainers ? { initContainers: pod.spec.initContainers } : {}) },
   };
 }

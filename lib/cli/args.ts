@@ -57,6 +57,9 @@ ${optionList([
     ['-h, --help', 'this text'],
   ])}
 
+A pod without a record gets HAMi's debugging decision tree, with the control plane's resource names
+from the environment (HAMI_RESOURCE_COUNT_NAME and the others; unset, HAMi's).
+
 Exit codes: 0 shown, 1 no record / unknown node, 2 usage or API error.`;
 }
 

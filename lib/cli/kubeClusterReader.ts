@@ -1,5 +1,5 @@
 /**
- * ClusterReader on @kubernetes/client-node with the user's kubeconfig. loadFromDefault() silently
+ * The ClusterReader (lib/kube/clusterReader.ts) on the user's kubeconfig. loadFromDefault() silently
  * falls back to localhost:8080 when it finds nothing, so we look for a configuration first and say
  * plainly when there is none.
  */
@@ -7,20 +7,9 @@ import { existsSync } from 'node:fs';
 import { homedir } from 'node:os';
 import { delimiter, join } from 'node:path';
 import { CoreV1Api, KubeConfig } from '@kubernetes/client-node';
-import type { ClusterNode, ClusterPod, ClusterReader } from './decisionTree';
-import type { ClusterAccess } from './run';
+import type { ClusterAccess } from '../diagnostics/decisionTree';
 import { errorMessage } from '../errors';
-
-export class ClusterReadError extends Error {
-  constructor(
-    message: string,
-    readonly status: number | undefined,
-    options?: { cause?: unknown },
-  ) {
-    super(message, options);
-    this.name = 'ClusterReadError';
-  }
-}
+import { KubeClusterReader } from '../kube/clusterReader';
 
 /** kubectl's `--kubeconfig` (one file, in place of KUBECONFIG) and `--context` (in place of the current context). */
 export interface KubeSelection {
@@ -95,46 +84,4 @@ export function loadKubeConfig(
   }
   if (!config.getCurrentCluster()) return { ok: false, reason: 'the kubeconfig has no current context with a cluster' };
   return { ok: true, config };
-}
-
-type CoreApi = Pick<CoreV1Api, 'readNamespacedPod' | 'readNode'>;
-
-export class KubeClusterReader implements ClusterReader {
-  constructor(private readonly api: CoreApi) {}
-
-  async getPod(namespace: string, name: string): Promise<ClusterPod | undefined> {
-    return this.read(() => this.api.readNamespacedPod({ name, namespace }) as Promise<ClusterPod>, `pod ${namespace}/${name}`);
-  }
-
-  async getNode(name: string): Promise<ClusterNode | undefined> {
-    return this.read(() => this.api.readNode({ name }) as Promise<ClusterNode>, `node ${name}`);
-  }
-
-  private async read<T>(call: () => Promise<T>, what: string): Promise<T | undefined> {
-    try {
-      return await call();
-    } catch (err) {
-      const status = statusOf(err);
-      if (status === 404) return undefined;
-      // ApiException's own message embeds headers and the whole body: too noisy for one line.
-      const detail = status === undefined ? (errorMessage(err)) : `the Kubernetes API answered ${status}${bodyMessage(err)}`;
-      throw new ClusterReadError(`reading ${what}: ${detail}`, status, { cause: err });
-    }
-  }
-}
-
-function statusOf(err: unknown): number | undefined {
-  const code = (err as { code?: unknown } | null)?.code;
-  return typeof code === 'number' ? code : undefined;
-}
-
-function bodyMessage(err: unknown): string {
-  const body = (err as { body?: unknown }).body;
-  if (typeof body !== 'string') return '';
-  try {
-    const message = (JSON.parse(body) as { message?: unknown }).message;
-    return typeof message === 'string' ? ` (${message})` : '';
-  } catch {
-    return '';
-  }
 }

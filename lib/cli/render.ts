@@ -3,9 +3,9 @@
  */
 import type { NodeDevices } from '../diagnostics/nodeDevices';
 import type { AttemptLog, CardEvidenceLog, ContainerLog, NodeLog, SchedulerLog } from '../diagnostics/schedulerLog';
-import { chosenPhrase, coresPhrase, mismatchPhrase, otherKindsPhrase, podRequestPhrases, requestPhrase } from '../diagnostics/phrases';
+import { chosenPhrase, coresPhrase, mismatchPhrase, otherKindsPhrase, podRequestPhrases, preemptedByPhrase, preemptionPhrases, requestPhrase } from '../diagnostics/phrases';
 import { aheadPhrase, Outcome, outcomeOf, outcomeTone } from '../diagnostics/vocabulary';
-import type { TreeResult } from './decisionTree';
+import type { TreeResult } from '../diagnostics/decisionTree';
 import { plain, statusTone, table, type Cell, type Styler } from './style';
 
 export interface RenderStyle {
@@ -47,6 +47,8 @@ function attemptHeader(log: SchedulerLog, style: Styler): string[] {
     `${style('strong', 'Status')}    ${style(outcomeTone(outcome), outcome)}`,
     // The one-sentence answer (lib/diagnostics/answer.ts), as the console shows it at the top of a pod page.
     ...(log.answer ? [`${style('strong', 'Answer')}    ${log.answer.sentence}`] : []),
+    // A victim of GPU-aware preemption says so first (docs/preemption.md).
+    ...(log.preemptedBy ? [`${style('strong', 'Victim')}    ${preemptedByPhrase(log.preemptedBy)}`] : []),
     // What the pod asks for, beside the answer, as on the console's pod page (with --detail, where the log carries it).
     ...requests.map((request, i) => `${i === 0 ? style('strong', 'Request') : '       '}   ${request}`),
   ];
@@ -57,6 +59,13 @@ function filterSection(log: AttemptLog, style: Styler): string[] {
   // Lock-aware placement: the nodes HAMi would have taken first, busy with another pod's allocation (docs/locks.md).
   for (const passed of log.filter.passedOver ?? []) lines.push(`          passed over ${passed.name}: ${passed.holder ?? 'a pod in a namespace you may not read'} is allocating there`);
   if (log.filter.evidenceNote !== undefined) lines.push(`          ${style('dim', log.filter.evidenceNote)}`);
+  if (log.filter.preemption !== undefined) {
+    const words = preemptionPhrases(log.filter.preemption);
+    lines.push(`${style('strong', 'Preemption')} ${words.summary}`);
+    for (const victim of words.victims) lines.push(`          victim ${victim}`);
+    if (words.spared !== undefined) lines.push(`          ${words.spared}`);
+    if (words.why !== undefined) lines.push(`          why: ${words.why}`);
+  }
   if (log.filter.nodes.length === 0) return lines;
   const rows = log.filter.nodes.flatMap((node) => nodeRows(node));
   return [...lines, '', ...table(['NODE', 'STATUS', 'SCORE', 'CONTAINER', 'RESULT', 'REASON'], rows, style)];

@@ -6,19 +6,17 @@ import { stringify } from 'yaml';
 import type { z } from 'zod';
 import { getNodeDevices, getSchedulerLog, listAll, type ApiOptions } from './apiClient';
 import { parseCommand, usage, type Command, type Program } from './args';
-import { defaultTreeOptions, walkDecisionTree, type ClusterNode, type ClusterReader } from './decisionTree';
 import { ApiResponseError, CliError } from './errors';
 import { loadKubeConfig, type KubeSelection } from './kubeClusterReader';
 import { kubeRequest } from './relayRoute';
 import { renderNodesText, renderPodsText, summaryRowSchema } from './renderList';
+import { walkDecisionTree, type ClusterAccess, type ClusterNode } from '../diagnostics/decisionTree';
 import { nodeDevicesSchema } from '../diagnostics/nodeDevices';
+import { loadEngineConfig } from '../config';
 import { renderNodeDevicesText, renderNotFoundText, renderSchedulerLogText } from './render';
 import { ansi, plain, shouldUseColour } from './style';
 import { VERSION } from '../version';
-import { errorMessage } from '../errors';
-
-/** A reader, or why none is available (no kubeconfig): the 404 path then says so instead of guessing. */
-export type ClusterAccess = { readonly kind: 'ready'; readonly reader: ClusterReader } | { readonly kind: 'unavailable'; readonly reason: string };
+import { ConfigError, errorMessage } from '../errors';
 
 export interface CliDeps {
   readonly env: Readonly<Record<string, string | undefined>>;
@@ -136,11 +134,19 @@ function rowsOf<T>(items: readonly unknown[], schema: z.ZodType<T>): T[] {
 async function walkTree(command: Extract<Command, { kind: 'pod' }>, deps: CliDeps) {
   const access = deps.cluster(command.kube);
   if (access.kind === 'unavailable') return { unavailable: access.reason };
+  // The control plane's resource names, from the same variables (docs/deploy.md): the walk applies the filter's rules.
+  let engine;
+  try {
+    engine = loadEngineConfig(deps.env);
+  } catch (err) {
+    if (err instanceof ConfigError) return { unavailable: `the environment's scheduler settings are invalid: ${err.problems.join('; ')}` };
+    throw err;
+  }
   try {
     const pod = await access.reader.getPod(command.namespace, command.name);
     const nodeName = pod?.spec?.nodeName;
     const node: ClusterNode | undefined = nodeName ? await access.reader.getNode(nodeName) : undefined;
-    return walkDecisionTree(command, pod, node, { ...defaultTreeOptions, schedulerName: command.schedulerName });
+    return walkDecisionTree(command, pod, node, { schedulerName: command.schedulerName, engine });
   } catch (err) {
     return { unavailable: `reading the cluster failed: ${errorMessage(err)}` };
   }

@@ -11,17 +11,26 @@ import { BindPhase, PodAnnotation } from '../engine/podAnnotations';
 import { logLockContention, recordLockContention } from '../diagnostics/decisionLogs';
 import type { PodRef } from '../diagnostics/record';
 import { lockHeldByOther, NODE_LOCK_ANNOTATION, nodeLockValue, type Booking, type NodeLedger, type NodeLock } from './ledger';
-import { bindPod, nudges, patchNode, patchPod, podEvent, type Effect } from './effects';
+import { bindPod, clearLockMirror, nudges, patchNode, patchPod, podEvent, type Effect } from './effects';
 import type { ControlDeps } from './deps';
+import type { BindingResult } from '../wire/extender';
 
 export interface BindRequest {
   readonly pod: PodRef;
   readonly node: string;
+  /**
+   * The caller (the relay's per-node bind queue, docs/relay.md, "Bind hand-over") waits for the lock itself: a lock
+   * held by another allocation is answered at once with `lockHeld`, and the bind is neither recorded as failed nor
+   * remembered as a waiter.
+   */
+  readonly handOver?: boolean;
 }
 
 export interface BindAnswer {
-  readonly result: { readonly Error: string };
+  readonly result: BindingResult;
   readonly effects: readonly Effect[];
+  /** Hand-over binds only: the lock's holder (`namespace/name`); the caller sends the bind again once it ends. */
+  readonly lockHeld?: string;
 }
 
 export interface OutcomeRequest extends BindRequest {
@@ -70,6 +79,7 @@ export async function bindPodToNode(deps: ControlDeps, req: BindRequest): Promis
       if (replaced.ok) return allocating(pod, node, successor, nowMs);
       continue;
     }
+    if (req.handOver === true) return { result: { Error: contention(node, config.nodeLockExpireSeconds) }, effects: [], lockHeld: held.holder };
     if (runtime.clock.now() + pause <= waitUntil) {
       // Another allocation is under way: wait for it rather than send the pod back to kube-scheduler's queue.
       await runtime.sleep(pause);
@@ -117,7 +127,8 @@ async function fail(deps: ControlDeps, req: BindRequest, text: string): Promise<
 
 /**
  * The relay applied (or failed to apply) the bind Effects. Success keeps the lock: the device plugin ends it.
- * Failure releases it, removes its mirror from the Node, and nudges the pods that waited for it.
+ * Failure releases it, removes its mirror from the Node (guarded: only while it still names this lock), and nudges
+ * the pods that waited for it.
  */
 export async function recordBindOutcome(deps: ControlDeps, req: OutcomeRequest): Promise<{ readonly effects: readonly Effect[] }> {
   const { pod, node } = req;
@@ -133,7 +144,7 @@ export async function recordBindOutcome(deps: ControlDeps, req: OutcomeRequest):
   await deps.records.putBind(pod, { status: 'failed', summary: error, node, time }, nowMs);
   return {
     effects: [
-      ...(released.ok ? [patchNode(node, { [NODE_LOCK_ANNOTATION]: null }), ...nudges(released.released.waiters, nowMs)] : []),
+      ...(released.ok ? [clearLockMirror(node, released.released), ...nudges(released.released.waiters, nowMs)] : []),
       podEvent(pod, 'Warning', 'BindingFailed', error),
     ],
   };

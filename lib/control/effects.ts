@@ -3,6 +3,7 @@
  * and the relay applies, in order. Only reasons of EventReason are built here.
  */
 import type { PodRef } from '../diagnostics/record';
+import { NODE_LOCK_ANNOTATION, nodeLockValue, type NodeLock } from './ledger';
 import type { Effect, EventReason, EventType } from '../wire/effects';
 
 export type { Effect, EventReason } from '../wire/effects';
@@ -27,8 +28,8 @@ export function bindPod(pod: PodRef, node: string): Effect {
   return { kind: 'BindPod', namespace: pod.namespace, name: pod.name, uid: pod.uid, node };
 }
 
-export function patchNode(name: string, annotations: Readonly<Record<string, string | null>>): Effect {
-  return { kind: 'PatchNodeAnnotations', name, annotations };
+export function patchNode(name: string, annotations: Readonly<Record<string, string | null>>, ifAnnotations?: Readonly<Record<string, string>>): Effect {
+  return { kind: 'PatchNodeAnnotations', name, annotations, ...(ifAnnotations ? { ifAnnotations } : {}) };
 }
 
 /**
@@ -43,4 +44,18 @@ export function nudges(waiters: Readonly<Record<string, string>> | undefined, no
     const [namespace = '', name = ''] = ref.split('/');
     return patchPod({ namespace, name, uid }, { [REQUEUE_ANNOTATION]: new Date(nowMs).toISOString() });
   });
+}
+
+/**
+ * The mirror follows the lock (docs/locks.md): a lock the control plane ended without the device plugin deleting its
+ * annotation has it deleted, but only while the Node still names that very lock, so a late or repeated Effect (two
+ * relay replicas, a resent batch) never deletes the next holder's value.
+ */
+export function clearLockMirror(node: string, lock: NodeLock): Effect {
+  return clearLockAnnotation(node, nodeLockValue(lock));
+}
+
+/** Deletes the Node's lock annotation only while it is exactly `value`. */
+export function clearLockAnnotation(node: string, value: string): Effect {
+  return patchNode(node, { [NODE_LOCK_ANNOTATION]: null }, { [NODE_LOCK_ANNOTATION]: value });
 }

@@ -8,11 +8,12 @@ import { decide } from '../engine/decide';
 import { encodePodDevices, parseDeviceSelectors, PodAnnotation } from '../engine/podAnnotations';
 import { hasManagedResources } from '../engine/requests';
 import { parseNodeRegistration } from '../engine/registration';
-import type { Decision, NodeLike, NodeState, PodLike } from '../engine/types';
-import { logDecision, logRealtime, recordDecisionMetrics } from '../diagnostics/decisionLogs';
+import type { Decision, NodeLike, NodeState, PodLike, QuotaView } from '../engine/types';
+import { logDecision, logPreemption, logRealtime, recordDecisionMetrics } from '../diagnostics/decisionLogs';
 import type { AheadNote, AttemptRecord, FilterRecord, PodRef, SelectorsRecord } from '../diagnostics/record';
 import { DECIDED_AHEAD_ANNOTATION, decidedAheadMark } from '../wire/decidedAhead';
 import { countFailedNodesByReason } from '../diagnostics/reasons';
+import { WAITING_FOR_VICTIMS } from '../diagnostics/answer';
 import { afterPendingIo } from '../clock';
 import { ContentionError } from '../errors';
 import {
@@ -32,6 +33,11 @@ import { patchPod, podEvent, type Effect } from './effects';
 import type { ControlDeps } from './deps';
 import type { NodeWrite } from './ports';
 import type { ViewFreshness } from './view';
+import type { FilterResult } from '../wire/extender';
+import { pendingHold, preemptFor, type PendingHold } from './preemption';
+import { stricterMode, type PreemptionMode } from '../wire/preemption';
+
+export type { FilterResult } from '../wire/extender';
 
 export interface FilterRequest {
   readonly pod: PodLike;
@@ -44,15 +50,8 @@ export interface FilterRequest {
   readonly minViewSeq?: number;
   /** Decided ahead of kube-scheduler's filter, or a filter that could not use such a decision (docs/relay.md, "Deciding ahead"). */
   readonly ahead?: AheadNote;
-}
-
-/** ExtenderFilterResult with Go's null-for-unset encoding. */
-export interface FilterResult {
-  readonly Nodes: { readonly items: readonly NodeLike[] } | null;
-  readonly NodeNames: readonly string[] | null;
-  readonly FailedNodes: Readonly<Record<string, string>> | null;
-  readonly FailedAndUnresolvableNodes: null;
-  readonly Error: string;
+  /** The relay's preemption mode (the chart's), when it is not `on`: the stricter of it and ours applies. */
+  readonly preemptionMode?: PreemptionMode;
 }
 
 export interface FilterAnswer {
@@ -104,6 +103,9 @@ export async function decideAndReserve(deps: ControlDeps, req: FilterRequest, ca
   await view.prepare(req.minViewSeq);
   await view.learn(candidates);
   const quotaLimits = await view.quota(pod.namespace);
+  // A preemptor whose victims are still leaving waits for them: its cards are held (docs/preemption.md).
+  const held = pendingHold(heldLedgers(deps, pod.uid), pod.uid, runtime.clock.now());
+  if (held !== undefined) return finishWaiting(deps, req, held, attemptId, started, view.freshness(runtime.clock.now()), candidates);
 
   for (let round = 0; round < MAX_RESERVE_ATTEMPTS; round++) {
     if (gate !== undefined) await gate.turn();
@@ -129,7 +131,7 @@ export async function decideAndReserve(deps: ControlDeps, req: FilterRequest, ca
       memo: view.memo,
       ...(avoid ? { avoid } : {}),
     });
-    if (decision.kind !== 'fit') return finishWithoutFit(deps, req, decision, attemptId, started, freshness);
+    if (decision.kind !== 'fit') return finishWithoutFit(deps, req, decision, attemptId, started, freshness, quota);
 
     const node = view.get(decision.node);
     if (!node) throw new Error(`engine chose node ${decision.node}, which the view does not hold`);
@@ -266,6 +268,8 @@ function bookingOf(deps: ControlDeps, req: FilterRequest, decision: Extract<Deci
     placedAtMs: nowMs,
     attemptId,
     ...(decision.parts !== undefined ? { parts: decision.parts } : {}),
+    // Preemption weighs it (docs/preemption.md); Kubernetes sets it on every pod at admission.
+    ...(req.pod.spec?.priority !== undefined ? { priority: req.pod.spec.priority } : {}),
   };
 }
 
@@ -314,8 +318,23 @@ async function finishWithoutFit(
   attemptId: string,
   started: number,
   freshness: ViewFreshness,
+  quota: QuotaView | undefined,
 ): Promise<FilterAnswer> {
   const pod = req.podRef;
+  // A decision made ahead never preempts: its no fit is not applied, and kube-scheduler's live filter decides (and preempts) then.
+  const preemption =
+    decision.kind === 'noFit' && req.nodeNames !== null && req.ahead?.kind !== 'decided'
+      ? await preemptFor(deps, {
+          pod: req.pod,
+          podRef: pod,
+          candidates: req.nodeNames,
+          ...(quota ? { quota } : {}),
+          attemptId,
+          mode: stricterMode(deps.config.preemption, req.preemptionMode),
+        })
+      : undefined;
+  if (preemption?.heldOn !== undefined) await releaseEarlierBookings(deps, pod.uid, preemption.heldOn, deps.runtime.clock.now());
+  if (preemption !== undefined) logPreemption(deps.logger, { attemptId, pod: `${pod.namespace}/${pod.name}` }, preemption.record);
   const filter: FilterRecord =
     decision.kind === 'error'
       ? { status: 'failed', summary: decision.message, evaluated: 0, nodes: [] }
@@ -330,6 +349,7 @@ async function finishWithoutFit(
           ...selectorsOf(req.pod),
           nodes: [],
           packed: decision.packEvidence(),
+          ...(preemption ? { preemption: preemption.record } : {}),
         };
   deps.view.refreshInBackground();
   await deps.records.putAttempt(attemptRecord(pod, attemptId, started, freshness, req.ahead, filter), started);
@@ -341,8 +361,57 @@ async function finishWithoutFit(
   return {
     attemptId,
     result: result({ FailedNodes: decision.failedNodes }),
-    effects: [...decision.reasonEvents.map((text) => podEvent(pod, 'Warning', 'FilteringFailed', text)), podEvent(pod, 'Warning', 'FilteringFailed', decision.message)],
+    effects: [
+      ...decision.reasonEvents.map((text) => podEvent(pod, 'Warning', 'FilteringFailed', text)),
+      podEvent(pod, 'Warning', 'FilteringFailed', decision.message),
+      ...(preemption?.effects ?? []),
+    ],
   };
+}
+
+/** The ledgers of the nodes holding a booking of pod `uid`, as the view has them. */
+function heldLedgers(deps: ControlDeps, uid: string): NodeLedger[] {
+  const ledgers: NodeLedger[] = [];
+  for (const name of deps.view.holders(uid)) {
+    const ledger = deps.view.get(name);
+    if (ledger) ledgers.push(ledger);
+  }
+  return ledgers;
+}
+
+/** A preemptor whose victims have not all left: no decision yet, every candidate failed with what it waits for. */
+async function finishWaiting(
+  deps: ControlDeps,
+  req: FilterRequest,
+  held: PendingHold,
+  attemptId: string,
+  started: number,
+  freshness: ViewFreshness,
+  candidates: readonly string[],
+): Promise<FilterAnswer> {
+  const pod = req.podRef;
+  const until = held.hold.expiresAtMs === undefined ? '' : ` (cards held until ${new Date(held.hold.expiresAtMs).toISOString()})`;
+  const summary = `${WAITING_FOR_VICTIMS} ${held.node}: ${held.waitingFor.join(', ')}${until}`;
+  const cards = [...new Set(held.hold.uses.map((use) => use.uuid))];
+  await deps.records.putAttempt(
+    attemptRecord(pod, attemptId, started, freshness, req.ahead, {
+      status: 'failed',
+      summary,
+      evaluated: candidates.length,
+      nodes: [],
+      preemption: {
+        outcome: 'waiting',
+        summary,
+        node: held.node,
+        cards,
+        ...(held.hold.expiresAtMs !== undefined ? { holdUntil: new Date(held.hold.expiresAtMs).toISOString() } : {}),
+      },
+    }),
+    started,
+  );
+  const failed: Record<string, string> = {};
+  for (const name of candidates) failed[name] = summary;
+  return { attemptId, result: result({ FailedNodes: failed }), effects: [] };
 }
 
 function observe(deps: ControlDeps, pod: string, attemptId: string, decision: Decision, started: number): void {

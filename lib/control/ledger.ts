@@ -59,6 +59,32 @@ export interface Booking {
   readonly attemptId?: string;
   /** Fingerprint of the scheduler-owned annotation value last reported as changed after placement (reported once per value). */
   readonly disputed?: string;
+  /** The pod's priority (`spec.priority`) when the filter placed it: GPU-aware preemption weighs it (docs/preemption.md). */
+  readonly priority?: number;
+  /**
+   * Preemption (docs/preemption.md): this pod is being evicted for `pod` (uid `uid`), whose hold takes its cards; it
+   * does not count until `untilMs`, so the ledger never promises a card twice. Counts again after, if still here.
+   */
+  readonly preemptedBy?: PreemptedBy;
+  /** A PodDisruptionBudget refused this pod's eviction: until then, preemption counts evicting it as a violation. */
+  readonly pdbBlockedUntilMs?: number;
+  /** On a preemptor's hold: the uids of the victims it waits for on this node. */
+  readonly preempting?: readonly string[];
+}
+
+/** Who a victim's cards are held for, and until when (docs/preemption.md). */
+export interface PreemptedBy {
+  readonly uid: string;
+  /** `namespace/name`. */
+  readonly pod: string;
+  /** When the preemption was decided. */
+  readonly atMs: number;
+  readonly untilMs: number;
+}
+
+/** Whether a victim's cards are held for its preemptor at `nowMs`. */
+export function heldForPreemptor(booking: Booking, nowMs: number): boolean {
+  return booking.preemptedBy !== undefined && booking.preemptedBy.untilMs > nowMs;
 }
 
 /** Booked usage of one card as the store's guards see it: the sum over counting bookings. */
@@ -200,6 +226,8 @@ export function emptyLedger(name: string): NodeLedger {
 
 /** Whether a booking counts against its node's cards at `nowMs`. */
 export function bookingCounts(booking: Booking, nowMs: number): boolean {
+  // A victim's cards are its preemptor's while the hold lasts (docs/preemption.md).
+  if (heldForPreemptor(booking, nowMs)) return false;
   if (booking.state === 'confirmed') return true;
   if (booking.state === 'reserved') return booking.expiresAtMs === undefined || booking.expiresAtMs > nowMs;
   return false;
@@ -369,8 +397,9 @@ export function nextLedger(ledger: NodeLedger, nowMs: number, changes: Partial<O
   const merged = { ...ledger, ...changes };
   const bookings: Record<string, Booking> = {};
   const tombstones: [string, Booking][] = [];
-  for (const [uid, booking] of Object.entries(merged.bookings)) {
-    if (booking.state !== 'confirmed' && booking.expiresAtMs !== undefined && booking.expiresAtMs <= nowMs) continue;
+  for (const [uid, stored] of Object.entries(merged.bookings)) {
+    if (stored.state !== 'confirmed' && stored.expiresAtMs !== undefined && stored.expiresAtMs <= nowMs) continue;
+    const booking = withoutEndedMarks(stored, nowMs);
     if (booking.state === 'gone') tombstones.push([uid, booking]);
     else bookings[uid] = booking;
   }
@@ -388,9 +417,23 @@ function exactCounters(registration: NodeRegistration | undefined, bookings: Rea
   return counters;
 }
 
-/** Whether the stored counters are exact (no expired reservation still counted), so a reservation may add to them. */
+/** A booking without the preemption marks whose time has passed (a victim whose hold ended counts again). */
+function withoutEndedMarks(booking: Booking, nowMs: number): Booking {
+  // A tombstone keeps its mark: the victim's scheduler log says who preempted it.
+  const endedHold = booking.state !== 'gone' && booking.preemptedBy !== undefined && booking.preemptedBy.untilMs <= nowMs;
+  const endedBlock = booking.pdbBlockedUntilMs !== undefined && booking.pdbBlockedUntilMs <= nowMs;
+  if (!endedHold && !endedBlock) return booking;
+  return { ...booking, preemptedBy: endedHold ? undefined : booking.preemptedBy, pdbBlockedUntilMs: endedBlock ? undefined : booking.pdbBlockedUntilMs };
+}
+
+/**
+ * Whether the stored counters are exact (no expired reservation still counted, no victim whose hold ended left
+ * uncounted), so a reservation may add to them.
+ */
 export function countersAreExact(ledger: NodeLedger, nowMs: number): boolean {
-  return Object.values(ledger.bookings).every((b) => b.state !== 'reserved' || b.expiresAtMs === undefined || b.expiresAtMs > nowMs);
+  return Object.values(ledger.bookings).every(
+    (b) => (b.state !== 'reserved' || b.expiresAtMs === undefined || b.expiresAtMs > nowMs) && (b.preemptedBy === undefined || b.preemptedBy.untilMs > nowMs),
+  );
 }
 
 /**

@@ -348,6 +348,8 @@ function validUntil(ledger: NodeLedger, nowMs: number): number {
     if (booking.expiresAtMs !== undefined && booking.expiresAtMs > nowMs && (bookingCounts(booking, nowMs) || booking.state === 'gone')) {
       until = Math.min(until, booking.expiresAtMs);
     }
+    // A victim counts again when its preemptor's hold ends (docs/preemption.md).
+    if (booking.preemptedBy !== undefined && booking.preemptedBy.untilMs > nowMs) until = Math.min(until, booking.preemptedBy.untilMs);
   }
   return until;
 }

@@ -44,10 +44,14 @@ export async function readSchedulerLog(deps: ControlDeps, q: SchedulerLogQuery):
   const attempts = numberedAttempts(stored);
   const latest = attempts[0];
   if (!latest) throw new NotFoundError(`no scheduling record for pod ${q.namespace}/${q.name}`, 'pods', q.name);
-  return renderSchedulerLog(latest, {
+  const log = renderSchedulerLog(latest, {
     ...(q.detail ? { detail: q.detail, registered: registeredDevicesOf(deps) } : {}),
     ...(q.history ? { history: attempts.slice(1) } : {}),
   });
+  // A victim of GPU-aware preemption: its booking (a tombstone once it is gone) says for whom (docs/preemption.md).
+  const node = latest.filter.node;
+  const preemptedBy = node === undefined ? undefined : deps.view.get(node)?.bookings[latest.pod.uid]?.preemptedBy;
+  return preemptedBy === undefined ? log : { ...log, preemptedBy: { pod: preemptedBy.pod, node: node!, time: new Date(preemptedBy.atMs).toISOString() } };
 }
 
 /**

@@ -2,7 +2,7 @@
  * The one-sentence answer to "why is my pod (not) running?", from a scheduling attempt: what hami-diag prints
  * first, what the scheduler-log listing carries per pod, and what the console shows at the top of a pod page.
  * One rule for all three (docs/api.md §5 `answer`, §10). A pod without a record is answered by the debugging
- * decision tree instead (lib/cli/decisionTree.ts).
+ * decision tree instead (lib/diagnostics/decisionTree.ts).
  */
 import { NVIDIA } from '../engine/types';
 import { hintFor } from './hints';
@@ -36,6 +36,12 @@ export interface Answer {
   /** What to do about it: the hint's fix for `code`. */
   readonly fix?: string;
 }
+
+/**
+ * How the filter's summary starts while a preemptor waits for its victims to leave (docs/preemption.md): the answer
+ * reads it from the summary, which the full scheduler log and the listing's summary both keep.
+ */
+export const WAITING_FOR_VICTIMS = 'waiting for the pods preempted for it to leave node';
 
 /** The filter's facts the answer reads, from a stored attempt (its evidence unpacked, or the counts the filter wrote). */
 export function filterFacts(record: AttemptRecord): AnswerInput['filter'] {
@@ -71,6 +77,7 @@ export function answerFor(attempt: AnswerInput): Answer {
   if (filter.status === 'failed') {
     const top = filter.reasons[0];
     if (top !== undefined) return withHint(`${outcome}: no node fits. ${noFitCounts(filter.reasons, filter.evaluated)}.`, top.code, filter.requestType);
+    if (filter.summary.startsWith(WAITING_FOR_VICTIMS)) return { sentence: `${outcome}: ${filter.summary}.` };
     if (filter.evaluated === 0 && filter.summary.startsWith('no available node')) {
       return { sentence: `${outcome}: the scheduler offered no candidate node to the filter.` };
     }

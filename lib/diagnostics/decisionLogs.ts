@@ -7,7 +7,8 @@
 import { MetricUnit } from '@aws-lambda-powertools/metrics';
 import { ReasonCode, type CardEvidence, type ContainerEvidence, type Decision, type NodeEvidence, type RealtimeNote } from '../engine/types';
 import { v } from '../powertools';
-import { LogMessage } from './logMessages';
+import { LogField, LogMessage } from './logMessages';
+import type { PreemptionRecord } from './record';
 import { countFailedNodesByReason, filterErrorKey } from './reasons';
 import { float32Json } from './schedulerLog';
 
@@ -96,6 +97,33 @@ export function logLockContention(
   fields: { readonly pod: string; readonly node: string; readonly holder: string; readonly attemptId: string },
 ): void {
   logger.warn(LogMessage.NodeLockContention, { pod: fields.pod, node: fields.node, holder: fields.holder, attemptId: fields.attemptId });
+}
+
+/** GPU-aware preemption's outcome for a pod (docs/preemption.md): always logged, it is rare and acts on the cluster. */
+export function logPreemption(logger: DecisionLogger, ctx: DecisionContext, preemption: PreemptionRecord): void {
+  logger.info(LogMessage.Preemption, {
+    [LogField.pod]: ctx.pod,
+    [LogField.attemptId]: ctx.attemptId,
+    [LogField.outcome]: preemption.outcome,
+    ...(preemption.node !== undefined ? { [LogField.node]: preemption.node } : {}),
+    [LogField.victims]: (preemption.victims ?? []).map((v) => v.pod).join(','),
+    [LogField.cards]: (preemption.cards ?? []).join(','),
+    [LogField.summary]: preemption.summary,
+  });
+}
+
+/** A victim's eviction the Eviction API refused (docs/preemption.md). */
+export function logEvictionRefused(
+  logger: DecisionLogger,
+  fields: { readonly pod: string; readonly victim: string; readonly node: string; readonly disruptionBudget: boolean; readonly error: string },
+): void {
+  logger.warn(LogMessage.EvictionRefused, {
+    [LogField.pod]: fields.pod,
+    [LogField.victim]: fields.victim,
+    [LogField.node]: fields.node,
+    [LogField.disruptionBudget]: fields.disruptionBudget,
+    [LogField.error]: fields.error,
+  });
 }
 
 /**

@@ -17,6 +17,10 @@ export const LogMessage = {
   RealtimeFallback: 'Failed to get real-time usage, using cached data',
   /** Real-time data used for a card (HAMi's text). */
   RealtimeUpdated: 'Updated real-time device usage',
+  /** GPU-aware preemption for a pod no node fit (fields: pod, attemptId, outcome, node, victims, cards, summary). */
+  Preemption: 'Preemption',
+  /** The Eviction API refused a victim's eviction (fields: pod, victim, node, disruptionBudget, error). */
+  EvictionRefused: 'EvictionRefused',
 } as const;
 export type LogMessage = (typeof LogMessage)[keyof typeof LogMessage];
 
@@ -50,5 +54,15 @@ export const LogField = {
   totalMemory: 'totalMemory',
   cachedUsedMemory: 'cachedUsedMemory',
   realtimeMode: 'mode',
+  /** Preemption: `evicting`, `dryRun`, `waiting`, `none`, `refused` (docs/preemption.md). */
+  outcome: 'outcome',
+  /** Preemption: the victims (`namespace/name`, comma-separated), the cards the pod takes, the one-sentence summary. */
+  victims: 'victims',
+  cards: 'cards',
+  summary: 'summary',
+  /** A refused eviction: the victim, whether a PodDisruptionBudget refused it, the API server's message. */
+  victim: 'victim',
+  disruptionBudget: 'disruptionBudget',
+  error: 'error',
 } as const;
 export type LogField = (typeof LogField)[keyof typeof LogField];

@@ -3,7 +3,7 @@
  * so both say the same for every device kind (AWS Neuron in NeuronCores, by index: docs/devices.md). Pure, and safe in
  * the browser.
  */
-import type { CardEvidenceLog, ContainerLog, SelectorsLog } from './schedulerLog';
+import type { CardEvidenceLog, ContainerLog, PreemptionLog, SchedulerLog, SelectorsLog } from './schedulerLog';
 
 type Chosen = NonNullable<ContainerLog['chosen']>[number];
 
@@ -89,4 +89,23 @@ export function otherKindsPhrase(others: readonly { readonly type: string; reado
   if (others === undefined || others.length === 0) return '';
   const counted = others.map((o) => `${o.count} ${kindNoun(o.type, o.count !== 1)}`).join(' and ');
   return `${counted} not considered${requestType === undefined ? '' : `: the pod asks for ${kindNoun(requestType, true)}`}`;
+}
+
+/**
+ * GPU-aware preemption (docs/preemption.md) in words: the summary, then one line per victim with its priority and what it
+ * held, then why this plan. A victim in a namespace the reader may not read is not named (`podHidden`, docs/api.md §10).
+ */
+export function preemptionPhrases(preemption: PreemptionLog): { readonly summary: string; readonly victims: readonly string[]; readonly why?: string; readonly spared?: string } {
+  const victims = (preemption.victims ?? []).map((v) => {
+    const who = v.pod ?? 'a pod in a namespace you may not read';
+    const held = v.cards.map((c) => `${c.uuid} ${c.mem} MiB${c.cores > 0 ? `, ${c.cores}% cores` : ''}`).join('; ');
+    return `${who} (priority ${v.priority}${v.violatesPdb ? ', its PodDisruptionBudget refused an eviction' : ''}) held ${held}`;
+  });
+  const spared = preemption.spared !== undefined && preemption.spared.length > 0 ? `kept for their PodDisruptionBudget (the pod fits without their cards): ${preemption.spared.join(', ')}` : undefined;
+  return { summary: preemption.summary, victims, ...(preemption.why !== undefined ? { why: preemption.why } : {}), ...(spared !== undefined ? { spared } : {}) };
+}
+
+/** `Preempted by ml/urgent on node n1 at …`: what a victim's page says first. */
+export function preemptedByPhrase(by: NonNullable<SchedulerLog['preemptedBy']>): string {
+  return `Preempted by ${by.pod ?? 'a pod in a namespace you may not read'} on node ${by.node} at ${by.time}: evicted to free its GPU cards for a higher-priority pod (docs/preemption.md)`;
 }

@@ -44,6 +44,44 @@ export interface FilterRecord {
   readonly passedOver?: readonly { readonly name: string; readonly holder: string }[];
   /** What the pod narrows its cards to, set by the filter when it does: the pod's side of a mismatch. */
   readonly selectors?: SelectorsRecord;
+  /** GPU-aware preemption, when no node fit and the pod may preempt (docs/preemption.md). */
+  readonly preemption?: PreemptionRecord;
+}
+
+/** One pod a preemption evicts, and what it held on the node. */
+export interface PreemptionVictimRecord {
+  /** `namespace/name`. */
+  readonly pod: string;
+  readonly uid: string;
+  readonly priority: number;
+  /** Its eviction was refused by a PodDisruptionBudget not long ago. */
+  readonly violatesPdb?: true;
+  readonly cards: readonly { readonly uuid: string; readonly mem: number; readonly cores: number }[];
+}
+
+/**
+ * What preemption did for a pod no node fit (docs/preemption.md): `evicting` victims for it (their cards held for
+ * it until `holdUntil`), `dryRun` (HAMI_PREEMPTION=log: the plan, nothing evicted), `waiting` for earlier victims to
+ * leave, `none` (it may not preempt, or evicting every lower-priority pod would not be enough: a filter that found no
+ * lower-priority pod of ours on any candidate records no preemption at all), `refused` (every plan would violate a
+ * PodDisruptionBudget).
+ */
+export interface PreemptionRecord {
+  readonly outcome: 'evicting' | 'dryRun' | 'waiting' | 'none' | 'refused';
+  /** One sentence. */
+  readonly summary: string;
+  readonly node?: string;
+  /** The cards the pod takes there once the victims are gone. */
+  readonly cards?: readonly string[];
+  readonly victims?: readonly PreemptionVictimRecord[];
+  /** Why this plan, against the runner-up. */
+  readonly why?: string;
+  /** Lower-priority pods a PodDisruptionBudget protects, kept because the pod fits without their cards (`namespace/name`). */
+  readonly spared?: readonly string[];
+  /** Nodes where preemption would also make the pod fit. */
+  readonly alternatives?: number;
+  /** RFC 3339: the freed cards are held for the pod until then. */
+  readonly holdUntil?: string;
 }
 
 /** The pod's card selection (nvidia.com/use-gputype, nouse-gputype, use-gpuuuid, nouse-gpuuuid, vgpu-mode, numa-bind); only what it sets. */

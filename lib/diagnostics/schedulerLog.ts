@@ -96,6 +96,32 @@ const nodeLogSchema = z.object({
   otherKinds: z.array(z.object({ type: z.string(), count: z.number() })).optional(),
 });
 
+/** GPU-aware preemption for a pod no node fit (docs/preemption.md; `PreemptionRecord` in ./record.ts). */
+const preemptionSchema = z.object({
+  outcome: z.enum(['evicting', 'dryRun', 'waiting', 'none', 'refused']),
+  summary: z.string(),
+  node: z.string().optional(),
+  cards: z.array(z.string()).optional(),
+  victims: z
+    .array(
+      z.object({
+        /** Through the relay, a victim in a namespace the reader may not read is not named (`podHidden`, docs/api.md §10). */
+        pod: z.string().optional(),
+        podHidden: z.literal(true).optional(),
+        uid: z.string().optional(),
+        priority: z.number(),
+        violatesPdb: z.literal(true).optional(),
+        cards: z.array(z.object({ uuid: z.string(), mem: z.number(), cores: z.number() })),
+      }),
+    )
+    .optional(),
+  why: z.string().optional(),
+  /** Lower-priority pods a PodDisruptionBudget protects, kept because the pod fits without their cards. */
+  spared: z.array(z.string()).optional(),
+  alternatives: z.number().optional(),
+  holdUntil: z.string().optional(),
+});
+
 const hintSchema = z.object({ code: z.string(), meaning: z.string(), cause: z.string(), fix: z.string() });
 
 const attemptLogSchema = z.object({
@@ -112,6 +138,7 @@ const attemptLogSchema = z.object({
     /** Why the evidence is less than the decision saw: its cards dropped for the item size limit, or unreadable. */
     evidenceNote: z.string().optional(),
     selectors: selectorsSchema.optional(),
+    preemption: preemptionSchema.optional(),
   }),
   bind: z.object({
     status: z.enum(['passed', 'failed', 'pending']),
@@ -141,6 +168,8 @@ export const schedulerLogSchema = attemptLogSchema.extend({
   answer: answerSchema.optional(),
   /** `?history=true`: earlier attempts, newest first, without hints. */
   history: z.array(attemptLogSchema).optional(),
+  /** The pod was evicted by GPU-aware preemption (docs/preemption.md): for whom, on which node, when (RFC 3339). */
+  preemptedBy: z.object({ pod: z.string().optional(), podHidden: z.literal(true).optional(), node: z.string(), time: z.string() }).optional(),
 });
 
 export type CardEvidenceLog = z.infer<typeof cardEvidenceSchema>;
@@ -149,6 +178,7 @@ export type ContainerLog = z.infer<typeof containerLogSchema>;
 export type NodeLog = z.infer<typeof nodeLogSchema>;
 export type AttemptLog = z.infer<typeof attemptLogSchema>;
 export type SchedulerLog = z.infer<typeof schedulerLogSchema>;
+export type PreemptionLog = z.infer<typeof preemptionSchema>;
 
 export interface RenderOptions {
   /** `devices`: add per-container card evidence, requests and chosen cards. */
@@ -206,6 +236,7 @@ function renderAttempt(record: AttemptRecord, detail: RenderOptions['detail'], r
       ...(record.filter.passedOver && record.filter.passedOver.length > 0 ? { passedOver: record.filter.passedOver.map((p) => ({ name: p.name, holder: p.holder })) } : {}),
       ...evidenceNoteOf(record),
       ...(record.filter.selectors !== undefined ? { selectors: copySelectors(record.filter.selectors) } : {}),
+      ...(record.filter.preemption !== undefined ? { preemption: structuredClone(record.filter.preemption) as PreemptionLog } : {}),
     },
     bind,
     pod: { namespace: record.pod.namespace, name: record.pod.name, uid: record.pod.uid },

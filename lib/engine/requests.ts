@@ -30,6 +30,11 @@ export function containerRequest(container: ContainerLike, config: EngineConfig)
   return undefined;
 }
 
+/** Every resource name the scheduler manages (each device kind's quantities, in the kinds' order). */
+export function managedResourceNames(config: EngineConfig): string[] {
+  return DEVICE_KINDS.flatMap((kind) => kind.quantities(config).map((q) => q.name));
+}
+
 /**
  * Whether the scheduler must look at the pod: some container asks for at least one card (HAMi's rule), or
  * some managed quantity cannot be read, so the pod gets an explanation instead of silently passing as a pod

@@ -196,6 +196,10 @@ export interface PodLike {
   readonly spec?: {
     readonly initContainers?: readonly ContainerLike[];
     readonly containers?: readonly ContainerLike[];
+    /** Resolved by Kubernetes at admission from the PriorityClass; read by preemption only (./preempt.ts). */
+    readonly priority?: number;
+    /** `PreemptLowerPriority` (Kubernetes' default) or `Never`. */
+    readonly preemptionPolicy?: string;
   };
 }
 export interface ContainerLike {

@@ -11,11 +11,14 @@ import { filterPod } from '../control/filter';
 import { decideAhead } from '../control/decideAhead';
 import type { AheadNote } from '../diagnostics/record';
 import { AHEAD_NOTE_HEADER, DECIDE_AHEAD_PATH, MAX_AHEAD_NOTE_CHARS, MAX_AHEAD_PODS } from '../wire/decidedAhead';
+import { evictionRefused } from '../control/preemption';
+import { EVICTION_REFUSED_PATH, evictionRefusedSchema, PREEMPTION_HEADER, preemptionModeOf } from '../wire/preemption';
 import { listNodeDevices, listSchedulerLogs, readNodeDevices, readSchedulerLog } from '../control/views';
 import { DEFAULT_LIST_LIMIT, MAX_LIST_LIMIT } from '../control/listing';
-import type { NodeLike, PodLike } from '../engine/types';
+import type { PodLike } from '../engine/types';
 import { BadRequestError, PayloadTooLargeError } from '../errors';
 import { kubeName, kubeNames, kubeNamespace, kubePodName, kubeUid } from '../wire/names';
+import { absentIfNull, nodeSchema, podSchema } from '../wire/objects';
 import { MIN_VIEW_SEQ_HEADER } from '../wire/headers';
 import { isJsonObject, type JsonObject } from '../json';
 import { NodeNamesMemo, splitNodeNames } from './nodeNamesText';
@@ -44,36 +47,11 @@ export interface Route {
 /** Lambda's synchronous payload limit; larger bodies are refused before parsing. */
 export const MAX_BODY_BYTES = 6 * 1024 * 1024;
 
-const quantities = z.record(z.string(), z.union([z.string(), z.number()])).nullish();
-const containers = z
-  .array(z.object({ name: z.string(), resources: z.object({ limits: quantities, requests: quantities }).nullish() }).loose())
-  .nullish();
-
-const podSchema = z
-  .object({
-    metadata: z
-      .object({
-        name: kubePodName,
-        namespace: kubeNamespace.nullish(),
-        uid: kubeUid,
-        annotations: z.record(z.string(), z.string()).nullish(),
-        labels: z.record(z.string(), z.string()).nullish(),
-      })
-      .loose(),
-    spec: z.object({ initContainers: containers, containers }).loose().nullish(),
-  })
-  .loose();
-
-const nodeSchema = z
-  .object({
-    metadata: z.object({ name: kubeName, annotations: z.record(z.string(), z.string()).nullish(), labels: z.record(z.string(), z.string()).nullish() }).loose(),
-    // Capacity and labels: AWS Neuron devices are registered from them (docs/devices.md).
-    status: z.object({ allocatable: quantities, capacity: quantities }).loose().nullish(),
-  })
-  .loose();
+/** kube-scheduler sends the pod's uid with every filter: bookings are keyed by it. */
+const extenderPodSchema = podSchema.extend({ metadata: podSchema.shape.metadata.extend({ uid: kubeUid }) });
 
 const filterArgs = z.object({
-  pod: podSchema,
+  pod: extenderPodSchema,
   nodes: z.object({ items: z.array(nodeSchema).nullish() }).loose().nullish(),
   nodenames: kubeNames.nullish(),
 });
@@ -83,9 +61,11 @@ const bindArgs = z.object({
   podnamespace: kubeNamespace,
   poduid: kubeUid,
   node: kubeName,
+  /** The relay waits for the node's lock itself (docs/relay.md, "Bind hand-over"). */
+  handover: z.boolean().optional(),
 });
 
-const outcomeArgs = bindArgs.extend({ error: z.string() });
+const outcomeArgs = bindArgs.omit({ handover: true }).extend({ error: z.string() });
 
 function assertBodySize(body: string): void {
   if (Buffer.byteLength(body) > MAX_BODY_BYTES) throw new PayloadTooLargeError(`request body larger than ${MAX_BODY_BYTES} bytes`);
@@ -139,32 +119,9 @@ function checkPathName(schema: z.ZodType<string>, value: string, what: string): 
   throw new BadRequestError(`invalid ${what} ${JSON.stringify(shown)}: ${problems}`);
 }
 
-function normalisePod(pod: z.infer<typeof podSchema>): PodLike {
-  const clean = (list: z.infer<typeof containers>) =>
-    (list ?? []).map((c) => ({
-      name: c.name,
-      resources: { limits: c.resources?.limits ?? {}, requests: c.resources?.requests ?? {} },
-    }));
-  return {
-    metadata: {
-      name: pod.metadata.name,
-      namespace: pod.metadata.namespace ?? 'default',
-      uid: pod.metadata.uid,
-      annotations: pod.metadata.annotations ?? {},
-      labels: pod.metadata.labels ?? {},
-    },
-    spec: { initContainers: clean(pod.spec?.initContainers), containers: clean(pod.spec?.containers) },
-  };
-}
-
-/** A node of ExtenderArgs as the engine reads it: absent rather than null, nothing else carried. */
-function normaliseNode(node: z.infer<typeof nodeSchema>): NodeLike {
-  const { annotations, labels } = node.metadata;
-  const { allocatable, capacity } = node.status ?? {};
-  return {
-    metadata: { name: node.metadata.name, ...(annotations ? { annotations } : {}), ...(labels ? { labels } : {}) },
-    ...(allocatable || capacity ? { status: { ...(allocatable ? { allocatable } : {}), ...(capacity ? { capacity } : {}) } } : {}),
-  };
+/** The pod as the engine reads it, in the namespace kube-scheduler leaves implicit when it is `default`. */
+function normalisePod(pod: z.output<typeof extenderPodSchema>): PodLike {
+  return { ...pod, metadata: { ...pod.metadata, namespace: pod.metadata.namespace ?? 'default' } };
 }
 
 /** The journal entry the view must include; absent or unreadable: no requirement beyond the view's own age bound. */
@@ -209,10 +166,19 @@ export function createFilterRoute(): Route {
       const pod = normalisePod(args.pod);
       const podRef = { namespace: pod.metadata.namespace ?? 'default', name: pod.metadata.name, uid: pod.metadata.uid ?? '' };
       logKeys({ pod: `${podRef.namespace}/${podRef.name}` });
-      const nodes = args.nodes ? (args.nodes.items ?? []).map(normaliseNode) : null;
+      const nodes = args.nodes ? (args.nodes.items ?? []) : null;
       const seq = minViewSeq(req.headers);
       const ahead = aheadNote(req.headers);
-      const answer = await filterPod(deps, { pod, podRef, nodeNames: args.nodenames ?? null, nodes, ...(seq !== undefined ? { minViewSeq: seq } : {}), ...(ahead ? { ahead } : {}) });
+      const preemptionMode = preemptionModeOf(req.headers[PREEMPTION_HEADER]);
+      const answer = await filterPod(deps, {
+        pod,
+        podRef,
+        nodeNames: args.nodenames ?? null,
+        nodes,
+        ...(seq !== undefined ? { minViewSeq: seq } : {}),
+        ...(ahead ? { ahead } : {}),
+        ...(preemptionMode !== undefined ? { preemptionMode } : {}),
+      });
       if (answer.attemptId) logKeys({ attemptId: answer.attemptId });
       return json(200, { ...answer.result, Effects: answer.effects });
     },
@@ -227,15 +193,12 @@ function aheadNote(headers: HttpRequest['headers']): AheadNote | undefined {
   return raw ? { kind: 'notUsed', reason: raw.slice(0, MAX_AHEAD_NOTE_CHARS) } : undefined;
 }
 
-/** The queue's sort keys, beside what the engine reads: kube-scheduler orders by priority, then creation time. */
-const queueKeys = z
-  .object({
-    metadata: z.object({ creationTimestamp: z.iso.datetime({ offset: true }).nullish() }).loose(),
-    spec: z.object({ priority: z.number().int().nullish() }).loose().nullish(),
-  })
-  .loose();
+/** The pod with the queue's second sort key: kube-scheduler orders by priority (`spec.priority`), then creation time. */
+const aheadPodSchema = extenderPodSchema.extend({
+  metadata: extenderPodSchema.shape.metadata.extend({ creationTimestamp: absentIfNull(z.iso.datetime({ offset: true })) }),
+});
 
-const aheadArgs = z.object({ pods: z.array(podSchema.and(queueKeys)).min(1).max(MAX_AHEAD_PODS) });
+const aheadArgs = z.object({ pods: z.array(aheadPodSchema).min(1).max(MAX_AHEAD_PODS) });
 
 /** Many pods decided before kube-scheduler asks (docs/api.md §2, `POST /filter/ahead`). */
 export const decideAheadRoute: Route = {
@@ -247,8 +210,8 @@ export const decideAheadRoute: Route = {
     const args = check(aheadArgs, parseExtenderBody(req.body), 'decide-ahead batch');
     const seq = minViewSeq(req.headers);
     const pods = args.pods.map((raw) => {
-      const created = raw.metadata.creationTimestamp;
-      return { pod: normalisePod(raw), priority: raw.spec?.priority ?? 0, createdMs: created ? Date.parse(created) : undefined };
+      const { creationTimestamp: created, ...metadata } = raw.metadata;
+      return { pod: normalisePod({ ...raw, metadata }), priority: raw.spec?.priority ?? 0, createdMs: created ? Date.parse(created) : undefined };
     });
     const answer = await decideAhead(deps, { pods, ...(seq !== undefined ? { minViewSeq: seq } : {}) });
     return json(200, answer);
@@ -263,8 +226,8 @@ export const bindRoute: Route = {
   async handle(deps, req, logKeys) {
     const args = check(bindArgs, parseExtenderBody(req.body), 'ExtenderBindingArgs');
     logKeys({ pod: `${args.podnamespace}/${args.podname}`, node: args.node });
-    const answer = await bindPodToNode(deps, { pod: { namespace: args.podnamespace, name: args.podname, uid: args.poduid }, node: args.node });
-    return json(200, { ...answer.result, Effects: answer.effects });
+    const answer = await bindPodToNode(deps, { pod: { namespace: args.podnamespace, name: args.podname, uid: args.poduid }, node: args.node, ...(args.handover === true ? { handOver: true } : {}) });
+    return json(200, { ...answer.result, ...(answer.lockHeld !== undefined ? { LockHeld: answer.lockHeld } : {}), Effects: answer.effects });
   },
 };
 
@@ -282,6 +245,26 @@ export const bindOutcomeRoute: Route = {
       error: args.error,
     });
     return json(200, { Effects: answer.effects });
+  },
+};
+
+/** The relay reports an eviction the Eviction API refused (docs/preemption.md). */
+export const evictionRefusedRoute: Route = {
+  name: 'evictionRefused',
+  kind: 'api',
+  method: 'POST',
+  path: EVICTION_REFUSED_PATH,
+  async handle(deps, req, logKeys) {
+    assertBodySize(req.body);
+    let body: unknown;
+    try {
+      body = JSON.parse(req.body);
+    } catch (err) {
+      throw new BadRequestError(`request body is not valid JSON: ${(err as Error).message}`);
+    }
+    const report = check(evictionRefusedSchema, body, 'eviction refusal');
+    logKeys({ pod: `${report.preemptor.namespace}/${report.preemptor.name}`, node: report.node });
+    return json(200, { Effects: await evictionRefused(deps, report) });
   },
 };
 
@@ -397,6 +380,7 @@ export const routes: readonly Route[] = [
   decideAheadRoute,
   bindRoute,
   bindOutcomeRoute,
+  evictionRefusedRoute,
   clusterEventsRoute,
   schedulerLogRoute,
   nodeDevicesRoute,

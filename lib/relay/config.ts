@@ -4,10 +4,12 @@
  */
 import { z } from 'zod';
 import type { AdmissionSettings } from '../admission/review';
-import { loadConfig } from '../config';
+import { loadConfig, loadEngineConfig } from '../config';
+import { managedResourceNames } from '../engine/requests';
 import { ConfigError } from '../errors';
 import { RelayConfigError } from './errors';
 import { MAX_AHEAD_PODS } from '../wire/decidedAhead';
+import { PREEMPTION_MODES, type PreemptionMode } from '../wire/preemption';
 
 export const DEFAULT_MANAGED_RESOURCES = [
   'nvidia.com/gpu',
@@ -86,6 +88,12 @@ const envSchema = z
     /** How long a filter waits for the batch deciding its pod before deciding it live. */
     RELAY_AHEAD_WAIT_MS: intFromEnv(3_000, 0, 20_000),
     RELAY_BATCH_MAX_DELAY_MS: intFromEnv(200, 0, 60_000),
+    /**
+     * Bind hand-over (docs/relay.md): how long a bind may wait in its node's queue for the lock before it is sent as
+     * before (the control plane then waits up to HAMI_BIND_LOCK_WAIT_SECONDS); 0 sends every bind at once. Below
+     * RELAY_EXTENDER_DEADLINE_MS, with room for that wait; unset, three fifths of it (15 s of 25 s).
+     */
+    RELAY_BIND_HANDOVER_MS: intFromEnv(-1, 0, 600_000),
     RELAY_RESYNC_INTERVAL_MS: intFromEnv(300_000, 1_000, 86_400_000),
     RELAY_WATCH_TIMEOUT_SECONDS: intFromEnv(300, 1, 3_600),
     RELAY_BACKOFF_INITIAL_MS: intFromEnv(500, 1, 600_000),
@@ -119,6 +127,8 @@ const envSchema = z
     HAMI_SCHEDULER_NAME: z.string().trim().min(1).default('hami-scheduler'),
     /** HAMi's defaultGPUNum: cards given to a container that asks only for GPU memory or cores. */
     HAMI_DEFAULT_GPU_NUM: intFromEnv(1, 0, 1024),
+    /** GPU-aware preemption for this cluster (docs/preemption.md); sent with /filter when not `on`. */
+    HAMI_PREEMPTION: z.enum(PREEMPTION_MODES, { message: 'must be on, off or log' }).default('on'),
   })
   .superRefine((env, ctx) => {
     const auth = env.HAMI_CONTROL_PLANE_AUTH ?? inferAuth(env);
@@ -176,11 +186,15 @@ export interface RelayConfig {
     readonly region?: string;
   };
   readonly extenderDeadlineMs: number;
+  /** GPU-aware preemption for this cluster: the stricter of it and the control plane's own applies (docs/preemption.md). */
+  readonly preemption: PreemptionMode;
   readonly eventSourceComponent: string;
   readonly managedResources: readonly string[];
   readonly batch: { readonly maxEvents: number; readonly maxDelayMs: number };
   /** Decide-ahead (docs/relay.md, "Deciding ahead"); `reservationTtlMs` is the control plane's HAMI_RESERVATION_TTL_SECONDS. */
   readonly ahead: { readonly enabled: boolean; readonly windowMs: number; readonly maxPods: number; readonly waitMs: number; readonly reservationTtlMs: number };
+  /** How long a bind waits in its node's queue for the lock (0: no hand-over). */
+  readonly bindHandOverMs: number;
   readonly resyncIntervalMs: number;
   readonly watchTimeoutSeconds: number;
   readonly backoff: { readonly initialMs: number; readonly maxMs: number };
@@ -222,8 +236,8 @@ function engineSettings(env: NodeJS.ProcessEnv): { ok: true; engine: AdmissionSe
     if (/^HAMI_(RESOURCE_|DEFAULT_MEMORY$|DEFAULT_CORES$|MEMORY_FACTOR$|RESERVATION_TTL_SECONDS$)/.test(key)) shared[key] = value;
   }
   try {
-    const config = loadConfig(shared);
-    return { ok: true, engine: config.engine, reservationTtlSeconds: config.reservationTtlSeconds };
+    // The reservation TTL by the control plane's own rule (its loader's defaults fill the store settings, unused here).
+    return { ok: true, engine: loadEngineConfig(shared), reservationTtlSeconds: loadConfig(shared).reservationTtlSeconds };
   } catch (err) {
     if (err instanceof ConfigError) return { ok: false, problems: [...err.problems] };
     throw err;
@@ -238,18 +252,14 @@ export function loadRelayConfig(env: NodeJS.ProcessEnv = process.env): RelayConf
     ...(parsed.success ? [] : parsed.error.issues.map((i) => `${i.path.join('.') || '(environment)'}: ${i.message}`)),
     ...(engine.ok ? [] : engine.problems),
   ];
-  if (!parsed.success || !engine.ok) throw new RelayConfigError(problems);
+  if (parsed.success && parsed.data.RELAY_BIND_HANDOVER_MS >= 0 && parsed.data.RELAY_BIND_HANDOVER_MS >= parsed.data.RELAY_EXTENDER_DEADLINE_MS) {
+    problems.push(`RELAY_BIND_HANDOVER_MS: must be below RELAY_EXTENDER_DEADLINE_MS (${parsed.data.RELAY_EXTENDER_DEADLINE_MS}), with room for the control plane's own wait`);
+  }
+  if (!parsed.success || !engine.ok || problems.length > 0) throw new RelayConfigError(problems);
   const e = parsed.data;
   const auth = e.HAMI_CONTROL_PLANE_AUTH ?? inferAuth(e);
   const names = engine.engine;
-  const managed = e.RELAY_MANAGED_RESOURCES?.split(',').map((s) => s.trim()).filter((s) => s !== '') ?? [
-    names.resourceCountName,
-    names.resourceMemoryName,
-    names.resourceMemoryPercentageName,
-    names.resourceCoreName,
-    names.neuronResourceName,
-    names.neuronCoreResourceName,
-  ];
+  const managed = e.RELAY_MANAGED_RESOURCES?.split(',').map((s) => s.trim()).filter((s) => s !== '') ?? managedResourceNames(names);
   return {
     mode: e.RELAY_MODE,
     host: e.RELAY_HOST,
@@ -262,6 +272,7 @@ export function loadRelayConfig(env: NodeJS.ProcessEnv = process.env): RelayConf
       ...(auth === 'iam' ? { region: e.AWS_REGION ?? e.AWS_DEFAULT_REGION } : {}),
     },
     extenderDeadlineMs: e.RELAY_EXTENDER_DEADLINE_MS,
+    preemption: e.HAMI_PREEMPTION,
     eventSourceComponent: e.RELAY_EVENT_SOURCE_COMPONENT,
     managedResources: managed,
     batch: { maxEvents: e.RELAY_BATCH_MAX_EVENTS, maxDelayMs: e.RELAY_BATCH_MAX_DELAY_MS },
@@ -272,6 +283,7 @@ export function loadRelayConfig(env: NodeJS.ProcessEnv = process.env): RelayConf
       waitMs: e.RELAY_AHEAD_WAIT_MS,
       reservationTtlMs: engine.reservationTtlSeconds * 1000,
     },
+    bindHandOverMs: e.RELAY_BIND_HANDOVER_MS >= 0 ? e.RELAY_BIND_HANDOVER_MS : Math.floor((e.RELAY_EXTENDER_DEADLINE_MS * 3) / 5),
     resyncIntervalMs: e.RELAY_RESYNC_INTERVAL_MS,
     watchTimeoutSeconds: e.RELAY_WATCH_TIMEOUT_SECONDS,
     backoff: { initialMs: e.RELAY_BACKOFF_INITIAL_MS, maxMs: e.RELAY_BACKOFF_MAX_MS },

@@ -6,7 +6,8 @@
 import type { AppLogger } from '../powertools';
 import { forEachAtMost } from '../concurrency';
 import { errorMessage } from '../errors';
-import type { BindPodEffect, Effect, PatchNodeAnnotationsEffect, PatchPodAnnotationsEffect, RecordEventEffect, RecordNodeEventEffect } from '../wire/effects';
+import type { EvictionRefused, PreemptionMode } from '../wire/preemption';
+import type { BindPodEffect, Effect, EvictPodEffect, PatchNodeAnnotationsEffect, PatchPodAnnotationsEffect, RecordEventEffect, RecordNodeEventEffect } from '../wire/effects';
 
 /** The cluster writes Effects need; implemented over client-node in kubeWriter.ts, doubled in tests. */
 export interface ClusterWriter {
@@ -18,6 +19,26 @@ export interface ClusterWriter {
   recordEvent(effect: RecordEventEffect | RecordNodeEventEffect): Promise<void>;
   /** JSON merge patch of the Node's annotations (HAMi's node lock mirror); null deletes. Throws KubeWriteError. */
   patchNodeMetadata(effect: PatchNodeAnnotationsEffect): Promise<void>;
+  /** Evicts the pod through the Eviction API (policy/v1), which honours PodDisruptionBudgets; never throws. */
+  evictPod(effect: EvictPodEffect): Promise<EvictionOutcome>;
+}
+
+/** An eviction's outcome: done, the pod already gone (404), or refused (a PodDisruptionBudget's 429, or any other failure). */
+export type EvictionOutcome =
+  | { readonly kind: 'evicted' }
+  | { readonly kind: 'gone' }
+  | { readonly kind: 'refused'; readonly message: string; readonly disruptionBudget: boolean };
+
+export interface ApplyOptions {
+  /** The effects are unrelated (answers to /cluster/events): applied side by side. */
+  readonly independent?: boolean;
+  /**
+   * Evictions (GPU-aware preemption, docs/preemption.md): `on` applies them; `log` and `off` (the cluster's
+   * HAMI_PREEMPTION) evict nothing and report them refused. Absent: `on`.
+   */
+  readonly preemption?: PreemptionMode;
+  /** Told of a refused eviction, so the control plane can drop the plan and try the next (`/preemption/refused`). */
+  readonly evictionRefused?: (report: EvictionRefused) => Promise<void>;
 }
 
 export type ApplyOutcome = { readonly ok: true } | { readonly ok: false; readonly error: string };
@@ -31,25 +52,72 @@ const PARALLEL_INDEPENDENT_EFFECTS = 8;
  * Warning events and nudges), so they are applied side by side, each tried whatever failed, and the first failure
  * is returned.
  */
-export async function applyEffects(effects: readonly Effect[], writer: ClusterWriter, logger: AppLogger, opts: { readonly independent?: boolean } = {}): Promise<ApplyOutcome> {
+export async function applyEffects(effects: readonly Effect[], writer: ClusterWriter, logger: AppLogger, opts: ApplyOptions = {}): Promise<ApplyOutcome> {
+  const evictions = new Evictions(writer, logger, opts);
   if (opts.independent) {
     let firstFailure: ApplyOutcome | undefined;
     await forEachAtMost(effects, PARALLEL_INDEPENDENT_EFFECTS, async (effect) => {
-      const failure = await applyEffect(effect, writer, logger);
+      const failure = await applyEffect(effect, writer, logger, evictions);
       if (failure) firstFailure ??= failure;
     });
     return firstFailure ?? { ok: true };
   }
   for (const effect of effects) {
-    const failure = await applyEffect(effect, writer, logger);
+    const failure = await applyEffect(effect, writer, logger, evictions);
     if (failure) return failure;
   }
   return { ok: true };
 }
 
-/** One effect; a failed patch or binding is logged and returned, a failed event only logged. */
-async function applyEffect(effect: Effect, writer: ClusterWriter, logger: AppLogger): Promise<ApplyOutcome | undefined> {
+/**
+ * The evictions of one list: once one of a preemptor's victims is refused, its plan is dropped (the control plane is
+ * told), so its other victims are left alone.
+ */
+class Evictions {
+  private readonly abandoned = new Set<string>();
+
+  constructor(
+    private readonly writer: ClusterWriter,
+    private readonly logger: AppLogger,
+    private readonly opts: ApplyOptions,
+  ) {}
+
+  async apply(effect: EvictPodEffect): Promise<void> {
+    const ids = { namespace: effect.namespace, pod: effect.name, node: effect.node, preemptor: `${effect.preemptor.namespace}/${effect.preemptor.name}` };
+    if (this.abandoned.has(effect.preemptor.uid)) {
+      this.logger.info('EvictionSkipped', { ...ids, reason: 'an earlier eviction of the same plan was refused' });
+      return;
+    }
+    const mode = this.opts.preemption ?? 'on';
+    const outcome: EvictionOutcome =
+      mode === 'on' ? await this.writer.evictPod(effect) : { kind: 'refused', message: `this cluster's relay has HAMI_PREEMPTION=${mode}: nothing is evicted`, disruptionBudget: false };
+    if (outcome.kind !== 'refused') {
+      this.logger.info('PodEvicted', { ...ids, outcome: outcome.kind });
+      return;
+    }
+    this.abandoned.add(effect.preemptor.uid);
+    this.logger.warn('EvictionRefused', { ...ids, disruptionBudget: outcome.disruptionBudget, error: outcome.message });
+    try {
+      await this.opts.evictionRefused?.({
+        preemptor: effect.preemptor,
+        victim: { namespace: effect.namespace, name: effect.name, uid: effect.uid },
+        node: effect.node,
+        message: outcome.message,
+        disruptionBudget: outcome.disruptionBudget,
+      });
+    } catch (err) {
+      // The hold ends on its own (HAMI_PREEMPTION_HOLD_SECONDS); only the next plan comes later.
+      this.logger.warn('EvictionRefusalNotReported', { ...ids, error: errorMessage(err) });
+    }
+  }
+}
+
+/** One effect; a failed patch or binding is logged and returned, a failed event only logged; evictions never fail the list. */
+async function applyEffect(effect: Effect, writer: ClusterWriter, logger: AppLogger, evictions: Evictions): Promise<ApplyOutcome | undefined> {
   switch (effect.kind) {
+    case 'EvictPod':
+      await evictions.apply(effect);
+      return undefined;
     case 'PatchPodAnnotations':
     case 'BindPod':
     case 'PatchNodeAnnotations':

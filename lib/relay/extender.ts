@@ -5,11 +5,15 @@
  */
 import type { AppLogger } from '../powertools';
 import { MIN_VIEW_SEQ_HEADER } from '../wire/headers';
+import { EVICTION_REFUSED_PATH, PREEMPTION_HEADER, type EvictionRefused, type PreemptionMode } from '../wire/preemption';
 import type { ControlPlaneClient } from './controlPlane';
 import { realDelay, type DelayFn } from './delay';
 import { applyEffects, type ClusterWriter } from './effects';
 import { splitEffects } from '../wire/effects';
+import { readBindingResult, readFilterResult } from '../wire/extender';
 import { clusterPod, requestDiffers, type PodSource } from './podCheck';
+import type { BindTry, NodeBindQueue } from './bindQueue';
+import { NODE_LOCK_ANNOTATION } from '../control/ledger';
 import { errorMessage } from '../errors';
 import { AHEAD_NOTE_HEADER } from '../wire/decidedAhead';
 import type { AheadDecisions } from './aheadDecisions';
@@ -30,6 +34,10 @@ export interface ExtenderDeps {
   readonly pods: PodSource;
   /** Decisions made ahead (aheadDecisions.ts); absent with HAMI_DECIDE_AHEAD=false: every filter is decided live. */
   readonly ahead?: Pick<AheadDecisions, 'lookup'>;
+  /** Binds held per node until the lock looks free (bindQueue.ts); without it each bind goes at once. */
+  readonly bindQueue?: NodeBindQueue;
+  /** This cluster's GPU-aware preemption mode (the chart's; docs/preemption.md); absent: `on`. */
+  readonly preemption?: PreemptionMode;
 }
 
 export type ExtenderAnswer = Record<string, unknown>;
@@ -124,25 +132,45 @@ export async function relayFilter(rawBody: string, deps: ExtenderDeps): Promise<
     const args: Record<string, unknown> = { Pod: checked.pod };
     for (const [k, v] of Object.entries(parsed.value as Record<string, unknown>)) if (k.toLowerCase() !== 'pod') args[k] = v;
     const seq = deps.viewSeq?.() ?? 0;
-    const reply = await callControlPlane(deps, '/filter', args, signal, {
+    const mode = deps.preemption ?? 'on';
+    const headers = {
       ...(seq > 0 ? { [MIN_VIEW_SEQ_HEADER]: String(seq) } : {}),
       ...(note !== undefined ? { [AHEAD_NOTE_HEADER]: note } : {}),
-    });
+      ...(mode !== 'on' ? { [PREEMPTION_HEADER]: mode } : {}),
+    };
+    const reply = await callControlPlane(deps, '/filter', args, signal, headers);
     if (!reply.ok) {
       deps.logger.warn('FilterNotRelayed', { pod: podName, error: reply.error });
       return filterError(reply.error);
     }
     const { rest, effects, invalid } = splitEffects(reply.answer);
     if (invalid !== undefined) return filterError(`control plane sent invalid Effects: ${invalid}`);
-    const applied = await applyEffects(effects, deps.writer, deps.logger);
+    const result = readFilterResult(rest);
+    if (!result.ok) {
+      deps.logger.warn('FilterNotRelayed', { pod: podName, error: result.error });
+      return filterError(result.error);
+    }
+    const applied = await applyEffects(effects, deps.writer, deps.logger, { preemption: mode, evictionRefused: (report) => reportRefusal(deps, report, signal) });
     if (!applied.ok) return filterError(applied.error);
-    deps.logger.info('FilterRelayed', { pod: podName, nodeNames: field(rest, 'NodeNames') ?? null, effects: effects.length });
-    return rest;
+    deps.logger.info('FilterRelayed', { pod: podName, nodeNames: result.value.NodeNames ?? null, effects: effects.length });
+    return result.value;
   };
   return answerWithin(deps, work, () => {
     deps.logger.warn('FilterDeadlineExceeded', { deadlineMs: deps.deadlineMs });
     return filterError(deadlineText(deps.deadlineMs));
   });
+}
+
+/**
+ * Tells the control plane that an eviction was refused (docs/preemption.md), and applies what it answers: the
+ * preemptor's explanation and its nudge, so its next filter looks for another plan at once.
+ */
+async function reportRefusal(deps: ExtenderDeps, report: EvictionRefused, signal: AbortSignal): Promise<void> {
+  const reply = await callControlPlane(deps, EVICTION_REFUSED_PATH, report, signal);
+  if (!reply.ok) throw new Error(reply.error);
+  const { effects, invalid } = splitEffects(reply.answer);
+  if (invalid !== undefined) throw new Error(`control plane sent invalid Effects: ${invalid}`);
+  await applyEffects(effects, deps.writer, deps.logger, { independent: true });
 }
 
 export async function relayBind(rawBody: string, deps: ExtenderDeps): Promise<ExtenderAnswer> {
@@ -162,32 +190,49 @@ export async function relayBind(rawBody: string, deps: ExtenderDeps): Promise<Ex
       deps.logger.warn('ExtenderRequestRefused', { verb: 'bind', ...logKeys, reason: checked.reason });
       return bindError(checked.reason);
     }
-    const reply = await callControlPlane(deps, '/bind', args, signal);
-    if (!reply.ok) {
-      deps.logger.warn('BindNotRelayed', { ...logKeys, error: reply.error });
-      return bindError(reply.error);
+    const forward = async (handOver: boolean): Promise<BindTry<ExtenderAnswer>> => {
+      const body = handOver && args !== null && typeof args === 'object' ? { ...(args as Record<string, unknown>), HandOver: true } : args;
+      const reply = await callControlPlane(deps, '/bind', body, signal);
+      if (!reply.ok) {
+        deps.logger.warn('BindNotRelayed', { ...logKeys, error: reply.error });
+        return { outcome: 'done', value: bindError(reply.error) };
+      }
+      const { rest, effects, invalid } = splitEffects(reply.answer);
+      if (invalid !== undefined) return { outcome: 'done', value: bindError(`control plane sent invalid Effects: ${invalid}`) };
+      const result = readBindingResult(rest);
+      if (!result.ok) {
+        deps.logger.warn('BindNotRelayed', { ...logKeys, error: result.error });
+        return { outcome: 'done', value: bindError(result.error) };
+      }
+      // The lock is held: the queue sends the bind again when it sees the lock end.
+      if (handOver && result.value.LockHeld !== undefined) return { outcome: 'held' };
+      const refused = result.value.Error;
+      if (refused !== undefined && refused !== '') {
+        // The control plane refused (e.g. lock contention): its Effects carry BindingFailed; no outcome to report.
+        await applyEffects(effects, deps.writer, deps.logger);
+        deps.logger.info('BindRefused', { ...logKeys, error: refused });
+        return { outcome: 'done', value: bindError(refused) };
+      }
+      const applied = await applyEffects(effects, deps.writer, deps.logger);
+      const failure = applied.ok ? '' : applied.error;
+      const outcome = await callControlPlane(deps, '/bind/outcome', { ...identity, Error: failure }, signal);
+      if (outcome.ok) {
+        const follow = splitEffects(outcome.answer);
+        if (follow.invalid !== undefined) deps.logger.warn('OutcomeEffectsInvalid', { ...logKeys, error: follow.invalid });
+        await applyEffects(follow.effects, deps.writer, deps.logger);
+      } else {
+        deps.logger.error('BindOutcomeNotReported', { ...logKeys, error: outcome.error });
+      }
+      deps.logger.info('BindRelayed', { ...logKeys, error: failure });
+      // The pod holds the node's lock when the control plane wrote its mirror and the Binding went through.
+      const locked = failure === '' && effects.some((e) => e.kind === 'PatchNodeAnnotations' && typeof e.annotations[NODE_LOCK_ANNOTATION] === 'string');
+      return { outcome: locked ? 'locked' : 'done', value: bindError(failure) };
+    };
+    if (deps.bindQueue === undefined || identity.Node === '') {
+      const once = await forward(false);
+      return once.outcome === 'held' ? bindError('the node lock is held') : once.value;
     }
-    const { rest, effects, invalid } = splitEffects(reply.answer);
-    if (invalid !== undefined) return bindError(`control plane sent invalid Effects: ${invalid}`);
-    const refused = field(rest, 'Error');
-    if (typeof refused === 'string' && refused !== '') {
-      // The control plane refused (e.g. lock contention): its Effects carry BindingFailed; no outcome to report.
-      await applyEffects(effects, deps.writer, deps.logger);
-      deps.logger.info('BindRefused', { ...logKeys, error: refused });
-      return bindError(refused);
-    }
-    const applied = await applyEffects(effects, deps.writer, deps.logger);
-    const failure = applied.ok ? '' : applied.error;
-    const outcome = await callControlPlane(deps, '/bind/outcome', { ...identity, Error: failure }, signal);
-    if (outcome.ok) {
-      const follow = splitEffects(outcome.answer);
-      if (follow.invalid !== undefined) deps.logger.warn('OutcomeEffectsInvalid', { ...logKeys, error: follow.invalid });
-      await applyEffects(follow.effects, deps.writer, deps.logger);
-    } else {
-      deps.logger.error('BindOutcomeNotReported', { ...logKeys, error: outcome.error });
-    }
-    deps.logger.info('BindRelayed', { ...logKeys, error: failure });
-    return bindError(failure);
+    return deps.bindQueue.bind(identity.Node, logKeys.pod, forward, signal);
   };
   return answerWithin(deps, work, () => {
     deps.logger.warn('BindDeadlineExceeded', { deadlineMs: deps.deadlineMs });

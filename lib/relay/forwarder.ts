@@ -35,6 +35,13 @@ export interface ForwarderOptions {
   readonly onEffects?: (effects: readonly Effect[]) => Promise<void>;
   /** Told after every attempt whether the control plane answered (any status below 500 but 429) or not. */
   readonly onReachability?: (reachable: boolean, error?: string) => void;
+  /**
+   * Whether an event may end a node lock someone waits for (lib/relay/bindQueue.ts): its batch goes without waiting
+   * out the window (docs/relay.md, "Bind hand-over").
+   */
+  readonly isUrgent?: (event: ClusterWatchEvent) => boolean;
+  /** Told of each batch the control plane took (answered 200), in order. */
+  readonly onDelivered?: (events: readonly ClusterWatchEvent[]) => void;
 }
 
 /** Answers whose Effects may still be under way while the next batch is sent (then the pump waits for the oldest). */
@@ -63,6 +70,8 @@ export class ClusterEventForwarder {
   private rejected = 0;
   private failedAttempts = 0;
   private seq = 0;
+  /** An urgent event waits in the queue: the next batch goes at once. */
+  private urgent = false;
 
   constructor(private readonly opts: ForwarderOptions) {
     this.delay = opts.delay ?? realDelay;
@@ -72,7 +81,8 @@ export class ClusterEventForwarder {
     if (this.closing.signal.aborted) return;
     this.pending.push({ event });
     this.pendingEvents++;
-    if (this.pendingEvents >= this.opts.maxEvents) this.wakeBatch?.();
+    if (this.opts.isUrgent?.(event) === true) this.urgent = true;
+    if (this.pendingEvents >= this.opts.maxEvents || this.urgent) this.wakeBatch?.();
     this.startPump();
   }
 
@@ -131,7 +141,7 @@ export class ClusterEventForwarder {
     const signal = this.closing.signal;
     while (this.pending.length > 0 && !signal.aborted) {
       // A waiting complete list goes at once: its batch is closed already.
-      if (this.pendingEvents < this.opts.maxEvents && this.opts.maxDelayMs > 0 && this.pendingLists === 0) {
+      if (this.pendingEvents < this.opts.maxEvents && this.opts.maxDelayMs > 0 && this.pendingLists === 0 && !this.urgent) {
         // Time bound: wait a little for more events, unless the batch fills first.
         const full = new Promise<void>((resolve) => {
           this.wakeBatch = resolve;
@@ -142,6 +152,7 @@ export class ClusterEventForwarder {
         // Without a window, still let events enqueued in the same turn (a list's items) share the batch.
         await new Promise<void>((resolve) => setImmediate(resolve));
       }
+      this.urgent = false;
       const { events, complete } = this.takeBatch();
       await this.deliver(events, complete, signal);
     }
@@ -204,6 +215,7 @@ export class ClusterEventForwarder {
       return `HTTP ${res.status}: ${res.text.slice(0, 300)}`;
     }
     this.opts.onReachability?.(true);
+    if (res.status === 200) this.opts.onDelivered?.(batch);
     if (complete !== undefined && res.status === 200) {
       this.opts.logger.info('CompleteListSent', { kind: complete.kind, resourceVersion: complete.resourceVersion, keys: complete.keys.length });
     }

@@ -4,14 +4,16 @@
  * here, never further up.
  */
 import { ApiException, PatchStrategy, setHeaderOptions, type CoreV1Api } from '@kubernetes/client-node';
-import type { ClusterWriter } from './effects';
-import type { BindPodEffect, PatchNodeAnnotationsEffect, PatchPodAnnotationsEffect, RecordEventEffect, RecordNodeEventEffect } from '../wire/effects';
+import type { ClusterWriter, EvictionOutcome } from './effects';
+import type { BindPodEffect, EvictPodEffect, PatchNodeAnnotationsEffect, PatchPodAnnotationsEffect, RecordEventEffect, RecordNodeEventEffect } from '../wire/effects';
 import { KubeWriteError } from './errors';
 import { EventCorrelator, type EventInput } from './eventCorrelator';
 import type { NudgeResult, NudgeTarget } from './nudger';
 import { errorMessage } from '../errors';
 
 const mergePatch = setHeaderOptions('Content-Type', PatchStrategy.MergePatch);
+/** A guarded Node patch that keeps meeting newer versions gives up after this many reads (then it is reported). */
+const GUARDED_PATCH_ROUNDS = 3;
 
 /** The message of a Kubernetes Status body, which client-node hands over as a raw string. */
 export function statusMessage(err: unknown): string {
@@ -103,14 +105,64 @@ export function createKubeWriter(core: CoreV1Api, correlator: EventCorrelator): 
   };
 
   const patchNodeMetadata = async (e: PatchNodeAnnotationsEffect): Promise<void> => {
-    try {
-      await core.patchNode({ name: e.name, body: { metadata: { annotations: e.annotations } } }, mergePatch);
-    } catch (err) {
-      throw new KubeWriteError(`patch node ${e.name}: ${statusMessage(err)}`, statusCode(err), { cause: err });
+    const guard = e.ifAnnotations;
+    for (let round = 0; ; round++) {
+      let resourceVersion: string | undefined;
+      try {
+        if (guard !== undefined) {
+          // Guarded (the lock's mirror, docs/locks.md): applied only while the Node still holds these values, and
+          // only to the version read, so a write in between (the next holder's lock) is never undone.
+          const node = await core.readNode({ name: e.name });
+          const annotations = node.metadata?.annotations ?? {};
+          if (Object.entries(guard).some(([key, value]) => annotations[key] !== value)) return;
+          resourceVersion = node.metadata?.resourceVersion;
+        }
+        await core.patchNode({ name: e.name, body: { metadata: { ...(resourceVersion !== undefined ? { resourceVersion } : {}), annotations: e.annotations } } }, mergePatch);
+        return;
+      } catch (err) {
+        // Gone, or changed since the read: a guarded patch looks again (a deleted Node has no mirror left to clear).
+        if (guard !== undefined && statusCode(err) === 404) return;
+        if (guard !== undefined && statusCode(err) === 409 && round < GUARDED_PATCH_ROUNDS) continue;
+        throw new KubeWriteError(`patch node ${e.name}: ${statusMessage(err)}`, statusCode(err), { cause: err });
+      }
     }
   };
 
-  return { patchPodMetadata, bindPod, recordEvent, patchNodeMetadata };
+  const evictPod = async (e: EvictPodEffect): Promise<EvictionOutcome> => {
+    // policy/v1 Eviction: the API server checks the pod's PodDisruptionBudgets; the uid is a precondition, so a pod
+    // deleted and created again under the same name is never evicted for a plan made on its predecessor.
+    const body = {
+      apiVersion: 'policy/v1',
+      kind: 'Eviction',
+      metadata: { name: e.name, namespace: e.namespace },
+      ...(e.uid !== '' ? { deleteOptions: { preconditions: { uid: e.uid } } } : {}),
+    };
+    try {
+      await core.createNamespacedPodEviction({ name: e.name, namespace: e.namespace, body });
+      return { kind: 'evicted' };
+    } catch (err) {
+      if (statusCode(err) === 404) return { kind: 'gone' };
+      return { kind: 'refused', message: `evict pod ${e.namespace}/${e.name}: ${statusMessage(err)}`, disruptionBudget: statusCode(err) === 429 && namesDisruptionBudget(err) };
+    }
+  };
+
+  return { patchPodMetadata, bindPod, recordEvent, patchNodeMetadata, evictPod };
+}
+
+/** Whether a refused eviction's Status names a PodDisruptionBudget (`details.causes[].reason: DisruptionBudget`). */
+function namesDisruptionBudget(err: unknown): boolean {
+  if (!(err instanceof ApiException)) return false;
+  const raw: unknown = err.body;
+  let body: unknown = raw;
+  if (typeof raw === 'string') {
+    try {
+      body = JSON.parse(raw);
+    } catch {
+      return /disruption budget/i.test(raw);
+    }
+  }
+  const causes = (body as { details?: { causes?: unknown } } | null)?.details?.causes;
+  return Array.isArray(causes) && causes.some((c) => (c as { reason?: unknown } | null)?.reason === 'DisruptionBudget');
 }
 
 /**

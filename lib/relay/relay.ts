@@ -5,9 +5,9 @@
 import type { Server } from 'node:http';
 import { AdmissionregistrationV1Api, ApiException, AuthenticationV1Api, AuthorizationV1Api, CoreV1Api, type KubeConfig } from '@kubernetes/client-node';
 import { cardCapacity } from '../admission/cards';
-import { walkDecisionTree } from '../cli/decisionTree';
-import { KubeClusterReader } from '../cli/kubeClusterReader';
-import type { NodeLike } from '../engine/types';
+import { walkDecisionTree } from '../diagnostics/decisionTree';
+import { KubeClusterReader } from '../kube/clusterReader';
+import { nodeSchema, type WireNode } from '../wire/objects';
 import type { AppLogger } from '../powertools';
 import type { RelayConfig } from './config';
 import type { RequestSigner } from '../aws/sigv4';
@@ -15,6 +15,7 @@ import { createControlPlaneClient, signerFromConfig } from './controlPlane';
 import { realDelay, type DelayFn } from './delay';
 import { EventCorrelator } from './eventCorrelator';
 import { ClusterEventForwarder } from './forwarder';
+import { NodeBindQueue } from './bindQueue';
 import { applyEffects } from './effects';
 import { createKubeWriter, createNudgePatcher, statusMessage } from './kubeWriter';
 import { Nudger } from './nudger';
@@ -117,6 +118,8 @@ export async function startRelay(opts: StartRelayOptions): Promise<RunningRelay>
   });
   const report = (answered: boolean, error?: string) => reachability.report(answered, error);
 
+  // Bind hand-over (docs/relay.md): binds wait per node for the lock, told of its end by the batches delivered.
+  const bindQueue = config.bindHandOverMs > 0 ? new NodeBindQueue({ holdMs: config.bindHandOverMs, delay: opts.extenderDelay ?? realDelay }) : undefined;
   const forwarder = new ClusterEventForwarder({
     controlPlane,
     logger,
@@ -129,6 +132,7 @@ export async function startRelay(opts: StartRelayOptions): Promise<RunningRelay>
       await applyEffects(effects, writer, logger, { independent: true });
     },
     onReachability: report,
+    ...(bindQueue ? { isUrgent: (event) => bindQueue.watched(event), onDelivered: (events) => bindQueue.delivered(events) } : {}),
   });
   // Decide-ahead (docs/relay.md, "Deciding ahead"): off with HAMI_DECIDE_AHEAD=false, every filter then decided live.
   const ahead = config.ahead.enabled
@@ -173,6 +177,7 @@ export async function startRelay(opts: StartRelayOptions): Promise<RunningRelay>
       logger,
       deadlineMs: config.extenderDeadlineMs,
       viewSeq: () => forwarder.viewSeq,
+      preemption: config.preemption,
       reachability: report,
       ...(ahead ? { ahead } : {}),
       pods: {
@@ -188,6 +193,7 @@ export async function startRelay(opts: StartRelayOptions): Promise<RunningRelay>
         },
       },
       ...(opts.extenderDelay ? { delay: opts.extenderDelay } : {}),
+      ...(bindQueue ? { bindQueue } : {}),
     },
     controlPlane,
     reviews: cachingReviews(
@@ -214,7 +220,7 @@ export async function startRelay(opts: StartRelayOptions): Promise<RunningRelay>
         const pod = await reader.getPod(namespace, name);
         const nodeName = pod?.spec?.nodeName;
         const node = nodeName ? await reader.getNode(nodeName) : undefined;
-        return walkDecisionTree({ namespace, name }, pod, node, { schedulerName: config.admission.schedulerName, resourceNames: config.managedResources });
+        return walkDecisionTree({ namespace, name }, pod, node, { schedulerName: config.admission.schedulerName, engine: config.admission.engine });
       } catch (err) {
         logger.warn('DiagnosisUnavailable', { namespace, pod: name, error: errorMessage(err) });
         return undefined;
@@ -270,7 +276,13 @@ export async function startRelay(opts: StartRelayOptions): Promise<RunningRelay>
     admission: config.admission,
     capacity: () => {
       const nodes = watcher.cached('Node');
-      return nodes === undefined ? undefined : cardCapacity(nodes as NodeLike[], config.admission.engine);
+      if (nodes === undefined) return undefined;
+      // The informer's objects as the engine reads them; one that is not a Node (no name) registers no card.
+      const read = nodes.flatMap((node): WireNode[] => {
+        const parsed = nodeSchema.safeParse(node);
+        return parsed.success ? [parsed.data] : [];
+      });
+      return cardCapacity(read, config.admission.engine);
     },
     logger,
     checkIntervalMs: config.webhook.checkIntervalMs,

@@ -48,7 +48,7 @@ export interface RouterDeps {
   readonly extenderListening?: () => boolean;
   /**
    * For a pod without a scheduling record: hami-diag's debugging decision tree walked with the relay's own view of
-   * the cluster (lib/cli/decisionTree.ts), added to the 404 as `diagnosis`; undefined when the cluster cannot be read.
+   * the cluster (lib/diagnostics/decisionTree.ts), added to the 404 as `diagnosis`; undefined when the cluster cannot be read.
    */
   readonly diagnose?: (namespace: string, name: string) => Promise<unknown>;
   /** Seals and opens the user port's continue tokens. */

@@ -139,33 +139,69 @@ export function hidePodsOfNode(node: unknown, readable: ReadonlySet<string>): un
   return { ...node, devices, lock };
 }
 
-/** The namespaces of the lock holders a scheduler log names (the nodes it passed over, in every attempt shown). */
+/**
+ * The namespaces of the other pods a scheduler log names: lock holders of the nodes it passed over, preemption victims
+ * and pods kept for their PodDisruptionBudget (in every attempt shown), and a victim's preemptor.
+ */
 export function holderNamespacesOfLog(log: unknown): Set<string> {
   const found = new Set<string>();
+  const add = (pod: unknown) => {
+    const ns = namespaceOfPod(pod);
+    if (ns !== undefined) found.add(ns);
+  };
   for (const attempt of attemptsOf(log)) {
-    for (const passed of passedOverOf(attempt)) {
-      const ns = namespaceOfPod(passed.holder);
-      if (ns !== undefined) found.add(ns);
-    }
+    for (const passed of passedOverOf(attempt)) add(passed.holder);
+    const preemption = isObject(attempt) && isObject(attempt.filter) && isObject(attempt.filter.preemption) ? attempt.filter.preemption : undefined;
+    for (const victim of Array.isArray(preemption?.victims) ? preemption.victims : []) if (isObject(victim)) add(victim.pod);
+    for (const pod of Array.isArray(preemption?.spared) ? preemption.spared : []) add(pod);
   }
+  if (isObject(log) && isObject(log.preemptedBy)) add(log.preemptedBy.pod);
   return found;
 }
 
-/** A scheduler log whose passed-over nodes name no holder outside `readable` (`holderHidden: true` instead). */
+/**
+ * A scheduler log that names no pod outside `readable`: passed-over nodes' holders (`holderHidden: true` instead),
+ * preemption victims and a victim's preemptor (`podHidden: true` instead, their uid dropped too).
+ */
 export function hideHoldersOfLog(log: unknown, readable: ReadonlySet<string>): unknown {
   if (!isObject(log)) return log;
-  const hide = (attempt: unknown): unknown => {
-    if (!isObject(attempt) || !isObject(attempt.filter) || !Array.isArray(attempt.filter.passedOver)) return attempt;
-    const passedOver = attempt.filter.passedOver.map((passed: unknown) => {
-      if (!isObject(passed)) return passed;
-      const ns = namespaceOfPod(passed.holder);
-      if (ns !== undefined && readable.has(ns)) return passed;
-      const { holder: _holder, ...rest } = passed;
-      return { ...rest, holderHidden: true };
-    });
-    return { ...attempt, filter: { ...attempt.filter, passedOver } };
+  const visible = (pod: unknown): boolean => {
+    const ns = namespaceOfPod(pod);
+    return ns !== undefined && readable.has(ns);
   };
-  const top = hide(log) as Json;
+  const hide = (attempt: unknown): unknown => {
+    if (!isObject(attempt) || !isObject(attempt.filter)) return attempt;
+    let filter = attempt.filter;
+    if (Array.isArray(filter.passedOver)) {
+      const passedOver = filter.passedOver.map((passed: unknown) => {
+        if (!isObject(passed) || visible(passed.holder)) return passed;
+        const { holder: _holder, ...rest } = passed;
+        return { ...rest, holderHidden: true };
+      });
+      filter = { ...filter, passedOver };
+    }
+    if (isObject(filter.preemption)) {
+      const preemption = filter.preemption;
+      let hidden = false;
+      const victims = (Array.isArray(preemption.victims) ? preemption.victims : []).map((victim: unknown) => {
+        if (!isObject(victim) || visible(victim.pod)) return victim;
+        hidden = true;
+        const { pod: _pod, uid: _uid, ...rest } = victim;
+        return { ...rest, podHidden: true };
+      });
+      const spared = (Array.isArray(preemption.spared) ? preemption.spared : []).filter((pod: unknown) => visible(pod));
+      hidden ||= Array.isArray(preemption.spared) && spared.length < preemption.spared.length;
+      // The summary names the victims too: where one is hidden, it says so instead.
+      const summary = hidden ? { summary: `${String(preemption.outcome)}: some of the pods concerned are in namespaces you may not read` } : {};
+      filter = { ...filter, preemption: { ...preemption, ...summary, ...(Array.isArray(preemption.victims) ? { victims } : {}), ...(Array.isArray(preemption.spared) ? { spared } : {}) } };
+    }
+    return { ...attempt, filter };
+  };
+  let top = hide(log) as Json;
+  if (isObject(top.preemptedBy) && !visible(top.preemptedBy.pod)) {
+    const { pod: _pod, ...rest } = top.preemptedBy;
+    top = { ...top, preemptedBy: { ...rest, podHidden: true } };
+  }
   return Array.isArray(log.history) ? { ...top, history: log.history.map(hide) } : top;
 }
 

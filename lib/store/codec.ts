@@ -111,14 +111,33 @@ export function quotaKey(namespace: string): Key {
 
 // ---- bookings: compact positional JSON ----------------------------------------------------------------
 //   [namespace, name, state(0 reserved | 1 confirmed | 2 gone), devices, initCount, flags, resourceVersion,
-//    expiresAtMs, placedAtMs, bindPhase, attemptId, disputed, parts]     flags: 1 initDone, 2 holdsAppCards, 4 terminating, 8 adopted
+//    expiresAtMs, placedAtMs, bindPhase, attemptId, disputed, parts, priority, preemptedBy ([uid, pod, atMs, untilMs]),
+//    pdbBlockedUntilMs, preempting ([uid, …])]     flags: 1 initDone, 2 holdsAppCards, 4 terminating, 8 adopted
 // Trailing absent fields are dropped; absent fields in the middle are null.
 
 const STATES: readonly BookingState[] = ['reserved', 'confirmed', 'gone'];
 const Flag = { initDone: 1, appCards: 2, terminating: 4, adopted: 8 } as const;
 
 /** The booking's positions, named as its problems name them. */
-const BOOKING_FIELDS = ['namespace', 'name', 'state', 'devices', 'initCount', 'flags', 'resourceVersion', 'expiresAtMs', 'placedAtMs', 'bindPhase', 'attemptId', 'disputed', 'parts'] as const;
+const BOOKING_FIELDS = [
+  'namespace',
+  'name',
+  'state',
+  'devices',
+  'initCount',
+  'flags',
+  'resourceVersion',
+  'expiresAtMs',
+  'placedAtMs',
+  'bindPhase',
+  'attemptId',
+  'disputed',
+  'parts',
+  'priority',
+  'preemptedBy',
+  'pdbBlockedUntilMs',
+  'preempting',
+] as const;
 
 function encodeBookingText(booking: Booking): string {
   const flags =
@@ -126,7 +145,7 @@ function encodeBookingText(booking: Booking): string {
     (booking.holdsAppCards ? Flag.appCards : 0) |
     (booking.terminating ? Flag.terminating : 0) |
     (booking.origin === 'adopted' ? Flag.adopted : 0);
-  const fields: (string | number | null)[] = [
+  const fields: (string | number | null | readonly (string | number)[])[] = [
     booking.namespace,
     booking.name,
     STATES.indexOf(booking.state),
@@ -140,6 +159,10 @@ function encodeBookingText(booking: Booking): string {
     booking.attemptId ?? null,
     booking.disputed ?? null,
     booking.parts ?? null,
+    booking.priority ?? null,
+    booking.preemptedBy ? [booking.preemptedBy.uid, booking.preemptedBy.pod, booking.preemptedBy.atMs, booking.preemptedBy.untilMs] : null,
+    booking.pdbBlockedUntilMs ?? null,
+    booking.preempting ?? null,
   ];
   while (fields.length > 3 && fields[fields.length - 1] === null) fields.pop();
   return JSON.stringify(fields);
@@ -176,7 +199,18 @@ function decodeBookingText(text: string): Booking {
     attemptId: readOptionalText(row[10], field(10)) || undefined,
     disputed: readOptionalText(row[11], field(11)) || undefined,
     parts: readOptionalText(row[12], field(12)) || undefined,
+    priority: row[13] === null || row[13] === undefined ? undefined : readInt(row[13], field(13)),
+    preemptedBy: readPreemptedBy(row[14], field(14)),
+    pdbBlockedUntilMs: readOptionalNat(row[15], field(15)),
+    preempting: row[16] === null || row[16] === undefined ? undefined : readList(row[16], field(16)).map((uid, i) => readText(uid, field(16), i, true)),
   };
+}
+
+function readPreemptedBy(value: unknown, field: string): Booking['preemptedBy'] {
+  if (value === null || value === undefined) return undefined;
+  const row = readList(value, field);
+  if (row.length !== 4) return unexpected(field, undefined, '4 fields', row.length);
+  return { uid: readText(row[0], field, 0, true), pod: readText(row[1], field, 1, true), atMs: readNat(row[2], field, 2), untilMs: readNat(row[3], field, 3) };
 }
 
 // ---- registration: compact positional JSON -------------------------------------------------------------

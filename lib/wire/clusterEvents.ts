@@ -5,7 +5,8 @@
  */
 import { z } from 'zod';
 import { effectsSchema } from './effects';
-import { kubeName, kubeNamespace, kubePodName } from './names';
+import { kubeName, kubeNamespace } from './names';
+import { nodeSchema, podSchema, quantityMap } from './objects';
 
 /** The most watch events one batch may carry. */
 export const MAX_EVENTS_PER_BATCH = 5000;
@@ -14,38 +15,26 @@ export const MAX_COMPLETE_KEYS = 200_000;
 /** The most complete lists one batch may carry (one per kind). */
 export const MAX_COMPLETE_LISTS = 3;
 
-const stringMap = z.record(z.string(), z.string());
-const quantityMap = z.record(z.string(), z.union([z.string(), z.number()]));
-
-const metadata = z.object({
-  name: kubeName,
-  namespace: kubeNamespace.optional(),
+/** What a watch event's metadata carries beyond the engine's shape: ordering, identity, deletion. */
+const eventMetadata = {
   uid: z.string().min(1).max(128).optional(),
   resourceVersion: z.string().max(64).optional(),
-  annotations: stringMap.optional(),
-  labels: stringMap.optional(),
   deletionTimestamp: z.string().nullish(),
-});
+};
 
-export const nodeObjectSchema = z.object({
+/** The engine's Node (./objects.ts) as a watch event carries it. */
+export const nodeObjectSchema = nodeSchema.extend({
   kind: z.literal('Node'),
   apiVersion: z.literal('v1'),
-  metadata,
-  // Capacity: device kinds registered from it (AWS Neuron, docs/devices.md).
-  status: z.object({ allocatable: quantityMap.optional(), capacity: quantityMap.optional() }).optional(),
+  metadata: nodeSchema.shape.metadata.extend(eventMetadata),
 });
 
-const container = z.object({
-  name: z.string(),
-  resources: z.object({ limits: quantityMap.optional(), requests: quantityMap.optional() }).optional(),
-});
-
-export const podObjectSchema = z.object({
+/** The engine's Pod (./objects.ts) as a watch event carries it, with the status that ends or confirms bookings. */
+export const podObjectSchema = podSchema.extend({
   kind: z.literal('Pod'),
   apiVersion: z.literal('v1'),
   // A relist may report a pod that vanished unseen with its name only: DELETED may omit the uid.
-  metadata: metadata.extend({ name: kubePodName, namespace: kubeNamespace }),
-  spec: z.object({ initContainers: z.array(container).nullish(), containers: z.array(container).nullish() }).optional(),
+  metadata: podSchema.shape.metadata.extend({ namespace: kubeNamespace, ...eventMetadata }),
   status: z
     .object({
       phase: z.string().optional(),
@@ -57,7 +46,7 @@ export const podObjectSchema = z.object({
 export const quotaObjectSchema = z.object({
   kind: z.literal('ResourceQuota'),
   apiVersion: z.literal('v1'),
-  metadata: metadata.extend({ namespace: kubeNamespace }),
+  metadata: z.object({ name: kubeName, namespace: kubeNamespace, ...eventMetadata }),
   spec: z.object({ hard: quantityMap.optional() }).optional(),
 });
 

@@ -9,7 +9,19 @@ import { z } from 'zod';
  * HAMi's event reasons (docs/hami-parity.md, "Events"), and ours: a scheduler-owned annotation changed after
  * placement; a pod adopted from its annotations took a card past its capacity (on the pod and on its Node).
  */
-export const EVENT_REASONS = ['FilteringSucceed', 'FilteringFailed', 'BindingSucceed', 'BindingFailed', 'SchedulerAnnotationsChanged', 'AdoptedPastCapacity'] as const;
+export const EVENT_REASONS = [
+  'FilteringSucceed',
+  'FilteringFailed',
+  'BindingSucceed',
+  'BindingFailed',
+  'SchedulerAnnotationsChanged',
+  'AdoptedPastCapacity',
+  // GPU-aware preemption (docs/preemption.md): on a victim; on the preemptor (evicting, dry run, an eviction refused).
+  'Preempted',
+  'Preempting',
+  'PreemptionDryRun',
+  'PreemptionRefused',
+] as const;
 export type EventReason = (typeof EVENT_REASONS)[number];
 
 export const EVENT_TYPES = ['Normal', 'Warning'] as const;
@@ -56,14 +68,30 @@ export const recordNodeEventSchema = z.object({
   message: z.string(),
 });
 
-/** HAMi's node lock mirror on the Node's annotations. */
+/**
+ * HAMi's node lock mirror on the Node's annotations. `ifAnnotations` guards the patch: it applies only while the
+ * Node's annotations still hold exactly these values, else there is nothing to do (a lock's end that must not delete
+ * the next holder's value: docs/locks.md, "The mirror follows the lock").
+ */
 export const patchNodeAnnotationsSchema = z.object({
   kind: z.literal('PatchNodeAnnotations'),
   name: z.string().min(1),
   annotations: metadataPatch,
+  ifAnnotations: z.record(z.string(), z.string()).optional(),
 });
 
-export const effectSchema = z.discriminatedUnion('kind', [patchPodAnnotationsSchema, bindPodSchema, recordEventSchema, recordNodeEventSchema, patchNodeAnnotationsSchema]);
+/**
+ * Evict a pod through the Eviction API (policy/v1), so PodDisruptionBudgets are honoured, for `preemptor` (GPU-aware
+ * preemption, docs/preemption.md). A refusal is reported back to the control plane (`/preemption/refused`).
+ */
+export const evictPodSchema = z.object({
+  kind: z.literal('EvictPod'),
+  ...podTarget,
+  node: z.string().min(1),
+  preemptor: z.object({ namespace: z.string().min(1), name: z.string().min(1), uid: z.string().min(1) }),
+});
+
+export const effectSchema = z.discriminatedUnion('kind', [patchPodAnnotationsSchema, bindPodSchema, recordEventSchema, recordNodeEventSchema, patchNodeAnnotationsSchema, evictPodSchema]);
 export const effectsSchema = z.array(effectSchema);
 
 export type PatchPodAnnotationsEffect = z.infer<typeof patchPodAnnotationsSchema>;
@@ -71,6 +99,7 @@ export type BindPodEffect = z.infer<typeof bindPodSchema>;
 export type RecordEventEffect = z.infer<typeof recordEventSchema>;
 export type RecordNodeEventEffect = z.infer<typeof recordNodeEventSchema>;
 export type PatchNodeAnnotationsEffect = z.infer<typeof patchNodeAnnotationsSchema>;
+export type EvictPodEffect = z.infer<typeof evictPodSchema>;
 export type Effect = z.infer<typeof effectSchema>;
 
 /**

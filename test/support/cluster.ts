@@ -94,7 +94,11 @@ export interface PodOptions<C> {
   readonly namespace?: string;
   readonly uid?: string;
   readonly annotations?: Record<string, string>;
+  readonly labels?: Record<string, string>;
   readonly initContainers?: readonly C[];
+  /** `spec.priority` as Kubernetes resolves it from the PriorityClass at admission. */
+  readonly priority?: number;
+  readonly preemptionPolicy?: 'PreemptLowerPriority' | 'Never';
 }
 
 /** A pending pod for our scheduler; each container's limits are those `limitsOf` gives a value. */
@@ -118,11 +122,14 @@ function pendingPod<C extends { readonly name: string }>(
       uid: options.uid ?? `uid-${namespace}-${name}`,
       resourceVersion: '1',
       annotations: options.annotations ?? {},
+      ...(options.labels ? { labels: options.labels } : {}),
     },
     spec: {
       schedulerName: 'hami-scheduler',
       initContainers: (options.initContainers ?? []).map(toContainer),
       containers: containers.map(toContainer),
+      ...(options.priority !== undefined ? { priority: options.priority } : {}),
+      ...(options.preemptionPolicy !== undefined ? { preemptionPolicy: options.preemptionPolicy } : {}),
     },
     status: { phase: 'Pending' },
   };

@@ -3,7 +3,12 @@
  * for what the relay uses: list + watch with resourceVersion (history replay, bookmarks, 410 Gone after
  * compaction, server-side timeoutSeconds), JSON merge patch (null deletes, resourceVersion bump; a
  * metadata.uid or metadata.resourceVersion in the patch is a precondition: 409 Conflict when it differs),
- * pods/binding (201, 409 "already assigned", 409 when the Binding's metadata.uid is not the pod's), core/v1 events (create, patch), Secrets and
+ * pods/binding (201, 409 "already assigned", 409 when the Binding's metadata.uid is not the pod's), pods/eviction (policy/v1:
+ * 201 and a graceful deletion, the pod marked with deletionTimestamp until the test removes it as the kubelet would, at
+ * once when it is not bound or has ended; 429 TooManyRequests with a `DisruptionBudget` cause when the one
+ * PodDisruptionBudget selecting a running pod allows no disruption, else one disruption taken from it; a Pending pod's
+ * budgets are not asked; 500 when several select it; 409 when the uid precondition differs; 404 for a missing pod), PodDisruptionBudgets (`spec.selector.matchLabels`,
+ * `status.disruptionsAllowed` as the test sets it), core/v1 events (create, patch), Secrets and
  * MutatingWebhookConfigurations (create with 409 AlreadyExists, replace with optimistic concurrency on
  * resourceVersion: 409 Conflict when stale), TokenReview and SubjectAccessReview with configurable users and
  * grants, and the service proxy (`/api/v1/namespaces/{ns}/services/{scheme:name:port}/proxy/...`: the caller
@@ -18,7 +23,7 @@ import { createServer, request as httpRequest, type IncomingMessage, type Server
 import type { AddressInfo } from 'node:net';
 import { KubeConfig } from '@kubernetes/client-node';
 
-export type FakeKind = 'Node' | 'Pod' | 'ResourceQuota' | 'Event' | 'Secret' | 'MutatingWebhookConfiguration';
+export type FakeKind = 'Node' | 'Pod' | 'ResourceQuota' | 'Event' | 'Secret' | 'MutatingWebhookConfiguration' | 'PodDisruptionBudget';
 type Obj = Record<string, unknown> & { metadata?: Record<string, unknown> };
 
 const PLURAL: Record<string, FakeKind> = {
@@ -28,8 +33,9 @@ const PLURAL: Record<string, FakeKind> = {
   events: 'Event',
   secrets: 'Secret',
   mutatingwebhookconfigurations: 'MutatingWebhookConfiguration',
+  poddisruptionbudgets: 'PodDisruptionBudget',
 };
-const NAMESPACED: Record<FakeKind, boolean> = { Node: false, Pod: true, ResourceQuota: true, Event: true, Secret: true, MutatingWebhookConfiguration: false };
+const NAMESPACED: Record<FakeKind, boolean> = { Node: false, Pod: true, ResourceQuota: true, Event: true, Secret: true, MutatingWebhookConfiguration: false, PodDisruptionBudget: true };
 /** Kinds a client may create with POST on the collection and replace with PUT (the others are written by the test). */
 const CLIENT_WRITABLE: ReadonlySet<FakeKind> = new Set(['Secret', 'MutatingWebhookConfiguration']);
 
@@ -152,6 +158,7 @@ export async function startFakeKube(opts: FakeKubeOptions = {}): Promise<FakeKub
     ['Event', new Map()],
     ['Secret', new Map()],
     ['MutatingWebhookConfiguration', new Map()],
+    ['PodDisruptionBudget', new Map()],
   ]);
   const history: HistoryEntry[] = [];
   const watches = new Set<OpenWatch>();
@@ -300,6 +307,60 @@ export async function startFakeKube(opts: FakeKubeOptions = {}): Promise<FakeKub
     req.pipe(forwarded);
   };
 
+  /** The PodDisruptionBudgets of the pod's namespace whose `spec.selector.matchLabels` all match its labels. */
+  const budgetsOf = (pod: Obj): Obj[] => {
+    const labels = isObj(meta(pod).labels) ? (meta(pod).labels as Record<string, unknown>) : {};
+    return [...store.get('PodDisruptionBudget')!.values()].filter((pdb) => {
+      if (meta(pdb).namespace !== meta(pod).namespace) return false;
+      const spec = isObj(pdb.spec) ? pdb.spec : {};
+      const selector = isObj(spec.selector) && isObj(spec.selector.matchLabels) ? spec.selector.matchLabels : undefined;
+      // kube-apiserver: an empty selector selects every pod of the namespace (policy/v1); no selector none.
+      return selector !== undefined && Object.entries(selector).every(([k, v]) => labels[k] === v);
+    });
+  };
+
+  /** policy/v1 Eviction, as kube-apiserver's eviction REST handler answers it. */
+  const evict = (res: ServerResponse, namespace: string, name: string, pod: Obj | undefined, body: unknown): void => {
+    const eviction = isObj(body) ? body : {};
+    const em = isObj(eviction.metadata) ? eviction.metadata : {};
+    if (em.name !== undefined && em.name !== name) return sendJson(res, 400, status(400, 'BadRequest', `name in URL does not match name in Eviction object`));
+    if (pod === undefined) return sendJson(res, 404, status(404, 'NotFound', `pods "${name}" not found`, { name, kind: 'pods' }));
+    const options = isObj(eviction.deleteOptions) ? eviction.deleteOptions : {};
+    const preconditions = isObj(options.preconditions) ? options.preconditions : {};
+    if (preconditions.uid !== undefined && preconditions.uid !== meta(pod).uid) {
+      return sendJson(res, 409, status(409, 'Conflict', `Operation cannot be fulfilled on pods "${name}": Precondition failed: UID in precondition: ${String(preconditions.uid)}, UID in object meta: ${String(meta(pod).uid)}`));
+    }
+    const success = () => sendJson(res, 201, { kind: 'Status', apiVersion: 'v1', metadata: {}, status: 'Success', code: 201 });
+    const spec = isObj(pod.spec) ? pod.spec : {};
+    const phase = isObj(pod.status) ? pod.status.phase : undefined;
+    const bound = typeof spec.nodeName === 'string' && spec.nodeName !== '';
+    // Ended pods, and pods on no node, go at once (no kubelet to wait for), without asking their budgets.
+    if (phase === 'Succeeded' || phase === 'Failed' || !bound) {
+      remove('Pod', namespace, name);
+      return success();
+    }
+    if (meta(pod).deletionTimestamp !== undefined) return success();
+    // kube-apiserver's canIgnorePDB: a Pending pod is not counted healthy by any budget, so none is asked.
+    const budgets = phase === 'Pending' ? [] : budgetsOf(pod);
+    if (budgets.length > 1) {
+      return sendJson(res, 500, status(500, 'InternalError', 'This pod has more than one PodDisruptionBudget, which the eviction subresource does not support.'));
+    }
+    const budget = budgets[0];
+    if (budget !== undefined) {
+      const st = isObj(budget.status) ? budget.status : {};
+      const allowed = typeof st.disruptionsAllowed === 'number' ? st.disruptionsAllowed : 0;
+      if (allowed <= 0) {
+        const cause = `The disruption budget ${String(meta(budget).name)} needs ${String(st.desiredHealthy ?? 0)} healthy pods and has ${String(st.currentHealthy ?? 0)} currently`;
+        return sendJson(res, 429, status(429, 'TooManyRequests', 'Cannot evict pod as it would violate the pod\'s disruption budget.', { causes: [{ reason: 'DisruptionBudget', message: cause }] }));
+      }
+      patch('PodDisruptionBudget', namespace, String(meta(budget).name), { status: { disruptionsAllowed: allowed - 1, disruptedPods: { ...(isObj(st.disruptedPods) ? st.disruptedPods : {}), [name]: new Date().toISOString() } } });
+    }
+    // Graceful deletion: the pod is marked and stays until its kubelet is done (the test removes it).
+    const grace = typeof spec.terminationGracePeriodSeconds === 'number' ? spec.terminationGracePeriodSeconds : 30;
+    patch('Pod', namespace, name, { metadata: { deletionTimestamp: new Date().toISOString().replace(/\.\d{3}Z$/, 'Z'), deletionGracePeriodSeconds: grace } });
+    return success();
+  };
+
   const handle = async (req: IncomingMessage, res: ServerResponse): Promise<void> => {
     const url = new URL(req.url ?? '/', 'http://fake');
     const proxied = /^\/api\/v1\/namespaces\/([^/]+)\/services\/([^/]+)\/proxy(\/.*)?$/.exec(url.pathname);
@@ -353,7 +414,7 @@ export async function startFakeKube(opts: FakeKubeOptions = {}): Promise<FakeKub
       });
     }
 
-    const m = /^\/(?:api\/v1|apis\/admissionregistration\.k8s\.io\/v1)(?:\/namespaces\/([^/]+))?\/([a-z]+)(?:\/([^/]+))?(?:\/([a-z]+))?$/.exec(url.pathname);
+    const m = /^\/(?:api\/v1|apis\/admissionregistration\.k8s\.io\/v1|apis\/policy\/v1)(?:\/namespaces\/([^/]+))?\/([a-z]+)(?:\/([^/]+))?(?:\/([a-z]+))?$/.exec(url.pathname);
     const kind = m ? PLURAL[m[2] ?? ''] : undefined;
     if (!m || kind === undefined) return sendJson(res, 404, status(404, 'NotFound', `the server could not find the requested resource (${url.pathname})`));
     const namespace = m[1];
@@ -418,6 +479,7 @@ export async function startFakeKube(opts: FakeKubeOptions = {}): Promise<FakeKub
       });
       return sendJson(res, 201, { kind: 'Status', apiVersion: 'v1', metadata: {}, status: 'Success', code: 201 });
     }
+    if (sub === 'eviction' && kind === 'Pod' && method === 'POST') return evict(res, namespace ?? 'default', name, current, body);
     if (sub !== undefined) return sendJson(res, 404, status(404, 'NotFound', `unknown subresource ${sub}`));
     if (current === undefined) return sendJson(res, 404, status(404, 'NotFound', `${m[2]} "${name}" not found`));
     if (method === 'GET') return sendJson(res, 200, current);

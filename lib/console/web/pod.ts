@@ -3,13 +3,13 @@
  * hint at the top, then the per-node reasons, the per-card evidence, the bind phase, every hint and the attempt
  * history. A pod without a record says so, with the debugging decision tree when the server could walk it.
  */
-import { chosenPhrase, coresPhrase, mismatchPhrase, otherKindsPhrase, podRequestPhrases, requestPhrase } from '../../diagnostics/phrases';
+import { chosenPhrase, coresPhrase, mismatchPhrase, otherKindsPhrase, podRequestPhrases, preemptedByPhrase, preemptionPhrases, requestPhrase } from '../../diagnostics/phrases';
 import type { CardEvidenceLog, ContainerLog, SchedulerLog } from '../../diagnostics/schedulerLog';
 import { aheadPhrase, outcomeClass, outcomeOf, viewAgePhrase } from '../../diagnostics/vocabulary';
 import { ApiError, getJson } from './api';
 import { badge, bar, h, outcomeBadge, replace } from './dom';
 
-/** What the relay adds to a 404 when it could read the pod (lib/cli/decisionTree.ts). */
+/** What the relay adds to a 404 when it could read the pod (lib/diagnostics/decisionTree.ts). */
 interface NotFoundBody {
   readonly message?: string;
   readonly diagnosis?: { readonly steps: readonly { question: string; answer: string; ok: boolean }[]; readonly explanation: string; readonly advice: string };
@@ -40,12 +40,14 @@ export async function renderPod(main: HTMLElement, namespace: string, name: stri
         ? h('div', { class: 'hint', id: 'answer-hint' }, h('p', null, h('strong', null, hint.code), ': ', hint.meaning), h('p', null, h('strong', null, 'Cause: '), hint.cause), h('p', null, h('strong', null, 'Fix: '), hint.fix))
         : null,
     ),
+    log.preemptedBy ? h('p', { class: 'warn', id: 'preempted-by' }, preemptedByPhrase(log.preemptedBy)) : null,
     h('p', { class: 'muted' }, `Attempt #${log.attempt} at ${log.time} (id ${log.attemptId}), uid ${log.pod.uid}`, log.view ? `; ${viewAgePhrase(log.view.ageMs)}` : ''),
     log.ahead ? h('p', { class: 'muted', id: 'ahead' }, aheadPhrase(log.ahead)) : null,
     h('h2', null, 'Filter'),
     h('p', null, badge(log.filter.status), ' ', log.filter.summary),
     (log.filter.passedOver ?? []).map((p) => h('p', { class: 'warn' }, `Passed over ${p.name}: ${p.holder ?? 'a pod in a namespace you may not read'} is allocating there`)),
     log.filter.evidenceNote !== undefined ? h('p', { class: 'muted', id: 'evidence-note' }, log.filter.evidenceNote) : null,
+    preemptionSection(log),
     nodesTable(log),
     evidence(log),
     h('h2', null, 'Bind'),
@@ -55,6 +57,21 @@ export async function renderPod(main: HTMLElement, namespace: string, name: stri
     (log.history ?? []).length === 0
       ? h('p', { class: 'muted' }, 'No earlier attempt.')
       : h('table', { id: 'history' }, h('thead', null, h('tr', null, ['#', 'Time', 'Outcome', 'Summary'].map((c) => h('th', { scope: 'col' }, c)))), h('tbody', null, (log.history ?? []).map((a) => h('tr', null, h('td', null, String(a.attempt)), h('td', { class: 'mono' }, a.time), h('td', null, outcomeBadge(outcomeOf(a))), h('td', null, a.filter.status === 'failed' ? a.filter.summary : a.bind.status === 'failed' ? `bind: ${a.bind.summary}` : a.filter.summary))))),
+  );
+}
+
+/** GPU-aware preemption for this pod (docs/preemption.md): what it does, each victim and what it held, why this plan. */
+function preemptionSection(log: SchedulerLog): HTMLElement | null {
+  if (log.filter.preemption === undefined) return null;
+  const words = preemptionPhrases(log.filter.preemption);
+  return h(
+    'section',
+    { id: 'preemption', 'aria-label': 'Preemption' },
+    h('h3', null, 'Preemption'),
+    h('p', null, words.summary),
+    words.victims.length > 0 ? h('ul', { id: 'preemption-victims' }, words.victims.map((v) => h('li', null, v))) : null,
+    words.spared !== undefined ? h('p', { class: 'muted' }, words.spared) : null,
+    words.why !== undefined ? h('p', { class: 'muted' }, h('em', null, 'Why this plan: '), words.why) : null,
   );
 }
 

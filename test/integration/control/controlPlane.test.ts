@@ -105,7 +105,8 @@ describe('control plane over HTTP', () => {
     await api.bind(pod, 'node3');
     const out = await api.outcome(pod, 'node3', 'pods "p" not found');
     expect(out.json.Effects).toEqual([
-      { kind: 'PatchNodeAnnotations', name: 'node3', annotations: { 'hami.io/mutex.lock': null } },
+      // Guarded by the lock's value: a late outcome never deletes the next holder's annotation.
+      { kind: 'PatchNodeAnnotations', name: 'node3', annotations: { 'hami.io/mutex.lock': null }, ifAnnotations: { 'hami.io/mutex.lock': expect.stringMatching(/,default,p$/) } },
       expect.objectContaining({ reason: 'BindingFailed', type: 'Warning', message: 'pods "p" not found' }),
     ]);
     expect((await api.devices('node3')).json.lock).toBeNull();

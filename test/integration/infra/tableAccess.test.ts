@@ -17,6 +17,7 @@ import { ingestClusterEvents } from '../../../lib/control/clusterEvents';
 import type { ControlDeps } from '../../../lib/control/deps';
 import { filterPod } from '../../../lib/control/filter';
 import { decideAhead } from '../../../lib/control/decideAhead';
+import { evictionRefused } from '../../../lib/control/preemption';
 import { listNodeDevices, listSchedulerLogs, readNodeDevices, readSchedulerLog } from '../../../lib/control/views';
 import { createDocumentClient } from '../../../lib/store/dynamo';
 import type { DocumentClient } from '../../../lib/store/dynamoHttp';
@@ -45,6 +46,8 @@ const scenarios: Record<string, ((deps: ControlDeps) => Promise<unknown>)[]> = {
     (deps) => bindPodToNode(deps, { pod: { namespace: 'default', name: 'p9', uid: 'uid-p9' }, node: 'n1' }),
   ],
   bindOutcome: [(deps) => recordBindOutcome(deps, { pod: ref, node: 'n1', error: 'node n1 not found' }), (deps) => recordBindOutcome(deps, { pod: ref, node: 'n1', error: '' })],
+  // A refusal for a pod that holds nothing there: the node is read and written back under its version.
+  evictionRefused: [(deps) => evictionRefused(deps, { preemptor: ref, victim: { namespace: 'default', name: 'v', uid: 'uid-v' }, node: 'n1', message: 'Cannot evict pod', disruptionBudget: true })],
   clusterEvents: [
     (deps) =>
       ingestClusterEvents(deps, [nodeEvent('n3'), { type: 'DELETED', object: gpuNode('n2', []) }], [{ kind: 'Node', resourceVersion: '99', keys: ['n1', 'n3'] }]),

@@ -109,6 +109,21 @@ describe('POST /filter', () => {
     expect(cp.callsTo('/filter').at(-1)?.headers['x-hami-min-view-seq']).toBe('41');
   });
 
+  it("sends the cluster's preemption mode (the chart's preemption.mode) when it is not on, and nothing when it is", async () => {
+    const p = pod('job-p');
+    const args = { Pod: { metadata: { name: 'job-p', namespace: 'team-a', uid: String(p.metadata?.uid) } }, Nodes: null, NodeNames: ['node-1'] };
+    cp.on('POST', '/filter', { body: { NodeNames: null, FailedNodes: { 'node-1': 'no' }, Error: '' } });
+    const dryRun = await startTestRelay(kube, cp.url, { logger: recordingLogger(), env: { HAMI_PREEMPTION: 'log' } });
+    try {
+      await postJson(`${dryRun.extenderUrl}/filter`, args);
+      expect(cp.callsTo('/filter').at(-1)?.headers['x-hami-preemption']).toBe('log');
+    } finally {
+      await dryRun.close();
+    }
+    await postJson(`${relay.extenderUrl}/filter`, args);
+    expect(cp.callsTo('/filter').at(-1)?.headers).not.toHaveProperty('x-hami-preemption');
+  });
+
   it('answers Error (HTTP 200) when a required patch fails, and still never hangs', async () => {
     // Prepare: the pod is deleted while the control plane decides, so the patch 404s
     const p = pod('ghost');
@@ -187,6 +202,27 @@ describe('POST /filter', () => {
     expect(answer.status).toBe(200);
     // The connection error itself, not the deadline fallback: the relay did not wait.
     expect(answer.body.Error).toMatch(/control plane unreachable for \/filter/);
+  });
+
+  it('answers an explained Error for a malformed answer, and applies none of its Effects', async () => {
+    // Prepare: NodeNames that is not a list of names, with a booking patch beside it.
+    const p = pod('job-m');
+    const uid = String(p.metadata?.uid);
+    const patch = { kind: 'PatchPodAnnotations', namespace: 'team-a', name: 'job-m', uid, annotations: { 'hami.io/vgpu-node': 'node-1' } };
+    cp.on('POST', '/filter', { body: { NodeNames: 'node-1', FailedNodes: null, Error: '', Effects: [patch] } });
+
+    // Act
+    const answer = await postJson(`${relay.extenderUrl}/filter`, { Pod: p, NodeNames: ['node-1'] });
+
+    // Assess
+    expect(answer).toEqual({ status: 200, body: { NodeNames: null, FailedNodes: null, Error: expect.stringMatching(/^control plane sent an invalid ExtenderFilterResult: NodeNames: /) } });
+    expect(kube.get('Pod', 'team-a', 'job-m')?.metadata?.annotations).not.toHaveProperty('hami.io/vgpu-node');
+  });
+
+  it('reads answer keys in any letter case, as kube-scheduler does, and passes them on under their own names', async () => {
+    cp.on('POST', '/filter', { body: { nodenames: ['node-1'], failedNODES: { 'node-2': 'x' }, error: '' } });
+    const answer = await postJson(`${relay.extenderUrl}/filter`, { Pod: pod('job-c'), NodeNames: ['node-1', 'node-2'] });
+    expect(answer.body).toEqual({ NodeNames: ['node-1'], FailedNodes: { 'node-2': 'x' }, Error: '' });
   });
 
   it('aggregates a repeated event like client-go: one Event, count 2, updated by PATCH', async () => {
@@ -315,6 +351,17 @@ describe('POST /bind', () => {
     expect(cp.callsTo('/bind/outcome')).toHaveLength(0);
     expect(kube.list('Event').map((e) => e.reason)).toEqual(['BindingFailed']);
     expect((kube.get('Pod', 'team-a', 'job-5')?.spec as { nodeName?: string }).nodeName).toBeUndefined();
+  });
+
+  it('answers an explained Error for a malformed answer, and neither binds nor reports an outcome', async () => {
+    const uid = String(pod('job-7').metadata?.uid);
+    cp.on('POST', '/bind', { body: { Error: 42, Effects: [{ kind: 'BindPod', namespace: 'team-a', name: 'job-7', uid, node: 'node-1' }] } });
+
+    const answer = await postJson(`${relay.extenderUrl}/bind`, bindArgs('job-7', 'node-1', uid));
+
+    expect(answer).toEqual({ status: 200, body: { Error: expect.stringMatching(/^control plane sent an invalid ExtenderBindingResult: Error: /) } });
+    expect((kube.get('Pod', 'team-a', 'job-7')?.spec as { nodeName?: string }).nodeName).toBeUndefined();
+    expect(cp.callsTo('/bind/outcome')).toHaveLength(0);
   });
 
   it('answers Error naming the configured deadline when /bind hangs, and reports no outcome', async () => {

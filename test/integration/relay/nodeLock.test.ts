@@ -22,7 +22,8 @@ beforeAll(async () => {
   local = await startLocalServer({ port: 0, host: '127.0.0.1', token: TOKEN, env: { HAMI_BIND_LOCK_WAIT_SECONDS: '0' } });
   kube.create('Node', gpuNode('node-l', oneCard('GPU-l')));
   kube.create('Node', gpuNode('node-m', oneCard('GPU-m')));
-  relay = await startTestRelay(kube, local.url, { logger: recordingLogger(), env: { HAMI_API_TOKEN: TOKEN } });
+  // Without the relay's bind hand-over: the binds that meet the lock are refused as HAMi's are, and nudged.
+  relay = await startTestRelay(kube, local.url, { logger: recordingLogger(), env: { HAMI_API_TOKEN: TOKEN, RELAY_BIND_HANDOVER_MS: '0' } });
   await eventually(async () => {
     for (const node of ['node-l', 'node-m']) {
       const res = await fetch(`${local.url}/api/v1/nodes/${node}/devices`, { headers: { authorization: `Bearer ${TOKEN}` } });

@@ -2,7 +2,7 @@
 import { existsSync, readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import type { AttemptRecord } from '../../../lib/diagnostics/record';
-import type { ClusterNode, ClusterPod, ClusterReader } from '../../../lib/cli/decisionTree';
+import { clusterNodeSchema, clusterPodSchema, type ClusterReader } from '../../../lib/diagnostics/decisionTree';
 
 export const fixtureDir = join(__dirname, '..', '..', 'fixtures', 'schedulerlog');
 
@@ -22,15 +22,21 @@ export function expectGolden(file: string, actual: string): void {
 }
 
 interface Cluster {
-  readonly pods: Record<string, ClusterPod>;
-  readonly nodes: Record<string, ClusterNode>;
+  readonly pods: Record<string, unknown>;
+  readonly nodes: Record<string, unknown>;
 }
 
-/** The captured cluster of cluster.json as a ClusterReader. */
+/** The captured cluster of cluster.json as a ClusterReader, its objects parsed as lib/kube/clusterReader.ts parses them. */
 export function fixtureCluster(): ClusterReader {
   const cluster = readFixture<Cluster>('cluster.json');
   return {
-    getPod: async (namespace, name) => cluster.pods[`${namespace}/${name}`],
-    getNode: async (name) => cluster.nodes[name],
+    getPod: async (namespace, name) => {
+      const pod = cluster.pods[`${namespace}/${name}`];
+      return pod === undefined ? undefined : clusterPodSchema.parse(pod);
+    },
+    getNode: async (name) => {
+      const node = cluster.nodes[name];
+      return node === undefined ? undefined : clusterNodeSchema.parse(node);
+    },
   };
 }

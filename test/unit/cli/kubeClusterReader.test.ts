@@ -4,7 +4,6 @@ import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { findKubeconfig, kubeClusterAccess } from '../../../lib/cli/kubeClusterReader';
-import { nodeRegistration } from '../../../lib/cli/decisionTree';
 
 describe('findKubeconfig', () => {
   const exists = (present: string[]) => (path: string) => present.includes(path);
@@ -25,27 +24,6 @@ describe('findKubeconfig', () => {
   });
 });
 
-describe('nodeRegistration (docs/api.md §9)', () => {
-  const node = (register: string | undefined, gpus?: string) => ({
-    metadata: { name: 'n', ...(register === undefined ? {} : { annotations: { 'hami.io/node-nvidia-register': register } }) },
-    ...(gpus === undefined ? {} : { status: { allocatable: { 'nvidia.com/gpu': gpus } } }),
-  });
-  it.each([
-    [node('[{"id":"GPU-1"}]'), { registered: true }],
-    [node('[{"id":"GPU-1"}]', '4'), { registered: true }],
-    [node('GPU-1,10,81920,100,NVIDIA-A100,0,true:'), { registered: true }],
-    [node(undefined), { registered: false, reason: 'hami.io/node-nvidia-register is missing or empty' }],
-    [node('  '), { registered: false, reason: 'hami.io/node-nvidia-register is missing or empty' }],
-    [node('[]'), { registered: false, reason: 'hami.io/node-nvidia-register lists no devices' }],
-    [node('[{"id":'), { registered: false, reason: 'hami.io/node-nvidia-register is not valid JSON' }],
-    [node('[{"id":"GPU-1"}]', '0'), { registered: false, reason: 'allocatable nvidia.com/gpu is 0' }],
-    [{ metadata: { name: 'trn' }, status: { capacity: { 'aws.amazon.com/neuron': '16', 'aws.amazon.com/neuroncore': '32' } } }, { registered: true }],
-    [{ metadata: { name: 'trn' }, status: { capacity: { 'aws.amazon.com/neuron': '16' } } }, { registered: false, reason: 'hami.io/node-nvidia-register is missing or empty' }],
-  ])('%j', (input, expected) => {
-    expect(nodeRegistration(input)).toEqual(expected);
-  });
-});
-
 describe('kubeClusterAccess on @kubernetes/client-node', () => {
   let server: Server;
   let dir: string;
@@ -60,6 +38,7 @@ describe('kubeClusterAccess on @kubernetes/client-node', () => {
       if (req.url === '/api/v1/namespaces/default/pods/waiting') {
         return send(200, { apiVersion: 'v1', kind: 'Pod', metadata: { name: 'waiting', namespace: 'default' }, spec: { schedulerName: 'hami-scheduler', containers: [{ name: 'c' }] } });
       }
+      if (req.url === '/api/v1/nodes/odd-node') return send(200, { apiVersion: 'v1', kind: 'Node', metadata: { name: 'odd-node', annotations: { 'hami.io/node-nvidia-register': 7 } } });
       if (req.url === '/api/v1/nodes/secret-node') return send(403, { kind: 'Status', code: 403, message: 'nodes "secret-node" is forbidden' });
       return send(404, { kind: 'Status', code: 404, reason: 'NotFound', message: 'not found' });
     });
@@ -97,6 +76,14 @@ describe('kubeClusterAccess on @kubernetes/client-node', () => {
     if (access.kind !== 'ready') throw new Error(access.reason);
     await expect(access.reader.getNode('secret-node')).rejects.toThrow(
       'reading node secret-node: the Kubernetes API answered 403 (nodes "secret-node" is forbidden)',
+    );
+  });
+
+  it('says so when the API answers an object the walk cannot read, instead of walking it', async () => {
+    const access = kubeClusterAccess({ KUBECONFIG: kubeconfig });
+    if (access.kind !== 'ready') throw new Error(access.reason);
+    await expect(access.reader.getNode('odd-node')).rejects.toThrow(
+      'reading node odd-node: the Kubernetes API answered an object the scheduler cannot read (metadata.annotations.hami.io/node-nvidia-register: Invalid input: expected string, received number)',
     );
   });
 

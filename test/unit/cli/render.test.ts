@@ -1,7 +1,8 @@
 import { renderSchedulerLog } from '../../../lib/diagnostics/schedulerLog';
 import type { NodeDevices } from '../../../lib/diagnostics/nodeDevices';
 import type { AttemptRecord } from '../../../lib/diagnostics/record';
-import { walkDecisionTree } from '../../../lib/cli/decisionTree';
+import { walkDecisionTree } from '../../../lib/diagnostics/decisionTree';
+import { defaultEngineConfig } from '../../../lib/engine/types';
 import { formatAge, renderNodeDevicesText, renderNotFoundText, renderSchedulerLogText } from '../../../lib/cli/render';
 import { ansi } from '../../../lib/cli/style';
 import { expectGolden, fixtureCluster, readFixture, record } from './golden';
@@ -46,6 +47,35 @@ describe('renderSchedulerLogText (golden)', () => {
     const filter = lines.findIndex((line) => line.startsWith('Filter'));
     expect(lines[filter + 1]).toBe("          the nodes' evidence cannot be read (packed evidence of unknown version 9): written by a later release, or damaged");
     expect(lines[filter + 2]).toBe('');
+  });
+
+  it('prints the preemption section under the filter, and a victim says who preempted it', () => {
+    const nofit = record('nofit');
+    const preempting: AttemptRecord = {
+      ...nofit,
+      filter: {
+        ...nofit.filter,
+        preemption: {
+          outcome: 'evicting',
+          summary: 'evicting 1 lower-priority pod: ml/batch (priority 0) on node node1 to free GPU-1',
+          node: 'node1',
+          cards: ['GPU-1'],
+          victims: [{ pod: 'ml/batch', uid: 'u1', priority: 0, cards: [{ uuid: 'GPU-1', mem: 12288, cores: 30 }] }],
+          spared: ['ml/db'],
+          why: 'the only node where evicting lower-priority pods makes the pod fit',
+        },
+      },
+    };
+    const lines = renderSchedulerLogText(renderSchedulerLog(preempting)).split('\n');
+    const at = lines.findIndex((line) => line.startsWith('Preemption'));
+    expect(lines.slice(at, at + 4)).toEqual([
+      'Preemption evicting 1 lower-priority pod: ml/batch (priority 0) on node node1 to free GPU-1',
+      '          victim ml/batch (priority 0) held GPU-1 12288 MiB, 30% cores',
+      '          kept for their PodDisruptionBudget (the pod fits without their cards): ml/db',
+      '          why: the only node where evicting lower-priority pods makes the pod fit',
+    ]);
+    const victim = renderSchedulerLogText({ ...renderSchedulerLog(record('success')), preemptedBy: { pod: 'ml/urgent', node: 'node3', time: '2026-08-21T16:45:00.000Z' } });
+    expect(victim).toContain('Victim    Preempted by ml/urgent on node node3 at 2026-08-21T16:45:00.000Z: evicted to free its GPU cards for a higher-priority pod');
   });
 
   it('colours only the words, leaving the layout of the plain text', () => {
@@ -101,7 +131,7 @@ describe('renderNotFoundText (golden): the debugging decision tree', () => {
     const cluster = fixtureCluster();
     const pod = await cluster.getPod('default', name);
     const node = pod?.spec?.nodeName ? await cluster.getNode(pod.spec.nodeName) : undefined;
-    const tree = walkDecisionTree({ namespace: 'default', name }, pod, node);
+    const tree = walkDecisionTree({ namespace: 'default', name }, pod, node, { schedulerName: 'hami-scheduler', engine: defaultEngineConfig });
     expectGolden(`unknown-${name}.txt`, renderNotFoundText('default', name, tree));
   });
 

@@ -8,7 +8,8 @@ import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { notFoundStatus, renderSchedulerLog } from '../../../lib/diagnostics/schedulerLog';
 import type { AttemptRecord } from '../../../lib/diagnostics/record';
-import { run, type CliDeps, type ClusterAccess } from '../../../lib/cli/run';
+import { run, type CliDeps } from '../../../lib/cli/run';
+import type { ClusterAccess } from '../../../lib/diagnostics/decisionTree';
 import { VERSION } from '../../../lib/version';
 import { fixtureCluster, fixtureDir, readFixture, record } from './golden';
 
@@ -131,6 +132,16 @@ describe('hami-diag against a scheduler API', () => {
   it('honours --scheduler-name when walking the tree', async () => {
     const out = await hamiDiag(['pod', 'default/wrong-scheduler', '--scheduler-name', 'default-scheduler', '--server', api.url, '--token', token]);
     expect(out.stdout).toContain('Branch   never-filtered');
+  });
+
+  it('walks the tree with the resource names of its environment, as the control plane reads them', async () => {
+    const args = ['pod', 'default/waiting', '--server', api.url, '--token', token];
+    expect((await hamiDiag(args)).stdout).toContain('Branch   never-filtered');
+    const custom = await hamiDiag(args, { env: { HAMI_RESOURCE_COUNT_NAME: 'example.com/vgpu' } });
+    expect(custom.stdout).toContain('Does it request managed GPU resources?  no (none of example.com/vgpu, ');
+    expect(custom.stdout).toContain('Branch   no-managed-resources');
+    const invalid = await hamiDiag(args, { env: { HAMI_MEMORY_FACTOR: 'many' } });
+    expect(invalid.stdout).toContain("Cannot walk the debugging decision tree: the environment's scheduler settings are invalid: HAMI_MEMORY_FACTOR: must be an integer");
   });
 
   it('says why the tree cannot be walked without a kubeconfig', async () => {

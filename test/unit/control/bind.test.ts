@@ -55,6 +55,25 @@ describe('bind', () => {
     expect(reads).toBeLessThanOrEqual(8);
   });
 
+  it('a hand-over bind (the relay waits for the lock itself) meeting the lock is answered at once: no wait, no failure recorded, no waiter', async () => {
+    const { w, env } = await setup();
+    const a = await placed(env, 'a');
+    const b = await placed(env, 'b');
+    await bindPodToNode(env.deps, { pod: a.ref, node: 'n1' });
+    const started = w.clock.now;
+    const held = await bindPodToNode(env.deps, { pod: b.ref, node: 'n1', handOver: true });
+    expect(held).toEqual({ result: { Error: 'node n1 has been locked within 5m0s: node lock contention' }, effects: [], lockHeld: 'default/a' });
+    expect(w.clock.now).toBe(started);
+    expect(w.store.stored('n1')!.lock?.waiters).toBeUndefined();
+    expect((await readSchedulerLog(env.deps, { namespace: 'default', name: 'b', history: false })).bind.status).not.toBe('failed');
+    // Once the allocation ends, the same bind takes the lock.
+    await ingestClusterEvents(env.deps, [{ type: 'MODIFIED', object: forwardedPod(a.pod, { ...a.annotations, 'hami.io/bind-phase': 'success' }) }]);
+    const taken = await bindPodToNode(env.deps, { pod: b.ref, node: 'n1', handOver: true });
+    expect(taken.result.Error).toBe('');
+    expect(taken.lockHeld).toBeUndefined();
+    expect(w.store.stored('n1')!.lock?.holder).toBe('default/b');
+  });
+
   it('gives up after HAMI_BIND_LOCK_WAIT_SECONDS with HAMi’s text, and the pod is nudged when the lock ends', async () => {
     const { w, env } = await setup();
     const a = await placed(env, 'a');
@@ -66,7 +85,10 @@ describe('bind', () => {
     expect(w.store.stored('n1')!.lock?.waiters).toEqual({ [b.ref.uid]: 'default/b' });
     // The allocation ends: the answer to the forwarded event carries a nudge for b.
     const ended = await ingestClusterEvents(env.deps, [{ type: 'MODIFIED', object: forwardedPod(a.pod, { ...a.annotations, 'hami.io/bind-phase': 'success' }) }]);
-    expect(ended.effects).toEqual([{ kind: 'PatchPodAnnotations', namespace: 'default', name: 'b', uid: b.ref.uid, annotations: { 'hami.io/requeue': new Date(w.clock.now).toISOString() } }]);
+    expect(ended.effects).toEqual([
+      { kind: 'PatchNodeAnnotations', name: 'n1', annotations: { 'hami.io/mutex.lock': null }, ifAnnotations: { 'hami.io/mutex.lock': expect.stringMatching(/,default,a$/) } },
+      { kind: 'PatchPodAnnotations', namespace: 'default', name: 'b', uid: b.ref.uid, annotations: { 'hami.io/requeue': new Date(w.clock.now).toISOString() } },
+    ]);
     expect((await bindPodToNode(env.deps, { pod: b.ref, node: 'n1' })).result.Error).toBe('');
   });
 
@@ -119,7 +141,8 @@ describe('bind', () => {
     const a = await placed(env, 'a');
     await bindPodToNode(env.deps, { pod: a.ref, node: 'n1' });
     const outcome = await recordBindOutcome(env.deps, { pod: a.ref, node: 'n1', error: 'x'.repeat(1_000_000) });
-    expect(outcome.effects[0]).toEqual({ kind: 'PatchNodeAnnotations', name: 'n1', annotations: { 'hami.io/mutex.lock': null } });
+    // Guarded by the lock's value: a late outcome never deletes the next holder's annotation.
+    expect(outcome.effects[0]).toEqual({ kind: 'PatchNodeAnnotations', name: 'n1', annotations: { 'hami.io/mutex.lock': null }, ifAnnotations: { 'hami.io/mutex.lock': expect.stringMatching(/^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\dZ,default,a$/) } });
     expect(w.store.stored('n1')!.lock).toBeUndefined();
     const log = await readSchedulerLog(env.deps, { namespace: 'default', name: 'a', history: false });
     expect(log.bind.status).toBe('failed');

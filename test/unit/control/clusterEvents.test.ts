@@ -464,9 +464,25 @@ describe('cluster events: containment, journal and directory', () => {
     expect(w.store.stored('n1')!.bookings[pod.metadata.uid]?.bindPhase).toBe('success');
     const writes = ingest.store.calls.map((c) => c.operation).filter((op) => !['readNodes', 'readJournal', 'journalHead', 'readDirectory', 'appendJournal'].includes(op));
     expect(writes).toEqual(['replaceBooking']);
-    expect(answer.effects).toEqual([]);
+    // The device plugin has not deleted the annotation (no Node event says so): the mirror follows the lock, guarded by its value.
+    expect(answer.effects).toEqual([expect.objectContaining({ kind: 'PatchNodeAnnotations', name: 'n1', annotations: { 'hami.io/mutex.lock': null }, ifAnnotations: { 'hami.io/mutex.lock': expect.stringMatching(/,default,p$/) } })]);
     const journal = await w.store.readJournal(0, { consistent: true });
     expect(journal[journal.length - 1]!.locks).toEqual(['n1']);
+  });
+
+  it('clears a lock annotation a Node still shows for a pod whose lock already ended (an answer lost with a 503), guarded by that value', async () => {
+    const { w, allocated, ingest } = await lockedByPlacedPod();
+    await ingestClusterEvents(ingest.deps, [allocated]);
+    expect(w.store.stored('n1')!.lock).toBeUndefined();
+    const stale = '2027-01-15T08:00:00Z,default,p';
+    const shown = gpuNode('n1', [card('GPU-n1-0', { devmem: 16384 })], { rv: '9', annotations: { 'hami.io/mutex.lock': stale } });
+    const answer = await ingestClusterEvents(ingest.deps, [modified(shown)]);
+    expect(answer.effects).toEqual([{ kind: 'PatchNodeAnnotations', name: 'n1', annotations: { 'hami.io/mutex.lock': null }, ifAnnotations: { 'hami.io/mutex.lock': stale } }]);
+    // A Node naming a pod still allocating is left alone.
+    const other = gpuPod('o', [{ name: 'c', gpu: 1, mem: 5000 }]);
+    await place(w.environment(), other, ['n1']);
+    const allocating = gpuNode('n1', [card('GPU-n1-0', { devmem: 16384 })], { rv: '10', annotations: { 'hami.io/mutex.lock': '2027-01-15T08:00:01Z,default,o' } });
+    expect((await ingestClusterEvents(ingest.deps, [modified(allocating)])).effects).toEqual([]);
   });
 
   it('ends a lock others wait for on its own, after the batch, and nudges them', async () => {
@@ -474,7 +490,7 @@ describe('cluster events: containment, journal and directory', () => {
     const answer = await ingestClusterEvents(ingest.deps, [allocated]);
     expect(w.store.stored('n1')!.lock).toBeUndefined();
     expect(ingest.store.calls.map((c) => c.operation).filter((op) => op === 'replaceBooking' || op === 'releaseLock')).toEqual(['replaceBooking', 'releaseLock']);
-    expect(answer.effects).toEqual([expect.objectContaining({ kind: 'PatchPodAnnotations', name: 'q', uid: 'uid-q' })]);
+    expect(answer.effects).toEqual([expect.objectContaining({ kind: 'PatchNodeAnnotations', name: 'n1', annotations: { 'hami.io/mutex.lock': null }, ifAnnotations: { 'hami.io/mutex.lock': expect.stringMatching(/,default,p$/) } }), expect.objectContaining({ kind: 'PatchPodAnnotations', name: 'q', uid: 'uid-q' })]);
   });
 
   it('a waiter that arrives between the batch’s read and its write keeps the lock for the release that nudges it', async () => {
@@ -491,7 +507,7 @@ describe('cluster events: containment, journal and directory', () => {
     const answer = await ingestClusterEvents(ingest.deps, [allocated]);
     expect(w.store.stored('n1')!.lock).toBeUndefined();
     expect(w.store.stored('n1')!.bookings[pod.metadata.uid]?.bindPhase).toBe('success');
-    expect(answer.effects).toEqual([expect.objectContaining({ kind: 'PatchPodAnnotations', name: 'q', uid: 'uid-q' })]);
+    expect(answer.effects).toEqual([expect.objectContaining({ kind: 'PatchNodeAnnotations', name: 'n1', annotations: { 'hami.io/mutex.lock': null }, ifAnnotations: { 'hami.io/mutex.lock': expect.stringMatching(/,default,p$/) } }), expect.objectContaining({ kind: 'PatchPodAnnotations', name: 'q', uid: 'uid-q' })]);
   });
 
   it('keeps a lock whose batch must be sent again, so the resend frees it and nudges its waiters', async () => {
@@ -512,7 +528,7 @@ describe('cluster events: containment, journal and directory', () => {
     w.store.putNode = putNode;
     const resent = await ingestClusterEvents(w.environment().deps, batch);
     expect(w.store.stored('n1')!.lock).toBeUndefined();
-    expect(resent.effects).toEqual([expect.objectContaining({ kind: 'PatchPodAnnotations', name: 'q', uid: 'uid-q' })]);
+    expect(resent.effects).toEqual([expect.objectContaining({ kind: 'PatchNodeAnnotations', name: 'n1', annotations: { 'hami.io/mutex.lock': null }, ifAnnotations: { 'hami.io/mutex.lock': expect.stringMatching(/,default,p$/) } }), expect.objectContaining({ kind: 'PatchPodAnnotations', name: 'q', uid: 'uid-q' })]);
   });
 
   it('journals the locks a batch freed when another lock of the batch cannot be freed for now, and frees that one on the resend', async () => {

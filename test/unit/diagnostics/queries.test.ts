@@ -4,7 +4,7 @@
  */
 import { readdirSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
-import { logDecision, logLockContention, logRealtime } from '../../../lib/diagnostics/decisionLogs';
+import { logDecision, logEvictionRefused, logLockContention, logPreemption, logRealtime } from '../../../lib/diagnostics/decisionLogs';
 import { parseQueryFile, queryFields } from '../../../lib/diagnostics/insightsQuery';
 import { setVerbosity } from '../../../lib/powertools';
 import { captureLogger, type LogLine } from './capture';
@@ -42,6 +42,14 @@ function emittedLines(): LogLine[] {
       }
       logDecision(capture.logger, { attemptId: 'm1g00000-0001', pod: 'ml/mig-pod' }, migEvidence);
       logLockContention(capture.logger, { pod: 'default/infer-7c9d', node: 'node3', holder: 'default/other', attemptId: 'b1ndfa11-0003' });
+      logPreemption(capture.logger, { attemptId: 'pr33mpt0-0001', pod: 'ml/urgent' }, {
+        outcome: 'evicting',
+        summary: 'evicting 1 lower-priority pod: ml/batch (priority 0) on node node1 to free GPU-a',
+        node: 'node1',
+        cards: ['GPU-a'],
+        victims: [{ pod: 'ml/batch', uid: 'u1', priority: 0, cards: [{ uuid: 'GPU-a', mem: 12288, cores: 0 }] }],
+      });
+      logEvictionRefused(capture.logger, { pod: 'ml/urgent', victim: 'ml/db', node: 'node1', disruptionBudget: true, error: "Cannot evict pod as it would violate the pod's disruption budget." });
     } finally {
       setVerbosity(0);
       capture.restore();

@@ -56,6 +56,10 @@ function setup(node = 'n1', overrides: Partial<AheadOptions> = {}) {
       bindPod: async () => undefined,
       recordEvent: async () => undefined,
       patchNodeMetadata: async () => undefined,
+      // Decide-ahead never preempts (docs/relay.md, "Deciding ahead"): an eviction fails the batch's apply.
+      evictPod: async () => {
+        throw new Error('decide-ahead must not evict');
+      },
     },
     claim: async (target) => {
       claims.push(target.name);

@@ -131,3 +131,40 @@ describe('relay forwarder: a batch sent again', () => {
     ]);
   });
 });
+
+describe('events that may end a node lock (docs/relay.md, "Bind hand-over")', () => {
+  it('go without waiting out the batch window, with the events queued before them, and the delivery is told', async () => {
+    const sent: string[][] = [];
+    const delivered: string[][] = [];
+    const names = (events: readonly ClusterWatchEvent[]) => events.map((e) => String((e.object.metadata as { name: string }).name));
+    const controlPlane: ControlPlaneClient = {
+      post: async (_path, body) => {
+        const events = (body as { events: ClusterWatchEvent[] }).events;
+        sent.push(names(events));
+        const answer = { accepted: events.length, rejected: [] };
+        return { status: 200, body: answer, text: JSON.stringify(answer) } satisfies ControlPlaneResponse;
+      },
+      get: async () => ({ status: 404, body: undefined, text: '' }),
+    };
+    const forwarder = new ClusterEventForwarder({
+      controlPlane,
+      logger: silent,
+      maxEvents: 100,
+      maxDelayMs: 200,
+      backoff: { initialMs: 1, maxMs: 1 },
+      requestTimeoutMs: 1000,
+      // The window never ends by itself: only an urgent event (or a full batch) sends.
+      delay: (_ms, signal) => new Promise<void>((resolve) => signal?.addEventListener('abort', () => resolve(), { once: true })),
+      isUrgent: (event) => (event.object.metadata as { name: string }).name === 'holder-done',
+      onDelivered: (events) => delivered.push(names(events)),
+    });
+    forwarder.enqueue(podEvent('status-change'));
+    await new Promise((resolve) => setImmediate(resolve));
+    expect(sent).toEqual([]);
+    forwarder.enqueue(podEvent('holder-done'));
+    await forwarder.idle();
+    expect(sent).toEqual([['status-change', 'holder-done']]);
+    expect(delivered).toEqual([['status-change', 'holder-done']]);
+    forwarder.close();
+  });
+});

@@ -177,6 +177,8 @@ describe('relay workload', () => {
         'core/resourcequotas:get', 'core/resourcequotas:list', 'core/resourcequotas:watch',
         'core/pods:get', 'core/pods:list', 'core/pods:watch', 'core/pods:patch',
         'core/pods/binding:create',
+        // GPU-aware preemption evicts through the Eviction API (docs/preemption.md).
+        'core/pods/eviction:create',
         'core/events:create', 'core/events:patch',
         'authentication.k8s.io/tokenreviews:create',
         'authorization.k8s.io/subjectaccessreviews:create',

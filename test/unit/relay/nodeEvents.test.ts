@@ -36,6 +36,7 @@ describe('Node events', () => {
         return effect.kind === 'RecordNodeEvent' ? Promise.reject(new Error('events are forbidden')) : Promise.resolve();
       },
       patchNodeMetadata: () => Promise.resolve(),
+      evictPod: () => Promise.resolve({ kind: 'evicted' as const }),
     };
     const logger = recordingLogger();
     expect(await applyEffects([nodeWarning], writer, logger, { independent: true })).toEqual({ ok: true });

@@ -90,6 +90,45 @@ describe('scheduler logs', () => {
       history: [{ filter: { status: 'passed', passedOver: [{ name: 'node3', holderHidden: true }] } }, { filter: { status: 'failed' } }],
     });
   });
+
+  it('names preemption victims, pods kept for their budget and a victim\'s preemptor only where the caller may read them', () => {
+    const preempting = {
+      pod: { namespace: 'team-a', name: 'urgent' },
+      filter: {
+        status: 'failed',
+        preemption: {
+          outcome: 'evicting',
+          summary: 'evicting 2 lower-priority pods: team-a/low (priority 0), team-b/theirs (priority 1) …',
+          victims: [
+            { pod: 'team-a/low', uid: 'u1', priority: 0, cards: [] },
+            { pod: 'team-b/theirs', uid: 'u2', priority: 1, cards: [] },
+          ],
+          spared: ['team-c/kept'],
+        },
+      },
+      preemptedBy: { pod: 'team-d/boss', node: 'n1', time: '2026-01-01T00:00:00Z' },
+    };
+    expect([...holderNamespacesOfLog(preempting)].sort()).toEqual(['team-a', 'team-b', 'team-c', 'team-d']);
+    const shown = hideHoldersOfLog(preempting, new Set(['team-a']));
+    expect(shown).toEqual({
+      pod: { namespace: 'team-a', name: 'urgent' },
+      filter: {
+        status: 'failed',
+        preemption: {
+          outcome: 'evicting',
+          summary: 'evicting: some of the pods concerned are in namespaces you may not read',
+          victims: [
+            { pod: 'team-a/low', uid: 'u1', priority: 0, cards: [] },
+            { podHidden: true, priority: 1, cards: [] },
+          ],
+          spared: [],
+        },
+      },
+      preemptedBy: { podHidden: true, node: 'n1', time: '2026-01-01T00:00:00Z' },
+    });
+    expect(JSON.stringify(shown)).not.toMatch(/team-b|team-c|team-d|u2/);
+    expect(hideHoldersOfLog(preempting, new Set(['team-a', 'team-b', 'team-c', 'team-d']))).toEqual(preempting);
+  });
 });
 
 /** A control plane's list: pages of at most `limit` from a position, the position being the next item's index. */

@@ -53,6 +53,14 @@ describe('node items', () => {
     expect(codec.decode('node-1', codec.encode(node, 0))).toEqual(node);
   });
 
+  it('round-trip the preemption marks: priority (negative too), who a victim is evicted for, a PDB refusal, a hold\'s victims', () => {
+    const node = ledger({
+      'uid-victim': booking({ priority: -5, preemptedBy: { uid: 'uid-p', pod: 'default/urgent', atMs: 10, untilMs: 300_010 }, pdbBlockedUntilMs: 600 }),
+      'uid-p': booking({ name: 'urgent', state: 'reserved', priority: 1000, expiresAtMs: 300_010, preempting: ['uid-victim'] }),
+    });
+    expect(codec.decode('node-1', codec.encode(node, 0))).toEqual(node);
+  });
+
   it('keep a decoded booking’s exact stored text, so conditions on it compare equal', () => {
     const stored = '["default","p",1,"GPU-a,NVIDIA,1000,10:;",0,2]';
     const item: Item = { ...nodeKey('node-1'), v: 1, b: { 'uid-1': stored } };
@@ -159,8 +167,11 @@ describe('node items', () => {
     ['a negative init count', '["default","p",1,"GPU-a,NVIDIA,1000,10:;",-1]', 'initCount: expected a non-negative integer, found -1'],
     ['a fractional expiry', '["default","p",0,"GPU-a,NVIDIA,1000,10:;",0,2,null,1.5]', 'expiresAtMs: expected a non-negative integer, found 1.5'],
     ['a bind phase that is not text', '["default","p",1,null,0,0,null,null,null,5]', 'bindPhase: expected text, found 5'],
-    ['too few fields', '["default","p"]', 'booking: expected 3 to 13 fields, found 2'],
-    ['too many fields', `["default","p",1${',null'.repeat(11)}]`, 'booking: expected 3 to 13 fields, found 14'],
+    ['too few fields', '["default","p"]', 'booking: expected 3 to 17 fields, found 2'],
+    ['too many fields', `["default","p",1${',null'.repeat(15)}]`, 'booking: expected 3 to 17 fields, found 18'],
+    ['a fractional priority', `["default","p",1${',null'.repeat(10)},1.5]`, 'priority: expected an integer, found 1.5'],
+    ['a preemption mark without its time', `["default","p",1${',null'.repeat(11)},["uid-x","default/x",5]]`, 'preemptedBy: expected 4 fields, found 3'],
+    ['a victim that is not a uid', `["default","p",1${',null'.repeat(13)},[""]]`, 'preempting.0: expected non-empty text, found ""'],
     ['an object instead of fields', '{"namespace":"default"}', 'booking: expected a list, found {"namespace":"default"}'],
   ])('refuse a booking with %s, naming the field', (_, stored, problem) => {
     const node = new NodeCodec().decode('node-1', { ...nodeKey('node-1'), v: 1, b: { 'uid-ok': '["default","q",1,"GPU-a,NVIDIA,1000,10:;",0,2]', 'uid-bad': stored } });

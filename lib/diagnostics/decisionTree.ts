@@ -1,33 +1,25 @@
 /**
  * When the scheduler has no record of a pod, HAMi's debugging decision tree tells why: does the pod
  * ask for managed GPU resources, does it name our scheduler, is it already bound, is its node
- * registered? The walk is pure (pod and node in, branch out); fetching is the ClusterReader's job.
+ * registered? The walk is pure (pod and node in, branch out) and asks the engine's own rules, with the configured
+ * `EngineConfig`, whether the pod is managed and the node registered; fetching is the ClusterReader's job.
  */
-import { registerNeuron } from '../engine/devices/neuron/registration';
-import { defaultEngineConfig } from '../engine/types';
+import { z } from 'zod';
+import { PodAnnotation } from '../engine/podAnnotations';
+import { parseNodeRegistration } from '../engine/registration';
+import { hasManagedResources, managedResourceNames } from '../engine/requests';
+import type { EngineConfig } from '../engine/types';
+import { absentIfNull, nodeSchema, podSchema, podSpecSchema } from '../wire/objects';
 
-/** The pod fields the walk reads (Kubernetes JSON). */
-export interface ClusterPod {
-  readonly metadata: { readonly name?: string; readonly namespace?: string; readonly annotations?: Readonly<Record<string, string>> };
-  readonly spec?: {
-    readonly schedulerName?: string;
-    readonly nodeName?: string;
-    readonly containers?: readonly ClusterContainer[];
-    readonly initContainers?: readonly ClusterContainer[];
-  };
-  readonly status?: { readonly phase?: string };
-}
-export interface ClusterContainer {
-  readonly name: string;
-  readonly resources?: {
-    readonly limits?: Readonly<Record<string, string | number>>;
-    readonly requests?: Readonly<Record<string, string | number>>;
-  };
-}
-export interface ClusterNode {
-  readonly metadata: { readonly name?: string; readonly annotations?: Readonly<Record<string, string>>; readonly labels?: Readonly<Record<string, string>> };
-  readonly status?: { readonly allocatable?: Readonly<Record<string, string | number>>; readonly capacity?: Readonly<Record<string, string | number>> };
-}
+/** The engine's Pod (lib/wire/objects.ts) as the Kubernetes API returns it, with what the walk reads beyond it. */
+export const clusterPodSchema = podSchema.extend({
+  spec: absentIfNull(podSpecSchema.extend({ schedulerName: z.string().optional(), nodeName: z.string().optional() })),
+  status: absentIfNull(z.object({ phase: z.string().optional() })),
+});
+export type ClusterPod = z.output<typeof clusterPodSchema>;
+/** The engine's Node (lib/wire/objects.ts): registration is read from it. */
+export const clusterNodeSchema = nodeSchema;
+export type ClusterNode = z.output<typeof clusterNodeSchema>;
 
 /** Read access to the cluster, as the user's kubeconfig allows. `undefined` = not found. */
 export interface ClusterReader {
@@ -35,24 +27,15 @@ export interface ClusterReader {
   getNode(name: string): Promise<ClusterNode | undefined>;
 }
 
+/** A reader, or why none is available (no kubeconfig): the 404 path then says so instead of guessing. */
+export type ClusterAccess = { readonly kind: 'ready'; readonly reader: ClusterReader } | { readonly kind: 'unavailable'; readonly reason: string };
+
 export interface TreeOptions {
   /** The schedulerName of the kube-scheduler profile that calls the extender. */
   readonly schedulerName: string;
-  /** Resource names the scheduler manages (NVIDIA's count, memory, memory percentage, cores; AWS Neuron's devices, cores). */
-  readonly resourceNames: readonly string[];
+  /** The control plane's engine settings (resource names above all): the walk applies its rules with them. */
+  readonly engine: EngineConfig;
 }
-
-export const defaultTreeOptions: TreeOptions = {
-  schedulerName: 'hami-scheduler',
-  resourceNames: [
-    defaultEngineConfig.resourceCountName,
-    defaultEngineConfig.resourceMemoryName,
-    defaultEngineConfig.resourceMemoryPercentageName,
-    defaultEngineConfig.resourceCoreName,
-    defaultEngineConfig.neuronResourceName,
-    defaultEngineConfig.neuronCoreResourceName,
-  ],
-};
 
 export interface TreeStep {
   readonly question: string;
@@ -78,15 +61,12 @@ export interface TreeResult {
   readonly advice: string;
 }
 
-const registerAnnotation = 'hami.io/node-nvidia-register';
-const vgpuNodeAnnotation = 'hami.io/vgpu-node';
-
 /** Walks the tree. `node` is the pod's node when it is bound (`undefined` if that node does not exist). */
 export function walkDecisionTree(
   target: { readonly namespace: string; readonly name: string },
   pod: ClusterPod | undefined,
   node: ClusterNode | undefined,
-  opts: TreeOptions = defaultTreeOptions,
+  opts: TreeOptions,
 ): TreeResult {
   const steps: TreeStep[] = [];
   const podName = `${target.namespace}/${target.name}`;
@@ -101,18 +81,21 @@ export function walkDecisionTree(
   }
   steps.push({ question: 'Does the pod exist?', answer: 'yes', ok: true });
 
-  const managed = managedRequests(pod, opts.resourceNames);
+  // The filter's own test (the engine's), so the walk and the filter never disagree on which pods are the scheduler's.
+  const managed = hasManagedResources(pod, opts.engine);
+  const names = managedResourceNames(opts.engine);
+  const asked = managedQuantities(pod, names);
   steps.push({
     question: 'Does it request managed GPU resources?',
-    answer: managed.length === 0 ? `no (none of ${opts.resourceNames.join(', ')})` : `yes: ${managed.join(', ')}`,
-    ok: managed.length > 0,
+    answer: managed ? `yes: ${asked.join(', ')}` : asked.length === 0 ? `no (none of ${names.join(', ')})` : `no (${asked.join(', ')} asks for no device)`,
+    ok: managed,
   });
-  if (managed.length === 0) {
+  if (!managed) {
     return {
       steps,
       branch: 'no-managed-resources',
       explanation: 'The pod asks for no GPU resource this scheduler manages, so the filter passes it through without a decision and keeps no record.',
-      advice: `If it needs a GPU, add ${opts.resourceNames[0] ?? 'nvidia.com/gpu'} (and optionally memory/cores) to the container limits.`,
+      advice: `If it needs a GPU, add ${names[0] ?? 'a device count'} (and optionally memory/cores) to the container limits.`,
     };
   }
 
@@ -149,17 +132,17 @@ export function walkDecisionTree(
       advice: 'Delete the pod so its controller recreates it, and it is scheduled again.',
     };
   }
-  const registration = nodeRegistration(node);
+  const registration = parseNodeRegistration(node, opts.engine);
   steps.push({ question: 'Is its node registered?', answer: registration.registered ? 'yes' : `no: ${registration.reason}`, ok: registration.registered });
   if (!registration.registered) {
     return {
       steps,
       branch: 'node-unregistered',
       explanation: `The pod is bound to ${nodeName}, but that node's GPUs are not registered with HAMi (${registration.reason}).`,
-      advice: `Check the HAMi device plugin on ${nodeName} and its ${registerAnnotation} annotation (hami-diag node ${nodeName}).`,
+      advice: `Check the HAMi device plugin on ${nodeName} and the devices it registers (hami-diag node ${nodeName}).`,
     };
   }
-  if (pod.metadata.annotations?.[vgpuNodeAnnotation] !== undefined) {
+  if (pod.metadata.annotations?.[PodAnnotation.VgpuNode] !== undefined) {
     return {
       steps,
       branch: 'record-expired',
@@ -175,41 +158,16 @@ export function walkDecisionTree(
   };
 }
 
-function managedRequests(pod: ClusterPod, resourceNames: readonly string[]): string[] {
+/** The managed quantities the pod's containers state, as `name=value (container)`, init containers first. */
+function managedQuantities(pod: ClusterPod, names: readonly string[]): string[] {
   const containers = [...(pod.spec?.initContainers ?? []), ...(pod.spec?.containers ?? [])];
   const found: string[] = [];
   for (const container of containers) {
     const resources = { ...container.resources?.requests, ...container.resources?.limits };
-    for (const name of resourceNames) {
+    for (const name of names) {
       const value = resources[name];
       if (value !== undefined && String(value) !== '0') found.push(`${name}=${value} (${container.name})`);
     }
   }
   return found;
-}
-
-/**
- * docs/api.md §9: registered when the register annotation parses and is non-empty and allocatable GPUs are absent or
- * above 0, or when the node advertises AWS Neuron devices the engine registers (docs/devices.md, "AWS Neuron").
- */
-export function nodeRegistration(node: ClusterNode): { registered: true } | { registered: false; reason: string } {
-  const neuron = registerNeuron({ metadata: { name: node.metadata.name ?? '', ...(node.metadata.labels ? { labels: node.metadata.labels } : {}) }, ...(node.status ? { status: node.status } : {}) }, defaultEngineConfig);
-  if (neuron !== undefined && 'devices' in neuron) return { registered: true };
-  const raw = node.metadata.annotations?.[registerAnnotation];
-  if (raw === undefined || raw.trim() === '') return { registered: false, reason: `${registerAnnotation} is missing or empty` };
-  const trimmed = raw.trim();
-  if (trimmed.startsWith('[') || trimmed.startsWith('{')) {
-    let parsed: unknown;
-    try {
-      parsed = JSON.parse(trimmed);
-    } catch {
-      return { registered: false, reason: `${registerAnnotation} is not valid JSON` };
-    }
-    if (!Array.isArray(parsed) || parsed.length === 0) return { registered: false, reason: `${registerAnnotation} lists no devices` };
-  }
-  const allocatable = node.status?.allocatable?.[defaultEngineConfig.resourceCountName];
-  if (allocatable !== undefined && !(Number(allocatable) > 0)) {
-    return { registered: false, reason: `allocatable ${defaultEngineConfig.resourceCountName} is ${allocatable}` };
-  }
-  return { registered: true };
 }
