@@ -1,11 +1,12 @@
 /**
  * `POST /filter/ahead` over real HTTP (local server, embedded dynalite): a batch decided in queue order, booked under
- * the guards without over-booking a card, with answers the relay applies and a scheduler log that says so.
+ * the guards without over-booking a card, with answers the relay applies and a scheduler log that says so; it never
+ * preempts (docs/api.md §2, "Decide ahead").
  */
 import { aheadAnswerSchema } from '../../../lib/wire/decidedAhead';
 import { schedulerLogSchema } from '../../../lib/diagnostics/schedulerLog';
 import { startLocalServer, type LocalServer } from '../../../lib/local/server';
-import { card, controlClient, gpuNode, gpuPod } from '../../support/cluster';
+import { card, controlClient, forwardedPod, gpuNode, gpuPod, patchedAnnotations } from '../../support/cluster';
 
 describe('decide-ahead over HTTP', () => {
   let server: LocalServer;
@@ -48,6 +49,31 @@ describe('decide-ahead over HTTP', () => {
     const parsed = schedulerLogSchema.parse(log.json);
     expect(parsed.ahead).toEqual({ kind: 'decided' });
     expect(parsed.filter.status).toBe('passed');
+  });
+
+  it('never preempts: a pod that fits only by evicting is answered no fit without Effects, and the live filter preempts', async () => {
+    const names = Array.from({ length: 4 }, (_, n) => `node${n}`);
+    // Every card full with a pod of priority 0, running.
+    for (let i = 0; i < 8; i++) {
+      const pod = gpuPod(`batch${i}`, [{ name: 'c', gpu: 1, mem: 16000 }], { priority: 0 });
+      const placed = await api.filter(pod, names);
+      await api.events([{ type: 'MODIFIED', object: forwardedPod(pod, patchedAnnotations(placed.json), { phase: 'Running' }) }]);
+    }
+    const usedmem = async () => Promise.all(names.map(async (n) => ((await api.devices(n)).json.devices as { usedmem: number }[]).map((d) => d.usedmem)));
+    const full = await usedmem();
+    expect(full.flat()).toEqual(Array.from({ length: 8 }, () => 16000));
+
+    const urgent = gpuPod('urgent', [{ name: 'c', gpu: 1, mem: 8000 }], { priority: 1000 });
+    const res = await api.call('POST', '/filter/ahead', { pods: [urgent] });
+    expect(res.status).toBe(200);
+    expect(aheadAnswerSchema.parse(res.json).decisions).toEqual([expect.objectContaining({ name: 'urgent', status: 'noFit', Effects: [] })]);
+    // No cards held for it: nothing was planned for eviction.
+    expect(await usedmem()).toEqual(full);
+    const log = schedulerLogSchema.parse((await api.schedulerLog('default', 'urgent')).json);
+    expect(log.filter.preemption).toBeUndefined();
+
+    const live = await api.filter(urgent, names);
+    expect((live.json.Effects as { kind: string }[]).filter((e) => e.kind === 'EvictPod')).toHaveLength(1);
   });
 
   it('refuses a batch it cannot read, naming the field', async () => {
