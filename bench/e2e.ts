@@ -52,7 +52,12 @@
  *
  * Flags: --nodes 100 --pods 1000 --policy binpack|spread --store-rtt-ms 0 --gateway-rtt-ms 0
  *        --running-per-card 1 --plugin-delay-ms 20 --schedulers 1 --percentage-of-nodes-to-score 100 --node-names short
- *        --burst --filters-only
+ *        --burst --filters-only --decide-ahead on|off|both --arrival burst|stream|both --stream-per-second 200
+ *        --relay-replicas 1
+ *
+ * Without `--burst`, kube-scheduler's stand-in filters through the relay's own code (bench/ahead.ts), with
+ * decide-ahead off and on, for pods created at once and as a steady stream (docs/performance.md, "Deciding ahead");
+ * the last line holds every run and the ratios of pods/s, ahead over live.
  *
  * `--filters-only`: kube-scheduler's stand-in only filters, and no pod is bound: the other control plane, the relay and the
  * device plugin stand-ins stay idle after the take-over, and the store serves the filters' calls alone. Not how a cluster
@@ -84,6 +89,7 @@ import { PROXY_ROLE, ROLE_ENV, serveProxies, startProxyProcess, type ProxyTarget
 import { CARD_MEM, CARDS, candidateRotation, cardId, nodeNames, nodeObject, runningPod, workloadPod, type BenchPod, type NodeNameStyle } from './workload';
 import { errorMessage } from '../lib/errors';
 import { cpuBusy, readCpu, type CpuBusy } from './cpu';
+import { RelayUnderTest } from './ahead';
 
 interface Options {
   nodes: number;
@@ -101,6 +107,19 @@ interface Options {
   burst: boolean;
   /** kube-scheduler's stand-in only filters: no binds, so nothing else runs beside the filters (see the header). */
   filtersOnly: boolean;
+  /** Runs of the relay's own filter path with decide-ahead on, off, or both in turn (bench/ahead.ts). */
+  decideAhead: 'on' | 'off' | 'both';
+  /** How the pods arrive: all at once, a steady stream of `streamPerSecond`, or both in turn. */
+  arrival: 'burst' | 'stream' | 'both';
+  streamPerSecond: number;
+  /** Relay replicas on the relay's filter path: kube-scheduler's filters go to them in turn. */
+  relayReplicas: number;
+}
+
+/** One run of the relay's filter path: decide-ahead on or off, pods in a burst or a stream. */
+interface AheadRun {
+  readonly ahead: boolean;
+  readonly arrival: 'burst' | 'stream';
 }
 
 type Mode = 'default' | 'lockAware' | 'hamiExact';
@@ -118,10 +137,14 @@ const FLAGS: Record<string, keyof Options> = {
   '--node-names': 'nodeNames',
   '--burst': 'burst',
   '--filters-only': 'filtersOnly',
+  '--decide-ahead': 'decideAhead',
+  '--arrival': 'arrival',
+  '--stream-per-second': 'streamPerSecond',
+  '--relay-replicas': 'relayReplicas',
 };
 
 function parseArgs(argv: readonly string[]): Options {
-  const options: Options = { nodes: 100, pods: 1000, policy: 'binpack', storeRttMs: 0, gatewayRttMs: 0, runningPerCard: 1, pluginDelayMs: 20, schedulers: 1, percentageOfNodesToScore: 100, nodeNames: 'short', burst: false, filtersOnly: false };
+  const options: Options = { nodes: 100, pods: 1000, policy: 'binpack', storeRttMs: 0, gatewayRttMs: 0, runningPerCard: 1, pluginDelayMs: 20, schedulers: 1, percentageOfNodesToScore: 100, nodeNames: 'short', burst: false, filtersOnly: false, decideAhead: 'both', arrival: 'both', streamPerSecond: 200, relayReplicas: 1 };
   for (let i = 0; i < argv.length; i++) {
     const key = FLAGS[argv[i] ?? ''];
     if (!key) throw new Error(`unknown flag ${argv[i]}; use ${Object.keys(FLAGS).join(', ')}`);
@@ -133,6 +156,16 @@ function parseArgs(argv: readonly string[]): Options {
     if (key === 'policy') {
       if (value !== 'binpack' && value !== 'spread') throw new Error('--policy must be binpack or spread');
       options.policy = value;
+      continue;
+    }
+    if (key === 'decideAhead') {
+      if (value !== 'on' && value !== 'off' && value !== 'both') throw new Error('--decide-ahead must be on, off or both');
+      options.decideAhead = value;
+      continue;
+    }
+    if (key === 'arrival') {
+      if (value !== 'burst' && value !== 'stream' && value !== 'both') throw new Error('--arrival must be burst, stream or both');
+      options.arrival = value;
       continue;
     }
     if (key === 'nodeNames') {
@@ -337,7 +370,7 @@ interface QueuedPod {
 }
 
 /** One kube-scheduler: a serial scheduling cycle, asynchronous binds, the backoff queue. */
-async function runScheduler(queue: QueuedPod[], nodeNames: readonly string[], filterUrl: string, otherUrl: string, relay: Relay, options: Options): Promise<SchedulerResult> {
+async function runScheduler(queue: QueuedPod[], nodeNames: readonly string[], filterUrl: string, otherUrl: string, relay: Relay, options: Options, via?: RelayUnderTest): Promise<SchedulerResult> {
   const out: SchedulerResult = { filterMs: [], filterWindows: [], bindMs: [], handOverMs: [], placed: 0, unplaced: 0, lockRetries: 0, gaveUp: 0, lastPlacedAt: 0 };
   const binds = new Set<Promise<void>>();
   const allocations = new Set<Promise<void>>();
@@ -390,6 +423,7 @@ async function runScheduler(queue: QueuedPod[], nodeNames: readonly string[], fi
     void relay.forward(podUpdate(p, annotations, node, 'allocating', '3'));
     out.placed += 1;
     out.lastPlacedAt = now();
+    via?.bound(p.metadata.name, node);
     // The binding cycle ends here; the device plugin's work is the kubelet's, outside kube-scheduler's slots.
     const allocation: Promise<void> = allocate(p, node, annotations).finally(() => allocations.delete(allocation));
     allocations.add(allocation);
@@ -413,7 +447,10 @@ async function runScheduler(queue: QueuedPod[], nodeNames: readonly string[], fi
     const [item] = queue.splice(index, 1);
     if (!item) continue;
     const started = now();
-    const answer = await post(`${filterUrl}/filter`, { Pod: item.pod, Nodes: null, NodeNames: candidates() }, relay.viewSeq > 0 ? { [MIN_VIEW_SEQ_HEADER]: String(relay.viewSeq) } : {});
+    // Through the relay's own code when it is under test (it applies the Effects itself), else straight to the control plane.
+    const answer = via
+      ? await via.filter(item.pod.metadata.name, candidates())
+      : await post(`${filterUrl}/filter`, { Pod: item.pod, Nodes: null, NodeNames: candidates() }, relay.viewSeq > 0 ? { [MIN_VIEW_SEQ_HEADER]: String(relay.viewSeq) } : {});
     const ended = now();
     out.filterMs.push(ended - started);
     out.filterWindows.push([started, ended]);
@@ -428,8 +465,12 @@ async function runScheduler(queue: QueuedPod[], nodeNames: readonly string[], fi
       out.lastPlacedAt = now();
       continue;
     }
-    const patch = (answer.Effects as { kind: string; annotations?: Record<string, string> }[]).find((e) => e.kind === 'PatchPodAnnotations')?.annotations ?? {};
-    void relay.forward(podUpdate(item.pod, patch, undefined, undefined, '2'));
+    let patch: Record<string, string>;
+    if (via) patch = via.annotations(item.pod.metadata.name);
+    else {
+      patch = (answer.Effects as { kind: string; annotations?: Record<string, string> }[]).find((e) => e.kind === 'PatchPodAnnotations')?.annotations ?? {};
+      void relay.forward(podUpdate(item.pod, patch, undefined, undefined, '2'));
+    }
     const task: Promise<void> = bind(item, node, patch).finally(() => binds.delete(task));
     binds.add(task);
   }
@@ -487,7 +528,7 @@ const MODE_ENV: Record<Mode, Record<string, string>> = {
   hamiExact: { HAMI_LOCK_AWARE: 'false', HAMI_BIND_LOCK_WAIT_SECONDS: '0' },
 };
 
-async function runOnce(options: Options, mode: Mode): Promise<Record<string, unknown>> {
+async function runOnce(options: Options, mode: Mode, run?: AheadRun): Promise<Record<string, unknown>> {
   const env = { HAMI_NODE_SCHEDULER_POLICY: options.policy, ...MODE_ENV[mode] };
   const proxies = startProxyProcess(__filename);
   const children: ChildProcess[] = [];
@@ -505,6 +546,14 @@ async function runOnce(options: Options, mode: Mode): Promise<Record<string, unk
       return { url: inFront.url, proxy: inFront };
     };
     const otherGateway = await gateway(other.url);
+    // Decide-ahead's route is its own function: its own environment, behind the same gateway.
+    let aheadUrl: string | undefined;
+    if (run?.ahead) {
+      const aheadStore = await proxy('store', options.storeRttMs);
+      const aheadPlane = await startControlPlane(aheadStore.url, env);
+      children.push(aheadPlane.child);
+      aheadUrl = (await gateway(aheadPlane.url)).url;
+    }
     const filterStores: RemoteProxy[] = [];
     const filterGateways: { url: string; proxy?: RemoteProxy }[] = [];
     for (let s = 0; s < options.schedulers; s++) {
@@ -540,7 +589,9 @@ async function runOnce(options: Options, mode: Mode): Promise<Record<string, unk
     const workload = Array.from({ length: options.pods }, (_, i) => workloadPod(i));
     const engineP50Ms = timeEngine(names, options, workload);
     const queues = Array.from({ length: options.schedulers }, (): QueuedPod[] => []);
-    workload.forEach((pod, i) => queues[i % options.schedulers]!.push({ pod, attempt: 0, notBefore: 0 }));
+    // A stream: pod i is created (and enters kube-scheduler's queue) i / streamPerSecond seconds after the start.
+    const arrivalMs = (i: number) => (run?.arrival === 'stream' ? (i * 1000) / options.streamPerSecond : 0);
+    workload.forEach((pod, i) => queues[i % options.schedulers]!.push({ pod, attempt: 0, notBefore: arrivalMs(i) }));
     // A nudge (an update of the pod) brings a pod in backoff back at once; HAMi's stack has none.
     const relay = new Relay(
       otherGateway.url,
@@ -554,9 +605,25 @@ async function runOnce(options: Options, mode: Mode): Promise<Record<string, unk
     relay.viewSeq = viewSeq;
     const callsBefore = await proxies.counts();
     process.stdout.write(`bench: ${options.pods} pods, policy ${options.policy}, store rtt ${options.storeRttMs} ms, gateway rtt ${options.gatewayRttMs} ms, ${options.schedulers} scheduler(s)\n`);
+    if (run !== undefined && options.schedulers !== 1) throw new Error('the relay path (--decide-ahead) runs with one scheduler');
+    const underTest =
+      run === undefined
+        ? undefined
+        : new RelayUnderTest(filterGateways[0]!.url, aheadUrl ? { aheadUrl, reservationTtlMs: 600_000 } : undefined, (event) => void relay.forward(event), () => relay.viewSeq, options.relayReplicas);
     const cpuBefore = readCpu(processes, now());
     const started = now();
-    const results = await Promise.all(queues.map((queue, s) => runScheduler(queue, names, filterGateways[s]!.url, otherGateway.url, relay, options)));
+    const arrivals: NodeJS.Timeout[] = [];
+    if (underTest) {
+      for (const q of queues[0]!) {
+        q.notBefore += started;
+        const at = q.notBefore - now();
+        if (at <= 0) underTest.create(q.pod);
+        else arrivals.push(setTimeout(() => underTest.create(q.pod), at));
+      }
+    }
+    const results = await Promise.all(queues.map((queue, s) => runScheduler(queue, names, filterGateways[s]!.url, otherGateway.url, relay, options, underTest)));
+    for (const timer of arrivals) clearTimeout(timer);
+    underTest?.close();
     const placed = results.reduce((sum, r) => sum + r.placed, 0);
     const elapsedS = (Math.max(...results.map((r) => r.lastPlacedAt)) - started) / 1000;
     await relay.close();
@@ -635,6 +702,16 @@ async function runOnce(options: Options, mode: Mode): Promise<Record<string, unk
       nodeNameStyle: options.nodeNames,
       filtersOnly: options.filtersOnly,
       cardMemMiB: CARD_MEM,
+      ...(run
+        ? {
+            decideAhead: run.ahead,
+            arrival: run.arrival,
+            ...(run.arrival === 'stream' ? { streamPerSecond: options.streamPerSecond } : {}),
+            // Filters kube-scheduler got answered from a decision made ahead, of all its filters.
+            answeredAheadShare: round((underTest?.answeredAhead() ?? 0) / Math.max(filters, 1), 3),
+            relayReplicas: options.relayReplicas,
+          }
+        : {}),
     };
   } finally {
     await Promise.all(children.map((child) => new Promise<void>((done) => (child.exitCode !== null ? done() : (child.once('exit', () => done()), child.kill('SIGTERM'))))));
@@ -645,7 +722,27 @@ async function runOnce(options: Options, mode: Mode): Promise<Record<string, unk
 async function main(): Promise<void> {
   const options = parseArgs(process.argv.slice(2));
   if (!options.burst) {
-    process.stdout.write(`${JSON.stringify(await runOnce(options, 'default'))}\n`);
+    // The relay's own filter path, decide-ahead off and on, for each arrival asked (bench/ahead.ts).
+    const aheads = options.decideAhead === 'both' ? [false, true] : [options.decideAhead === 'on'];
+    const arrivals: AheadRun['arrival'][] = options.arrival === 'both' ? ['burst', 'stream'] : [options.arrival];
+    const runs: Record<string, Record<string, unknown>> = {};
+    for (const arrival of arrivals) {
+      for (const ahead of aheads) {
+        const result = await runOnce(options, 'default', { ahead, arrival });
+        runs[`${arrival}/${ahead ? 'ahead' : 'live'}`] = result;
+        process.stdout.write(
+          `${arrival}, decide-ahead ${ahead ? 'on' : 'off'}: ${String(result.podsPerSecond)} pods/s, filter p50 ${String(result.filterP50Ms)} / p99 ${String(result.filterP99Ms)} ms, answered ahead ${String(result.answeredAheadShare)}, over-allocations ${String(result.overAllocations)}, unplaced ${String(result.unplaced)}\n`,
+        );
+      }
+    }
+    const ratios = Object.fromEntries(
+      arrivals.flatMap((arrival) => {
+        const on = runs[`${arrival}/ahead`];
+        const off = runs[`${arrival}/live`];
+        return on && off ? [[arrival, round((on.podsPerSecond as number) / Math.max(off.podsPerSecond as number, 1e-9), 2)]] : [];
+      }),
+    );
+    process.stdout.write(`${JSON.stringify({ runs, podsPerSecondRatioAheadOverLive: ratios, nodes: options.nodes, pods: options.pods })}\n`);
     return;
   }
   const burst: Options = { ...options, policy: 'binpack' };

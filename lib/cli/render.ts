@@ -4,7 +4,7 @@
 import type { NodeDevices } from '../diagnostics/nodeDevices';
 import type { AttemptLog, CardEvidenceLog, ContainerLog, NodeLog, SchedulerLog } from '../diagnostics/schedulerLog';
 import { chosenPhrase, coresPhrase, mismatchPhrase, otherKindsPhrase, podRequestPhrases, preemptedByPhrase, preemptionPhrases, requestPhrase } from '../diagnostics/phrases';
-import { Outcome, outcomeOf, outcomeTone } from '../diagnostics/vocabulary';
+import { aheadPhrase, Outcome, outcomeOf, outcomeTone } from '../diagnostics/vocabulary';
 import type { TreeResult } from '../diagnostics/decisionTree';
 import { plain, statusTone, table, type Cell, type Styler } from './style';
 
@@ -43,6 +43,7 @@ function attemptHeader(log: SchedulerLog, style: Styler): string[] {
   return [
     `${style('strong', 'Pod')}       ${log.pod.namespace}/${log.pod.name}  (uid ${log.pod.uid})`,
     `${style('strong', 'Attempt')}   #${log.attempt} at ${log.time}  (id ${log.attemptId})`,
+    ...(log.ahead ? [`${style('strong', 'Ahead')}     ${aheadPhrase(log.ahead)}`] : []),
     `${style('strong', 'Status')}    ${style(outcomeTone(outcome), outcome)}`,
     // The one-sentence answer (lib/diagnostics/answer.ts), as the console shows it at the top of a pod page.
     ...(log.answer ? [`${style('strong', 'Answer')}    ${log.answer.sentence}`] : []),

@@ -29,6 +29,7 @@ import {
 import { releaseVictimsOf } from './preemption';
 import { kubeName } from '../wire/names';
 import { REALTIME_ANNOTATION } from '../wire/realtime';
+import { markedDecision } from '../wire/decidedAhead';
 import { watchEventSchema, type NodeObject, type PodObject, type QuotaObject, type WatchEvent } from '../wire/clusterEvents';
 
 /** What planning needs to know beyond the events: the engine's settings and the warm view's bookings. */
@@ -349,6 +350,9 @@ function planPod(ctx: PlanContext, type: WatchEvent['type'], pod: PodObject, uid
       };
       notices.push({ kind: 'adopted', pod: ref, node: base.name });
     } else if (held.devices === allocated) {
+      // Decided ahead and not bound yet (Pending, no bind phase): it stays a reservation, so a decision kube-scheduler never uses expires
+      // (docs/relay.md, "Deciding ahead").
+      if (held.state === 'reserved' && bindPhase === undefined && (pod.status?.phase ?? 'Pending') === 'Pending' && markedDecision(annotations)?.node === base.name) return undefined;
       const { expiresAtMs: _expiry, resourceVersion: _rv, bindPhase: _bp, terminating: _t, ...kept } = held;
       booking = { ...kept, state: 'confirmed', initDone, uses: held.initDone === initDone ? held.uses : cardUsesOf(devices, held.initCount, initDone), ...facts };
       if (held.state === 'confirmed') booking = disputed(held, booking, annotationChanges(held, base.name, annotations), { pod: ref, node: base.name, resend, rv }, notices);

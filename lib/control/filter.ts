@@ -12,7 +12,8 @@ import { parseNodeRegistration } from '../engine/registration';
 import type { NodeLike, NodeState, PodLike, QuotaView } from '../engine/types';
 import type { Decision } from '../engine/decision';
 import { logDecision, logPreemption, logRealtime, recordDecisionMetrics } from '../diagnostics/decisionLogs';
-import type { AttemptRecord, FilterRecord, PodRef, SelectorsRecord } from '../diagnostics/record';
+import type { AheadNote, AttemptRecord, FilterRecord, PodRef, SelectorsRecord } from '../diagnostics/record';
+import { DECIDED_AHEAD_ANNOTATION, decidedAheadMark } from '../wire/decidedAhead';
 import { countFailedNodesByReason } from '../diagnostics/reasons';
 import { WAITING_FOR_VICTIMS } from '../diagnostics/answer';
 import { afterPendingIo } from '../clock';
@@ -35,10 +36,10 @@ import type { ControlDeps } from './deps';
 import type { NodeWrite } from './ports';
 import type { ViewFreshness } from './view';
 import type { FilterResult } from '../wire/extender';
-
-export type { FilterResult } from '../wire/extender';
 import { pendingHold, preemptFor, type PendingHold } from './preemption';
 import { stricterMode, type PreemptionMode } from '../wire/preemption';
+
+export type { FilterResult } from '../wire/extender';
 
 export interface FilterRequest {
   readonly pod: PodLike;
@@ -49,10 +50,11 @@ export interface FilterRequest {
   readonly nodes: readonly NodeLike[] | null;
   /** The journal entry the relay's last forwarded cluster events produced: the view must include it. */
   readonly minViewSeq?: number;
+  /** Decided ahead of kube-scheduler's filter, or a filter that could not use such a decision (docs/relay.md, "Deciding ahead"). */
+  readonly ahead?: AheadNote;
   /** The relay's preemption mode (the chart's), when it is not `on`: the stricter of it and ours applies. */
   readonly preemptionMode?: PreemptionMode;
 }
-
 
 export interface FilterAnswer {
   readonly result: FilterResult;
@@ -91,7 +93,11 @@ async function simulate(deps: ControlDeps, req: FilterRequest, nodes: readonly N
   }
 }
 
-async function decideAndReserve(deps: ControlDeps, req: FilterRequest, candidates: readonly string[]): Promise<FilterAnswer> {
+/**
+ * Decides on the warm view and books the chosen cards under the engine's claims; a refused guard re-reads the node and
+ * decides again. `candidates` are kube-scheduler's NodeNames, or every node for a decision made ahead (./decideAhead.ts).
+ */
+export async function decideAndReserve(deps: ControlDeps, req: FilterRequest, candidates: readonly string[], gate?: BookingGate): Promise<FilterAnswer> {
   const { runtime, view } = deps;
   const attemptId = runtime.newId();
   const pod = req.podRef;
@@ -104,6 +110,7 @@ async function decideAndReserve(deps: ControlDeps, req: FilterRequest, candidate
   if (held !== undefined) return finishWaiting(deps, req, held, attemptId, started, view.freshness(runtime.clock.now()), candidates);
 
   for (let round = 0; round < MAX_RESERVE_ATTEMPTS; round++) {
+    if (gate !== undefined) await gate.turn();
     const nowMs = runtime.clock.now();
     const freshness = view.freshness(nowMs);
     const quota = toQuotaView(pod.namespace, quotaLimits, view.all(), nowMs, pod.uid);
@@ -130,41 +137,52 @@ async function decideAndReserve(deps: ControlDeps, req: FilterRequest, candidate
 
     const node = view.get(decision.node);
     if (!node) throw new Error(`engine chose node ${decision.node}, which the view does not hold`);
-    // The booking, its record and the view's refresh travel together: one round trip on the critical path.
-    // The booking leaves first; the record is packed and encoded while it is on its way. The refresh only
-    // brings the view forward for later decisions, so the answer does not wait for it (ClusterView.refreshInBackground).
-    const booking = book(deps, req, decision, node, attemptId, nowMs);
-    view.refreshInBackground();
-    const record = afterPendingIo().then(() =>
-      deps.records.putAttempt(
-        attemptRecord(pod, attemptId, started, freshness, {
-          status: 'passed',
-          summary: decision.message,
-          node: decision.node,
-          score: decision.score,
-          nodePolicy: decision.nodePolicy,
-          evaluated: candidates.length,
-          nodes: [],
-          packed: decision.packEvidence(),
-          devices: decision.devices,
-          ...(decision.passedOver.length > 0 ? { passedOver: decision.passedOver } : {}),
-          ...selectorsOf(req.pod),
-        }),
-        started,
-      ),
-    );
-    const [booked, recorded] = await Promise.allSettled([booking, record]);
-    if (booked.status === 'rejected') throw booked.reason;
-    const write = booked.value;
-    if (!write.ok) {
-      // The node changed under us (or its cards filled up): refresh it alone and decide again.
-      decision.release();
-      const current = write.current ?? (await deps.ledger.readNodes([decision.node], { consistent: true })).get(decision.node);
-      if (current) view.accept(current);
-      await runtime.sleep(backoffMs(runtime.random(), round));
-      continue;
+    let recorded: PromiseSettledResult<void>;
+    {
+      // The booking, its record and the view's refresh travel together: one round trip on the critical path.
+      // The booking leaves first; the record is packed and encoded while it is on its way. The refresh only
+      // brings the view forward for later decisions, so the answer does not wait for it (ClusterView.refreshInBackground).
+      const made = bookingOf(deps, req, decision, attemptId, nowMs);
+      const booking = book(deps, req, decision, node, made);
+      // The next pod of the batch decides on a view that holds this booking already, as a sequential decider's would.
+      if (gate !== undefined) view.accept(gate.sent(node, pod.uid, made, nowMs));
+      view.refreshInBackground();
+      const record = afterPendingIo().then(() =>
+        deps.records.putAttempt(
+          attemptRecord(pod, attemptId, started, freshness, req.ahead, {
+            status: 'passed',
+            summary: decision.message,
+            node: decision.node,
+            score: decision.score,
+            nodePolicy: decision.nodePolicy,
+            evaluated: candidates.length,
+            nodes: [],
+            packed: decision.packEvidence(),
+            devices: decision.devices,
+            ...(decision.passedOver.length > 0 ? { passedOver: decision.passedOver } : {}),
+            ...selectorsOf(req.pod),
+          }),
+          started,
+        ),
+      );
+      const [booked, settledRecord] = await Promise.allSettled([booking, record]);
+      recorded = settledRecord;
+      if (booked.status === 'rejected') {
+        gate?.settled(node, pod.uid, nowMs);
+        throw booked.reason;
+      }
+      const write = booked.value;
+      if (!write.ok) {
+        // The node changed under us (or its cards filled up): refresh it alone and decide again.
+        decision.release();
+        const current = write.current ?? (await deps.ledger.readNodes([decision.node], { consistent: true })).get(decision.node);
+        if (current) view.accept(gate ? gate.settled(current, pod.uid, nowMs) : current);
+        else gate?.settled(node, pod.uid, nowMs);
+        await runtime.sleep(backoffMs(runtime.random(), round));
+        continue;
+      }
+      view.accept(gate ? gate.settled(write.node, pod.uid, nowMs) : write.node);
     }
-    view.accept(write.node);
     if (recorded.status === 'rejected') {
       // Without a record the decision is not explainable: undo the booking (it would expire anyway).
       await releaseBooking(deps, decision.node, pod.uid).catch(() => undefined);
@@ -174,6 +192,7 @@ async function decideAndReserve(deps: ControlDeps, req: FilterRequest, candidate
     observe(deps, `${pod.namespace}/${pod.name}`, attemptId, decision, started);
     // Its record packed and its evidence logged: nothing reads the decision's rows any more (lib/engine/evidence.ts, RowStore).
     decision.release();
+    const vgpuTime = String(Math.floor(nowMs / 1000));
     return {
       attemptId,
       result: result({ NodeNames: [decision.node] }),
@@ -182,8 +201,9 @@ async function decideAndReserve(deps: ControlDeps, req: FilterRequest, candidate
           pod,
           {
             [PodAnnotation.VgpuNode]: decision.node,
-            [PodAnnotation.VgpuTime]: String(Math.floor(nowMs / 1000)),
+            [PodAnnotation.VgpuTime]: vgpuTime,
             ...decision.podAnnotations,
+            ...(req.ahead?.kind === 'decided' ? { [DECIDED_AHEAD_ANNOTATION]: decidedAheadMark(decision.node, vgpuTime) } : {}),
           },
           { [PodAnnotation.VgpuNode]: decision.node },
         ),
@@ -192,8 +212,22 @@ async function decideAndReserve(deps: ControlDeps, req: FilterRequest, candidate
     };
   }
   const message = `could not reserve devices for ${pod.namespace}/${pod.name} after ${MAX_RESERVE_ATTEMPTS} attempts: other decisions kept taking the same cards`;
-  await deps.records.putAttempt(attemptRecord(pod, attemptId, started, view.freshness(runtime.clock.now()), { status: 'failed', summary: message, evaluated: candidates.length, nodes: [] }), started);
+  await deps.records.putAttempt(attemptRecord(pod, attemptId, started, view.freshness(runtime.clock.now()), req.ahead, { status: 'failed', summary: message, evaluated: candidates.length, nodes: [] }), started);
   throw new ContentionError(message);
+}
+
+/**
+ * Keeps the pods of one decide-ahead batch (./decideAhead.ts) in queue order: each decides in its turn, on a view that
+ * holds the bookings of the pods before it (still on their way), and passes the turn on once its own is sent. The
+ * bookings travel side by side; the guards settle any two that meet on one card.
+ */
+export interface BookingGate {
+  /** Resolves when this pod may decide: at once after its first decision. */
+  turn(): Promise<void>;
+  /** This pod's booking is sent: the node for the view (with every booking of the batch on its way there); the next pod's turn. */
+  sent(node: NodeLedger, uid: string, booking: Booking, nowMs: number): NodeLedger;
+  /** This pod's write ended: the node as it came back, for the view, with the batch's other bookings still on their way. */
+  settled(node: NodeLedger, uid: string, nowMs: number): NodeLedger;
 }
 
 /**
@@ -202,10 +236,27 @@ async function decideAndReserve(deps: ControlDeps, req: FilterRequest, candidate
  * when the counters are not exact yet (an expired reservation still counted, a re-filter of an expired one), and
  * when the engine says cards are taken by position (MIG placements, NeuronCore indexes), which counters cannot guard.
  */
-function book(deps: ControlDeps, req: FilterRequest, decision: Extract<Decision, { kind: 'fit' }>, node: NodeLedger, attemptId: string, nowMs: number): Promise<NodeWrite> {
+function book(deps: ControlDeps, req: FilterRequest, decision: Extract<Decision, { kind: 'fit' }>, node: NodeLedger, booking: Booking): Promise<NodeWrite> {
   const uid = req.podRef.uid;
+  const nowMs = booking.placedAtMs ?? deps.runtime.clock.now();
+  const previous = node.bookings[uid];
+  if (!decision.bookWholeNode && countersAreExact(node, nowMs) && (previous === undefined || bookingCounts(previous, nowMs))) {
+    return deps.ledger.reserve({
+      node: node.name,
+      uid,
+      booking,
+      ...(previous ? { replacing: previous } : {}),
+      registrationVersion: node.registrationVersion,
+      claims: storedClaims(decision.claims, previous?.uses ?? []),
+    });
+  }
+  return deps.ledger.putNode(nextLedger(node, nowMs, { bookings: { ...node.bookings, [uid]: booking } }), node.version);
+}
+
+/** The booking a decision makes: a reservation until the pod is seen with its annotations (docs/state.md). */
+function bookingOf(deps: ControlDeps, req: FilterRequest, decision: Extract<Decision, { kind: 'fit' }>, attemptId: string, nowMs: number): Booking {
   const initCount = req.pod.spec?.initContainers?.length ?? 0;
-  const booking: Booking = {
+  return {
     namespace: req.podRef.namespace,
     name: req.podRef.name,
     state: 'reserved',
@@ -222,18 +273,6 @@ function book(deps: ControlDeps, req: FilterRequest, decision: Extract<Decision,
     // Preemption weighs it (docs/preemption.md); Kubernetes sets it on every pod at admission.
     ...(req.pod.spec?.priority !== undefined ? { priority: req.pod.spec.priority } : {}),
   };
-  const previous = node.bookings[uid];
-  if (!decision.bookWholeNode && countersAreExact(node, nowMs) && (previous === undefined || bookingCounts(previous, nowMs))) {
-    return deps.ledger.reserve({
-      node: node.name,
-      uid,
-      booking,
-      ...(previous ? { replacing: previous } : {}),
-      registrationVersion: node.registrationVersion,
-      claims: storedClaims(decision.claims, previous?.uses ?? []),
-    });
-  }
-  return deps.ledger.putNode(nextLedger(node, nowMs, { bookings: { ...node.bookings, [uid]: booking } }), node.version);
 }
 
 /** A pod filtered again drops what it held elsewhere (HAMi drops its cached allocation first). */
@@ -284,8 +323,9 @@ async function finishWithoutFit(
   quota: QuotaView | undefined,
 ): Promise<FilterAnswer> {
   const pod = req.podRef;
+  // A decision made ahead never preempts: its no fit is not applied, and kube-scheduler's live filter decides (and preempts) then.
   const preemption =
-    decision.kind === 'noFit' && req.nodeNames !== null
+    decision.kind === 'noFit' && req.nodeNames !== null && req.ahead?.kind !== 'decided'
       ? await preemptFor(deps, {
           pod: req.pod,
           podRef: pod,
@@ -314,7 +354,7 @@ async function finishWithoutFit(
           ...(preemption ? { preemption: preemption.record } : {}),
         };
   deps.view.refreshInBackground();
-  await deps.records.putAttempt(attemptRecord(pod, attemptId, started, freshness, filter), started);
+  await deps.records.putAttempt(attemptRecord(pod, attemptId, started, freshness, req.ahead, filter), started);
   observe(deps, `${pod.namespace}/${pod.name}`, attemptId, decision, started);
   if (decision.kind === 'error') {
     return { attemptId, result: result({ Error: decision.message }), effects: [podEvent(pod, 'Warning', 'FilteringFailed', decision.message)] };
@@ -356,7 +396,7 @@ async function finishWaiting(
   const summary = `${WAITING_FOR_VICTIMS} ${held.node}: ${held.waitingFor.join(', ')}${until}`;
   const cards = [...new Set(held.hold.uses.map((use) => use.uuid))];
   await deps.records.putAttempt(
-    attemptRecord(pod, attemptId, started, freshness, {
+    attemptRecord(pod, attemptId, started, freshness, req.ahead, {
       status: 'failed',
       summary,
       evaluated: candidates.length,
@@ -399,13 +439,14 @@ function selectorsOf(pod: PodLike): { selectors?: SelectorsRecord } {
   return Object.keys(selectors).length > 0 ? { selectors } : {};
 }
 
-function attemptRecord(pod: PodRef, attemptId: string, timeMs: number, view: ViewFreshness, filter: FilterRecord): AttemptRecord {
+function attemptRecord(pod: PodRef, attemptId: string, timeMs: number, view: ViewFreshness, ahead: AheadNote | undefined, filter: FilterRecord): AttemptRecord {
   return {
     pod,
     attemptId,
     attempt: 0,
     time: new Date(timeMs).toISOString(),
     view,
+    ...(ahead !== undefined ? { ahead } : {}),
     filter,
     bind: filter.status === 'passed' ? { status: 'pending', summary: '' } : { status: 'pending', summary: 'not attempted: no node passed the filter' },
   };

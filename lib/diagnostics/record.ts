@@ -121,4 +121,13 @@ export interface AttemptRecord {
    * attempt still reads (lib/store/recordStore.ts, `decodeRecord`).
    */
   readonly evidenceUnreadable?: string;
+  /** Decide-ahead (docs/relay.md, "Deciding ahead"): this attempt was made before kube-scheduler asked, or one made so was not used. */
+  readonly ahead?: AheadNote;
 }
+
+/**
+ * `decided`: the relay asked for this decision ahead of kube-scheduler's filter (a batch); `notUsed`: kube-scheduler's
+ * filter could not use the decision made ahead, `reason` says why, and this attempt is what the live path decided.
+ */
+export type AheadNote = { readonly kind: 'decided' } | { readonly kind: 'notUsed'; readonly reason: string };
+

@@ -152,6 +152,12 @@ const attemptLogSchema = z.object({
   time: z.string(),
   /** How fresh the control plane's view was when it decided: the last change-journal entry it had read, and its age. */
   view: z.object({ seq: z.number(), ageMs: z.number() }).optional(),
+  /**
+   * Decide-ahead (docs/relay.md, "Deciding ahead"): `decided`, this attempt was made before kube-scheduler asked (the
+   * relay answers kube-scheduler's filter from it); `notUsed`, kube-scheduler's filter could not use a decision made
+   * ahead, `reason` says why, and this attempt is what the live path decided instead.
+   */
+  ahead: z.discriminatedUnion('kind', [z.object({ kind: z.literal('decided') }), z.object({ kind: z.literal('notUsed'), reason: z.string() })]).optional(),
 });
 
 export const answerSchema = z.object({ sentence: z.string(), code: z.string().optional(), fix: z.string().optional() });
@@ -238,6 +244,7 @@ function renderAttempt(record: AttemptRecord, detail: RenderOptions['detail'], r
     attemptId: record.attemptId,
     time: record.time,
     ...(record.view ? { view: { seq: record.view.seq, ageMs: record.view.ageMs } } : {}),
+    ...(record.ahead ? { ahead: record.ahead.kind === 'decided' ? { kind: 'decided' as const } : { kind: 'notUsed' as const, reason: record.ahead.reason } } : {}),
   };
 }
 

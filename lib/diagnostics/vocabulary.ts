@@ -64,6 +64,14 @@ export function viewAgePhrase(ageMs: number): string {
   return `decided on the cluster state as of ${shown} s before`;
 }
 
+/**
+ * Decide-ahead in user words (docs/relay.md, "Deciding ahead"): an attempt made before kube-scheduler asked, or a live
+ * one after a decision made ahead that its filter could not use, and why.
+ */
+export function aheadPhrase(ahead: { readonly kind: 'decided' } | { readonly kind: 'notUsed'; readonly reason: string }): string {
+  return ahead.kind === 'decided' ? "decided ahead, before kube-scheduler's filter asked" : `decided live: ${ahead.reason}`;
+}
+
 /** `1 node`, `4 nodes`. */
 export function countOf(count: number, noun: string): string {
   return `${count} ${noun}${count === 1 ? '' : 's'}`;

@@ -8,6 +8,9 @@ import { ingestClusterEvents } from '../control/clusterEvents';
 import { clusterEventsBodySchema } from '../wire/clusterEvents';
 import type { ControlDeps } from '../control/deps';
 import { filterPod } from '../control/filter';
+import { decideAhead } from '../control/decideAhead';
+import type { AheadNote } from '../diagnostics/record';
+import { AHEAD_NOTE_HEADER, DECIDE_AHEAD_PATH, MAX_AHEAD_NOTE_CHARS, MAX_AHEAD_PODS } from '../wire/decidedAhead';
 import { evictionRefused } from '../control/preemption';
 import { EVICTION_REFUSED_PATH, evictionRefusedSchema, PREEMPTION_HEADER, preemptionModeOf } from '../wire/preemption';
 import { listNodeDevices, listSchedulerLogs, readNodeDevices, readSchedulerLog } from '../control/views';
@@ -15,7 +18,7 @@ import { DEFAULT_LIST_LIMIT, MAX_LIST_LIMIT } from '../control/listing';
 import type { PodLike } from '../engine/types';
 import { BadRequestError, PayloadTooLargeError } from '../errors';
 import { kubeName, kubeNames, kubeNamespace, kubePodName, kubeUid } from '../wire/names';
-import { nodeSchema, podSchema } from '../wire/objects';
+import { absentIfNull, nodeSchema, podSchema } from '../wire/objects';
 import { MIN_VIEW_SEQ_HEADER } from '../wire/headers';
 import { isJsonObject, type JsonObject } from '../json';
 import { NodeNamesMemo, splitNodeNames } from './nodeNamesText';
@@ -165,6 +168,7 @@ export function createFilterRoute(): Route {
       logKeys({ pod: `${podRef.namespace}/${podRef.name}` });
       const nodes = args.nodes ? (args.nodes.items ?? []) : null;
       const seq = minViewSeq(req.headers);
+      const ahead = aheadNote(req.headers);
       const preemptionMode = preemptionModeOf(req.headers[PREEMPTION_HEADER]);
       const answer = await filterPod(deps, {
         pod,
@@ -172,6 +176,7 @@ export function createFilterRoute(): Route {
         nodeNames: args.nodenames ?? null,
         nodes,
         ...(seq !== undefined ? { minViewSeq: seq } : {}),
+        ...(ahead ? { ahead } : {}),
         ...(preemptionMode !== undefined ? { preemptionMode } : {}),
       });
       if (answer.attemptId) logKeys({ attemptId: answer.attemptId });
@@ -181,6 +186,37 @@ export function createFilterRoute(): Route {
 }
 
 export const filterRoute: Route = createFilterRoute();
+
+/** Why the relay could not use a decision made ahead (docs/relay.md, "Deciding ahead"), for the live attempt's record. */
+function aheadNote(headers: HttpRequest['headers']): AheadNote | undefined {
+  const raw = headers[AHEAD_NOTE_HEADER]?.trim();
+  return raw ? { kind: 'notUsed', reason: raw.slice(0, MAX_AHEAD_NOTE_CHARS) } : undefined;
+}
+
+/** The pod with the queue's second sort key: kube-scheduler orders by priority (`spec.priority`), then creation time. */
+const aheadPodSchema = extenderPodSchema.extend({
+  metadata: extenderPodSchema.shape.metadata.extend({ creationTimestamp: absentIfNull(z.iso.datetime({ offset: true })) }),
+});
+
+const aheadArgs = z.object({ pods: z.array(aheadPodSchema).min(1).max(MAX_AHEAD_PODS) });
+
+/** Many pods decided before kube-scheduler asks (docs/api.md §2, `POST /filter/ahead`). */
+export const decideAheadRoute: Route = {
+  name: 'decideAhead',
+  kind: 'api',
+  method: 'POST',
+  path: DECIDE_AHEAD_PATH,
+  async handle(deps, req) {
+    const args = check(aheadArgs, parseExtenderBody(req.body), 'decide-ahead batch');
+    const seq = minViewSeq(req.headers);
+    const pods = args.pods.map((raw) => {
+      const { creationTimestamp: created, ...metadata } = raw.metadata;
+      return { pod: normalisePod({ ...raw, metadata }), priority: raw.spec?.priority ?? 0, createdMs: created ? Date.parse(created) : undefined };
+    });
+    const answer = await decideAhead(deps, { pods, ...(seq !== undefined ? { minViewSeq: seq } : {}) });
+    return json(200, answer);
+  },
+};
 
 export const bindRoute: Route = {
   name: 'bind',
@@ -341,6 +377,7 @@ export const healthzRoute: Route = {
 /** Every route, in one place: the local server serves them, serverless.yml deploys one function each. */
 export const routes: readonly Route[] = [
   filterRoute,
+  decideAheadRoute,
   bindRoute,
   bindOutcomeRoute,
   evictionRefusedRoute,

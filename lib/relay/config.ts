@@ -4,10 +4,11 @@
  */
 import { z } from 'zod';
 import type { AdmissionSettings } from '../admission/review';
-import { loadEngineConfig } from '../config';
+import { loadConfig, loadEngineConfig } from '../config';
 import { managedQuantityNames } from '../engine/devices';
 import { ConfigError } from '../errors';
 import { RelayConfigError } from './errors';
+import { MAX_AHEAD_PODS } from '../wire/decidedAhead';
 import { PREEMPTION_MODES, type PreemptionMode } from '../wire/preemption';
 
 const intFromEnv = (fallback: number, min: number, max: number) =>
@@ -70,6 +71,13 @@ const envSchema = z
     RELAY_EVENT_SOURCE_COMPONENT: z.string().trim().min(1).default('hami-scheduler'),
     RELAY_MANAGED_RESOURCES: optionalText,
     RELAY_BATCH_MAX_EVENTS: intFromEnv(100, 1, 10_000),
+    /** Decide pending pods in batches before kube-scheduler asks (docs/relay.md, "Deciding ahead"); false: every filter is decided live. */
+    HAMI_DECIDE_AHEAD: z.enum(['true', 'false'], { message: 'must be true or false' }).default('true'),
+    /** How long the relay gathers new pending pods before sending a batch, and the most one batch carries. */
+    RELAY_AHEAD_WINDOW_MS: intFromEnv(20, 0, 10_000),
+    RELAY_AHEAD_MAX_PODS: intFromEnv(MAX_AHEAD_PODS, 1, MAX_AHEAD_PODS),
+    /** How long a filter waits for the batch deciding its pod before deciding it live. */
+    RELAY_AHEAD_WAIT_MS: intFromEnv(3_000, 0, 20_000),
     RELAY_BATCH_MAX_DELAY_MS: intFromEnv(200, 0, 60_000),
     /**
      * Bind hand-over (docs/relay.md): how long a bind may wait in its node's queue for the lock before it is sent as
@@ -174,6 +182,8 @@ export interface RelayConfig {
   readonly eventSourceComponent: string;
   readonly managedResources: readonly string[];
   readonly batch: { readonly maxEvents: number; readonly maxDelayMs: number };
+  /** Decide-ahead (docs/relay.md, "Deciding ahead"); `reservationTtlMs` is the control plane's HAMI_RESERVATION_TTL_SECONDS. */
+  readonly ahead: { readonly enabled: boolean; readonly windowMs: number; readonly maxPods: number; readonly waitMs: number; readonly reservationTtlMs: number };
   /** How long a bind waits in its node's queue for the lock (0: no hand-over). */
   readonly bindHandOverMs: number;
   readonly resyncIntervalMs: number;
@@ -211,13 +221,14 @@ export interface RelayConfig {
  * The engine settings the webhook shares with the control plane (resource names, defaults, memory factor), read by
  * the control plane's own loader from the same variables, so both sides apply one rule set.
  */
-function engineSettings(env: NodeJS.ProcessEnv): { ok: true; engine: AdmissionSettings['engine'] } | { ok: false; problems: string[] } {
+function engineSettings(env: NodeJS.ProcessEnv): { ok: true; engine: AdmissionSettings['engine']; reservationTtlSeconds: number } | { ok: false; problems: string[] } {
   const shared: Record<string, string | undefined> = {};
   for (const [key, value] of Object.entries(env)) {
-    if (/^HAMI_(RESOURCE_|DEFAULT_MEMORY$|DEFAULT_CORES$|MEMORY_FACTOR$)/.test(key)) shared[key] = value;
+    if (/^HAMI_(RESOURCE_|DEFAULT_MEMORY$|DEFAULT_CORES$|MEMORY_FACTOR$|RESERVATION_TTL_SECONDS$)/.test(key)) shared[key] = value;
   }
   try {
-    return { ok: true, engine: loadEngineConfig(shared) };
+    // The reservation TTL by the control plane's own rule (its loader's defaults fill the store settings, unused here).
+    return { ok: true, engine: loadEngineConfig(shared), reservationTtlSeconds: loadConfig(shared).reservationTtlSeconds };
   } catch (err) {
     if (err instanceof ConfigError) return { ok: false, problems: [...err.problems] };
     throw err;
@@ -256,6 +267,13 @@ export function loadRelayConfig(env: NodeJS.ProcessEnv = process.env): RelayConf
     eventSourceComponent: e.RELAY_EVENT_SOURCE_COMPONENT,
     managedResources: managed,
     batch: { maxEvents: e.RELAY_BATCH_MAX_EVENTS, maxDelayMs: e.RELAY_BATCH_MAX_DELAY_MS },
+    ahead: {
+      enabled: e.HAMI_DECIDE_AHEAD === 'true',
+      windowMs: e.RELAY_AHEAD_WINDOW_MS,
+      maxPods: e.RELAY_AHEAD_MAX_PODS,
+      waitMs: e.RELAY_AHEAD_WAIT_MS,
+      reservationTtlMs: engine.reservationTtlSeconds * 1000,
+    },
     bindHandOverMs: e.RELAY_BIND_HANDOVER_MS >= 0 ? e.RELAY_BIND_HANDOVER_MS : Math.floor((e.RELAY_EXTENDER_DEADLINE_MS * 3) / 5),
     resyncIntervalMs: e.RELAY_RESYNC_INTERVAL_MS,
     watchTimeoutSeconds: e.RELAY_WATCH_TIMEOUT_SECONDS,

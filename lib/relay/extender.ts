@@ -15,6 +15,8 @@ import { clusterPod, requestDiffers, type PodSource } from './podCheck';
 import type { BindTry, NodeBindQueue } from './bindQueue';
 import { NODE_LOCK_ANNOTATION } from '../control/ledger';
 import { errorMessage } from '../errors';
+import { AHEAD_NOTE_HEADER } from '../wire/decidedAhead';
+import type { AheadDecisions } from './aheadDecisions';
 
 export interface ExtenderDeps {
   readonly controlPlane: ControlPlaneClient;
@@ -30,6 +32,8 @@ export interface ExtenderDeps {
   readonly reachability?: (answered: boolean, error?: string) => void;
   /** Where requests are checked against the cluster (podCheck.ts). */
   readonly pods: PodSource;
+  /** Decisions made ahead (aheadDecisions.ts); absent with HAMI_DECIDE_AHEAD=false: every filter is decided live. */
+  readonly ahead?: Pick<AheadDecisions, 'lookup'>;
   /** Binds held per node until the lock looks free (bindQueue.ts); without it each bind goes at once. */
   readonly bindQueue?: NodeBindQueue;
   /** This cluster's GPU-aware preemption mode (the chart's; docs/preemption.md); absent: `on`. */
@@ -115,12 +119,25 @@ export async function relayFilter(rawBody: string, deps: ExtenderDeps): Promise<
     }
     const differs = requestDiffers(pod, checked.pod);
     if (differs.length > 0) deps.logger.warn('FilterPodReplaced', { pod: podName, differs });
+    const names = field(parsed.value, 'NodeNames');
+    const ahead = deps.ahead ? await deps.ahead.lookup(checked.pod, Array.isArray(names) ? names.filter((n): n is string => typeof n === 'string') : null) : undefined;
+    if (ahead !== undefined && 'use' in ahead) {
+      // Decided and booked ahead, its annotations written: nothing left for the serial path (docs/relay.md, "Deciding ahead").
+      deps.logger.info('FilterAnsweredAhead', { pod: podName, node: ahead.use, decidedAt: ahead.decidedAt });
+      return { Nodes: null, NodeNames: [ahead.use], FailedNodes: null, FailedAndUnresolvableNodes: null, Error: '' };
+    }
+    const note = ahead?.note;
+    if (note !== undefined) deps.logger.info('AheadDecisionNotUsed', { pod: podName, reason: note });
     // The control plane decides on the pod as the cluster has it.
     const args: Record<string, unknown> = { Pod: checked.pod };
     for (const [k, v] of Object.entries(parsed.value as Record<string, unknown>)) if (k.toLowerCase() !== 'pod') args[k] = v;
     const seq = deps.viewSeq?.() ?? 0;
     const mode = deps.preemption ?? 'on';
-    const headers = { ...(seq > 0 ? { [MIN_VIEW_SEQ_HEADER]: String(seq) } : {}), ...(mode !== 'on' ? { [PREEMPTION_HEADER]: mode } : {}) };
+    const headers = {
+      ...(seq > 0 ? { [MIN_VIEW_SEQ_HEADER]: String(seq) } : {}),
+      ...(note !== undefined ? { [AHEAD_NOTE_HEADER]: note } : {}),
+      ...(mode !== 'on' ? { [PREEMPTION_HEADER]: mode } : {}),
+    };
     const reply = await callControlPlane(deps, '/filter', args, signal, headers);
     if (!reply.ok) {
       deps.logger.warn('FilterNotRelayed', { pod: podName, error: reply.error });

@@ -27,6 +27,7 @@ import { closeServer, createRelayServer, listen, relayHandler } from './server';
 import { coalesced, startTlsListener, type RunningTlsListener } from './tls/listener';
 import { SelfManagedWebhookTls, defaultValidity } from './tls/webhookCertificates';
 import { ClusterWatcher } from './watcher';
+import { AheadDecisions } from './aheadDecisions';
 import { filesSource, startWebhook, type RunningWebhook, type ServingSource } from './webhook';
 import { errorMessage } from '../errors';
 
@@ -48,6 +49,8 @@ export interface StartRelayOptions {
   readonly reachabilityDelay?: DelayFn;
   /** Spaces the nudges (their rate bound). */
   readonly nudgeDelay?: DelayFn;
+  /** Decide-ahead's batch window and its filters' bounded wait. */
+  readonly aheadDelay?: DelayFn;
   readonly now?: () => Date;
   /** Random bytes (page tokens' nonces, and their key when the user port speaks plain HTTP). */
   readonly randomBytes?: (size: number) => Buffer;
@@ -66,6 +69,8 @@ export interface RunningRelay {
   readonly webhook?: RunningWebhook;
   readonly nudger: Nudger;
   readonly reachability: ControlPlaneReachability;
+  /** Decide-ahead, unless HAMI_DECIDE_AHEAD=false. */
+  readonly ahead?: AheadDecisions;
   close(): Promise<void>;
 }
 
@@ -129,6 +134,25 @@ export async function startRelay(opts: StartRelayOptions): Promise<RunningRelay>
     onReachability: report,
     ...(bindQueue ? { isUrgent: (event) => bindQueue.watched(event), onDelivered: (events) => bindQueue.delivered(events) } : {}),
   });
+  // Decide-ahead (docs/relay.md, "Deciding ahead"): off with HAMI_DECIDE_AHEAD=false, every filter then decided live.
+  const ahead = config.ahead.enabled
+    ? new AheadDecisions({
+        controlPlane,
+        writer,
+        claim: createNudgePatcher(core),
+        logger,
+        schedulerName: config.admission.schedulerName,
+        managedResources: config.managedResources,
+        windowMs: config.ahead.windowMs,
+        maxPods: config.ahead.maxPods,
+        waitMs: config.ahead.waitMs,
+        reservationTtlMs: config.ahead.reservationTtlMs,
+        requestTimeoutMs: config.extenderDeadlineMs,
+        now: () => now().getTime(),
+        delay: opts.aheadDelay ?? realDelay,
+        viewSeq: () => forwarder.viewSeq,
+      })
+    : undefined;
   const watcher = new ClusterWatcher({
     kubeConfig,
     core,
@@ -139,6 +163,7 @@ export async function startRelay(opts: StartRelayOptions): Promise<RunningRelay>
     watchTimeoutSeconds: config.watchTimeoutSeconds,
     resyncIntervalMs: config.resyncIntervalMs,
     ...(opts.watcherDelay ? { delay: opts.watcherDelay } : {}),
+    ...(ahead ? { onPod: (type: 'ADDED' | 'MODIFIED' | 'DELETED', obj: unknown) => ahead.observe(type, obj) } : {}),
     onListed: (kind) => {
       if (kind !== 'Pod' || podsListed) return;
       podsListed = true;
@@ -154,6 +179,7 @@ export async function startRelay(opts: StartRelayOptions): Promise<RunningRelay>
       viewSeq: () => forwarder.viewSeq,
       preemption: config.preemption,
       reachability: report,
+      ...(ahead ? { ahead } : {}),
       pods: {
         schedulerName: config.admission.schedulerName,
         cached: (namespace: string, name: string) => watcher.cachedObject('Pod', namespace, name),
@@ -279,8 +305,10 @@ export async function startRelay(opts: StartRelayOptions): Promise<RunningRelay>
     ...(webhook ? { webhook } : {}),
     nudger,
     reachability,
+    ...(ahead ? { ahead } : {}),
     async close() {
       watcher.stop();
+      ahead?.close();
       reachability.stop();
       nudger.stop();
       forwarder.close();

@@ -28,6 +28,8 @@ export interface WatcherOptions {
   readonly delay?: DelayFn;
   /** Called after each list of `kind` completed and its events were queued (the nudger waits for the Pods'). */
   readonly onListed?: (kind: ForwardedKind) => void;
+  /** Every Pod event of the informer, relevant to the control plane or not (decide-ahead watches pending pods). */
+  readonly onPod?: (type: ClusterWatchEvent['type'], obj: unknown) => void;
 }
 
 interface Resource {
@@ -183,6 +185,7 @@ export class ClusterWatcher {
   }
 
   private observe(r: Resource, type: ClusterWatchEvent['type'], obj: unknown, force = false): void {
+    if (r.kind === 'Pod' && !force) this.opts.onPod?.(type, obj);
     if (r.tracker.decide(type, obj, force) === 'skip') return;
     this.opts.forwarder.enqueue({ type, object: toForwardedObject(r.kind, obj) });
   }

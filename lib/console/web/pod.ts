@@ -5,7 +5,7 @@
  */
 import { chosenPhrase, coresPhrase, mismatchPhrase, otherKindsPhrase, podRequestPhrases, preemptedByPhrase, preemptionPhrases, requestPhrase } from '../../diagnostics/phrases';
 import type { CardEvidenceLog, ContainerLog, SchedulerLog } from '../../diagnostics/schedulerLog';
-import { outcomeClass, outcomeOf, viewAgePhrase } from '../../diagnostics/vocabulary';
+import { aheadPhrase, outcomeClass, outcomeOf, viewAgePhrase } from '../../diagnostics/vocabulary';
 import { ApiError, getJson } from './api';
 import { badge, bar, h, outcomeBadge, replace } from './dom';
 
@@ -42,6 +42,7 @@ export async function renderPod(main: HTMLElement, namespace: string, name: stri
     ),
     log.preemptedBy ? h('p', { class: 'warn', id: 'preempted-by' }, preemptedByPhrase(log.preemptedBy)) : null,
     h('p', { class: 'muted' }, `Attempt #${log.attempt} at ${log.time} (id ${log.attemptId}), uid ${log.pod.uid}`, log.view ? `; ${viewAgePhrase(log.view.ageMs)}` : ''),
+    log.ahead ? h('p', { class: 'muted', id: 'ahead' }, aheadPhrase(log.ahead)) : null,
     h('h2', null, 'Filter'),
     h('p', null, badge(log.filter.status), ' ', log.filter.summary),
     (log.filter.passedOver ?? []).map((p) => h('p', { class: 'warn' }, `Passed over ${p.name}: ${p.holder ?? 'a pod in a namespace you may not read'} is allocating there`)),

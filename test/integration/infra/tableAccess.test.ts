@@ -16,6 +16,7 @@ import { bindPodToNode, recordBindOutcome } from '../../../lib/control/bind';
 import { ingestClusterEvents } from '../../../lib/control/clusterEvents';
 import type { ControlDeps } from '../../../lib/control/deps';
 import { filterPod } from '../../../lib/control/filter';
+import { decideAhead } from '../../../lib/control/decideAhead';
 import { evictionRefused } from '../../../lib/control/preemption';
 import { listNodeDevices, listSchedulerLogs, readNodeDevices, readSchedulerLog } from '../../../lib/control/views';
 import { createDocumentClient } from '../../../lib/store/dynamo';
@@ -38,6 +39,7 @@ const nodeEvent = (name: string) => ({ type: 'ADDED', object: gpuNode(name, [car
 /** Per function, the paths that reach the store: together they use every grant the function has. */
 const scenarios: Record<string, ((deps: ControlDeps) => Promise<unknown>)[]> = {
   filter: [(deps) => filterPod(deps, filterOf(gpuPod('p2', [{ name: 'c', gpu: 1, mem: 2000 }]), ['n1', 'n2', 'unknown']))],
+  decideAhead: [(deps) => decideAhead(deps, { pods: [{ pod: gpuPod('p4', [{ name: 'c', gpu: 1, mem: 2000 }]), priority: 0, createdMs: undefined }] })],
   bind: [
     (deps) => bindPodToNode(deps, { pod: { namespace: 'default', name: 'p3', uid: waiting.metadata.uid }, node: 'n1' }),
     // Never filtered: the lock write is refused, the node read (dynalite returns no item with a refusal), the failure recorded.

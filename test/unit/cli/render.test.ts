@@ -32,6 +32,15 @@ describe('renderSchedulerLogText (golden)', () => {
     expect(text).toContain('node node3 has been locked within 5m0s: node lock contention');
   });
 
+  it('says when the attempt was decided ahead, and why a decision made ahead was not used', () => {
+    const ahead = renderSchedulerLogText(renderSchedulerLog({ ...record('success'), ahead: { kind: 'decided' } })).split('\n');
+    expect(ahead[ahead.findIndex((line) => line.startsWith('Attempt')) + 1]).toBe("Ahead     decided ahead, before kube-scheduler's filter asked");
+    const reason = 'the decision made ahead at 2026-01-01T00:00:00.000Z (node node2) was not used: node node2 is not among the 1 nodes kube-scheduler sent';
+    const live = renderSchedulerLogText(renderSchedulerLog({ ...record('success'), ahead: { kind: 'notUsed', reason } }));
+    expect(live).toContain(`Ahead     decided live: ${reason}`);
+    expect(renderSchedulerLogText(renderSchedulerLog(record('success')))).not.toContain('Ahead');
+  });
+
   it('prints why the nodes are missing when the evidence cannot be read', () => {
     const unreadable = { ...record('success'), evidenceUnreadable: 'packed evidence of unknown version 9', filter: { ...record('success').filter, nodes: [] } };
     const lines = renderSchedulerLogText(renderSchedulerLog(unreadable)).split('\n');

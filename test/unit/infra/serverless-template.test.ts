@@ -17,6 +17,7 @@ const queriesDir = path.join(repoRoot, 'infra/cloudwatch');
 /** docs/api.md §2: every route, the function serving it, and whether SigV4 (AWS_IAM) guards it. */
 const contractRoutes = [
   { routeKey: 'POST /filter', fn: 'filter', iam: true },
+  { routeKey: 'POST /filter/ahead', fn: 'decideAhead', iam: true },
   { routeKey: 'POST /bind', fn: 'bind', iam: true },
   { routeKey: 'POST /bind/outcome', fn: 'bindOutcome', iam: true },
   { routeKey: 'POST /preemption/refused', fn: 'evictionRefused', iam: true },
@@ -34,6 +35,7 @@ type FunctionName = (typeof contractRoutes)[number]['fn'];
 /** The team's least-privilege table: DynamoDB actions per function and table, nothing else. */
 const leastPrivilege: Record<FunctionName, Partial<Record<'StateTable' | 'RecordsTable', string[]>>> = {
   filter: { StateTable: ['BatchGetItem', 'UpdateItem', 'Query'], RecordsTable: ['BatchWriteItem'] },
+  decideAhead: { StateTable: ['BatchGetItem', 'UpdateItem', 'Query'], RecordsTable: ['BatchWriteItem'] },
   bind: { StateTable: ['UpdateItem', 'BatchGetItem'], RecordsTable: ['UpdateItem', 'PutItem'] },
   bindOutcome: { StateTable: ['UpdateItem'], RecordsTable: ['UpdateItem', 'PutItem'] },
   evictionRefused: { StateTable: ['BatchGetItem', 'UpdateItem'] },
@@ -48,6 +50,7 @@ const leastPrivilege: Record<FunctionName, Partial<Record<'StateTable' | 'Record
 
 const relayRoutes = [
   'POST /filter',
+  'POST /filter/ahead',
   'POST /bind',
   'POST /bind/outcome',
   'POST /preemption/refused',

@@ -1,0 +1,147 @@
+/**
+ * Decide-ahead (docs/relay.md, "Deciding ahead"), on the in-memory store: queue order, bookings sent side by side
+ * that never over-book, the record marked as decided ahead, and what each pod's answer carries.
+ */
+import { decideAhead, type AheadPod } from '../../../lib/control/decideAhead';
+import { filterPod } from '../../../lib/control/filter';
+import { ingestClusterEvents } from '../../../lib/control/clusterEvents';
+import { readSchedulerLog } from '../../../lib/control/views';
+import { DECIDED_AHEAD_ANNOTATION, markedDecision, queueOrder } from '../../../lib/wire/decidedAhead';
+import { card, forwardedPod, gpuNode, gpuPod, type ContainerSpec } from '../../support/cluster';
+import { filterOf, world, type Environment } from './fixtures';
+
+const nodeEvent = (name: string, cards: number, devmem: number) => ({
+  type: 'ADDED',
+  object: gpuNode(
+    name,
+    Array.from({ length: cards }, (_, i) => card(`GPU-${name}-${i}`, { devmem, devcore: 100, count: 10 })),
+  ),
+});
+
+const ahead = (name: string, containers: ContainerSpec[], priority = 0, createdMs?: number): AheadPod => ({ pod: gpuPod(name, containers), priority, createdMs });
+
+async function cluster(env: Environment, nodes: [string, number, number][]): Promise<void> {
+  await ingestClusterEvents(env.deps, nodes.map(([name, cards, devmem]) => nodeEvent(name, cards, devmem)));
+}
+
+describe('decide-ahead', () => {
+  it('orders pods as kube-scheduler’s queue does: priority first, then the oldest, then as sent', () => {
+    const pods = [ahead('late', [], 0, 3000), ahead('none', [], 0), ahead('urgent', [], 10, 9000), ahead('early', [], 0, 1000), ahead('early-too', [], 0, 1000)];
+    expect(queueOrder(pods, (p) => p).map((p) => p.pod.metadata.name)).toEqual(['urgent', 'early', 'early-too', 'late', 'none']);
+  });
+
+  it('gives the last free card to the pod kube-scheduler would pop first, whatever the order sent', async () => {
+    const w = world();
+    const env = w.environment();
+    await cluster(env, [['n1', 1, 16000]]);
+    const whole = [{ name: 'c', gpu: 1, mem: 12000 }];
+    const answer = await decideAhead(env.deps, { pods: [ahead('young', whole, 0, 5000), ahead('old', whole, 0, 1000), ahead('important', whole, 5, 9000)] });
+    expect(answer.decisions.map((d) => [d.name, d.status])).toEqual([
+      ['young', 'noFit'],
+      ['old', 'noFit'],
+      ['important', 'fit'],
+    ]);
+    expect(answer.decisions[0]!.failedNodes).toEqual({ n1: expect.stringContaining('CardInsufficientMemory') });
+    // No fit is not applied ahead: kube-scheduler's own filter reports it live.
+    expect(answer.decisions[0]!.Effects).toEqual([]);
+  });
+
+  it('books in queue order and never past a card: as many pods placed as the cards hold, each counter within its card', async () => {
+    const w = world();
+    const env = w.environment();
+    await cluster(env, [
+      ['n1', 2, 16000],
+      ['n2', 2, 16000],
+    ]);
+    const pods = Array.from({ length: 20 }, (_, i) => ahead(`p${i}`, [{ name: 'c', gpu: 1, mem: 7000, cores: 10 }], 0, 1000 + i));
+    const answer = await decideAhead(env.deps, { pods });
+    const placed = answer.decisions.filter((d) => d.status === 'fit');
+    // 4 cards of 16,000 MiB hold two 7,000 MiB pods each.
+    expect(placed).toHaveLength(8);
+    expect(answer.decisions.filter((d) => d.status === 'noFit')).toHaveLength(12);
+    // The oldest pods are the ones placed (queue order), though their bookings were under way side by side.
+    expect(placed.map((d) => d.name).sort()).toEqual(['p0', 'p1', 'p2', 'p3', 'p4', 'p5', 'p6', 'p7'].sort());
+    for (const name of ['n1', 'n2']) {
+      const stored = w.store.stored(name)!;
+      for (const counter of Object.values(stored.counters)) expect(counter.mem).toBeLessThanOrEqual(16000);
+      expect(Object.keys(stored.bookings)).toHaveLength(4);
+    }
+  });
+
+  it('answers the node with the filter’s Effects, marked as decided ahead, and records the attempt as such', async () => {
+    const w = world();
+    const env = w.environment();
+    await cluster(env, [['n1', 2, 16000]]);
+    const item = ahead('p1', [{ name: 'c', gpu: 1, mem: 4000, cores: 20 }]);
+    const answer = await decideAhead(env.deps, { pods: [item] });
+    const [decision] = answer.decisions;
+    expect(decision).toMatchObject({ status: 'fit', node: 'n1', uid: item.pod.metadata.uid, namespace: 'default', name: 'p1' });
+    const patch = decision!.Effects.find((e) => e.kind === 'PatchPodAnnotations');
+    expect(patch?.kind === 'PatchPodAnnotations' && patch.annotations[DECIDED_AHEAD_ANNOTATION]).toBe(`n1@${Math.floor(w.clock.now / 1000)}`);
+    // The mark names the decision only together with the annotations it was set with.
+    expect(markedDecision((patch as { annotations: Record<string, string> }).annotations)).toEqual({ node: 'n1', timeS: Math.floor(w.clock.now / 1000) });
+    expect(markedDecision({ ...(patch as { annotations: Record<string, string> }).annotations, 'hami.io/vgpu-node': 'n2' })).toBeUndefined();
+    expect(answer.view.seq).toBeGreaterThan(0);
+    const log = await readSchedulerLog(env.deps, { namespace: 'default', name: 'p1', history: false });
+    expect(log.ahead).toEqual({ kind: 'decided' });
+    expect(log.filter.status).toBe('passed');
+  });
+
+  it('a live filter of a pod decided ahead gives its booking back first: the pod is never counted twice', async () => {
+    const w = world();
+    const env = w.environment();
+    await cluster(env, [
+      ['n1', 1, 16000],
+      ['n2', 1, 16000],
+    ]);
+    const item = ahead('p1', [{ name: 'c', gpu: 1, mem: 10000 }]);
+    const answer = await decideAhead(env.deps, { pods: [item] });
+    const decided = answer.decisions[0]!.node!;
+    const other = decided === 'n1' ? 'n2' : 'n1';
+    // kube-scheduler excluded the decided node (a taint added since): the live path decides among the rest.
+    const live = await filterPod(env.deps, { ...filterOf(item.pod as ReturnType<typeof gpuPod>, [other]), ahead: { kind: 'notUsed', reason: `node ${decided} not among NodeNames` } });
+    expect(live.result.NodeNames).toEqual([other]);
+    expect(w.store.stored(decided)!.bookings[item.pod.metadata.uid!]).toBeUndefined();
+    const log = await readSchedulerLog(env.deps, { namespace: 'default', name: 'p1', history: false });
+    expect(log.ahead).toEqual({ kind: 'notUsed', reason: `node ${decided} not among NodeNames` });
+  });
+
+  it('a decision kube-scheduler never uses stays a reservation while the pod is Pending, and expires with the reservation TTL', async () => {
+    const w = world();
+    const env = w.environment();
+    await cluster(env, [['n1', 1, 16000]]);
+    const item = ahead('stuck', [{ name: 'c', gpu: 1, mem: 12000 }]);
+    const answer = await decideAhead(env.deps, { pods: [item] });
+    const patch = answer.decisions[0]!.Effects.find((e) => e.kind === 'PatchPodAnnotations');
+    if (patch?.kind !== 'PatchPodAnnotations') throw new Error('no patch');
+    // The relay applied the patch and forwards the pod, still Pending (kube-scheduler never got to it).
+    await ingestClusterEvents(env.deps, [{ type: 'MODIFIED', object: forwardedPod(item.pod as ReturnType<typeof gpuPod>, patch.annotations) }]);
+    const uid = item.pod.metadata.uid!;
+    expect(w.store.stored('n1')!.bookings[uid]!.state).toBe('reserved');
+    const other = gpuPod('other', [{ name: 'c', gpu: 1, mem: 12000 }]);
+    expect((await filterPod(env.deps, filterOf(other, ['n1']))).result.NodeNames).toBeNull();
+    w.clock.now += env.deps.config.reservationTtlSeconds * 1000 + 1;
+    expect((await filterPod(env.deps, filterOf(other, ['n1']))).result.NodeNames).toEqual(['n1']);
+  });
+
+  it('a decision kube-scheduler used is confirmed once the pod is bound', async () => {
+    const w = world();
+    const env = w.environment();
+    await cluster(env, [['n1', 1, 16000]]);
+    const item = ahead('used', [{ name: 'c', gpu: 1, mem: 12000 }]);
+    const answer = await decideAhead(env.deps, { pods: [item] });
+    const patch = answer.decisions[0]!.Effects.find((e) => e.kind === 'PatchPodAnnotations');
+    if (patch?.kind !== 'PatchPodAnnotations') throw new Error('no patch');
+    await ingestClusterEvents(env.deps, [{ type: 'MODIFIED', object: forwardedPod(item.pod as ReturnType<typeof gpuPod>, patch.annotations, { phase: 'Running', rv: '3' }) }]);
+    expect(w.store.stored('n1')!.bookings[item.pod.metadata.uid!]!.state).toBe('confirmed');
+  });
+
+  it('skips pods that ask for no managed resource, writing nothing', async () => {
+    const w = world();
+    const env = w.environment();
+    await cluster(env, [['n1', 1, 16000]]);
+    const answer = await decideAhead(env.deps, { pods: [ahead('cpu', [{ name: 'c' }])] });
+    expect(answer.decisions).toEqual([expect.objectContaining({ status: 'skipped', Effects: [] })]);
+    expect(Object.keys(w.store.stored('n1')!.bookings)).toEqual([]);
+  });
+});

@@ -1,0 +1,158 @@
+/**
+ * The relay's store of decisions made ahead (lib/relay/aheadDecisions.ts), with a control plane and an API server
+ * played in memory: which pods are claimed and batched, when kube-scheduler's filter may use a decision, and why not.
+ */
+import { AheadDecisions, podFingerprint, type AheadOptions } from '../../../lib/relay/aheadDecisions';
+import type { ControlPlaneClient } from '../../../lib/relay/controlPlane';
+import type { AheadDecision } from '../../../lib/wire/decidedAhead';
+import type { AppLogger } from '../../../lib/powertools';
+
+const quiet = (): void => undefined;
+const logger = { debug: quiet, info: quiet, warn: quiet, error: quiet } as unknown as AppLogger;
+
+function pendingPod(name: string, extra: { annotations?: Record<string, string>; mem?: string; nodeName?: string } = {}) {
+  return {
+    metadata: { name, namespace: 'ml', uid: `uid-${name}`, resourceVersion: '1', annotations: extra.annotations ?? {} },
+    spec: {
+      schedulerName: 'hami-scheduler',
+      ...(extra.nodeName ? { nodeName: extra.nodeName } : {}),
+      containers: [{ name: 'main', resources: { limits: { 'nvidia.com/gpu': '1', 'nvidia.com/gpumem': extra.mem ?? '4000' } } }],
+    },
+    status: { phase: 'Pending' },
+  };
+}
+
+/** A control plane that places every pod on `node` (the HAMi annotations and the mark, as the route answers). */
+function setup(node = 'n1', overrides: Partial<AheadOptions> = {}) {
+  let clock = 1_800_000_000_000;
+  const batches: unknown[][] = [];
+  const patched = new Map<string, Record<string, string | null>>();
+  const claims: string[] = [];
+  const controlPlane: ControlPlaneClient = {
+    get: async () => ({ status: 200, body: {}, text: '' }),
+    post: async (_path, body) => {
+      const pods = (body as { pods: ReturnType<typeof pendingPod>[] }).pods;
+      batches.push(pods);
+      const time = String(Math.floor(clock / 1000));
+      const decisions: AheadDecision[] = pods.map((p) => ({
+        uid: p.metadata.uid,
+        namespace: p.metadata.namespace,
+        name: p.metadata.name,
+        status: 'fit',
+        node,
+        Effects: [{ kind: 'PatchPodAnnotations', namespace: 'ml', name: p.metadata.name, uid: p.metadata.uid, annotations: { 'hami.io/vgpu-node': node, 'hami.io/vgpu-time': time, 'hami.io/decided-ahead': `${node}@${time}` } }],
+      }));
+      return { status: 200, body: { decisions, view: { seq: 3, ageMs: 0 }, decidedAt: new Date(clock).toISOString() }, text: '' };
+    },
+  };
+  let release: () => void = () => undefined;
+  const windows: Promise<void>[] = [];
+  const ahead = new AheadDecisions({
+    controlPlane,
+    writer: {
+      patchPodMetadata: async (e) => {
+        patched.set(e.name, e.annotations);
+      },
+      bindPod: async () => undefined,
+      recordEvent: async () => undefined,
+      patchNodeMetadata: async () => undefined,
+      // Decide-ahead never preempts (docs/relay.md, "Deciding ahead"): an eviction fails the batch's apply.
+      evictPod: async () => {
+        throw new Error('decide-ahead must not evict');
+      },
+    },
+    claim: async (target) => {
+      claims.push(target.name);
+      return 'nudged';
+    },
+    logger,
+    schedulerName: 'hami-scheduler',
+    managedResources: ['nvidia.com/gpu', 'nvidia.com/gpumem'],
+    windowMs: 20,
+    maxPods: 100,
+    waitMs: 1000,
+    reservationTtlMs: 600_000,
+    requestTimeoutMs: 1000,
+    now: () => clock,
+    // The batch window ends when the test says so; waits for a batch never time out by themselves.
+    delay: (ms) => {
+      if (ms !== 20) return new Promise<void>(() => undefined);
+      const window = new Promise<void>((resolve) => {
+        release = resolve;
+      });
+      windows.push(window);
+      return window;
+    },
+    viewSeq: () => 3,
+    ...overrides,
+  });
+  const flush = async () => {
+    // Claims settle in microtasks; then the window closes and the batch is decided and applied.
+    for (let i = 0; i < 10; i++) await Promise.resolve();
+    release();
+    for (let i = 0; i < 50; i++) await new Promise<void>((r) => setImmediate(r));
+  };
+  /** The pod as the API server holds it after the relay's patches. */
+  const current = (name: string, extra: Parameters<typeof pendingPod>[1] = {}) => {
+    const annotations: Record<string, string> = {};
+    for (const [k, v] of Object.entries(patched.get(name) ?? {})) if (v !== null) annotations[k] = v;
+    return pendingPod(name, { ...extra, annotations: { ...annotations, ...(extra.annotations ?? {}) } });
+  };
+  return { ahead, batches, claims, patched, flush, current, advance: (ms: number) => (clock += ms) };
+}
+
+describe('decide-ahead in the relay', () => {
+  it('claims and batches pending pods of our scheduler, and answers their filters with the decided node', async () => {
+    const t = setup();
+    t.ahead.observe('ADDED', pendingPod('a'));
+    t.ahead.observe('ADDED', pendingPod('b'));
+    // Not ours: another scheduler, already bound, asking for no GPU, filtered live already.
+    t.ahead.observe('ADDED', { ...pendingPod('other'), spec: { ...pendingPod('other').spec, schedulerName: 'default-scheduler' } });
+    t.ahead.observe('ADDED', pendingPod('bound', { nodeName: 'n9' }));
+    t.ahead.observe('ADDED', { ...pendingPod('cpu'), spec: { schedulerName: 'hami-scheduler', containers: [{ name: 'c', resources: { limits: { cpu: '1' } } }] } });
+    t.ahead.observe('ADDED', pendingPod('live', { annotations: { 'hami.io/vgpu-node': 'n2' } }));
+    await t.flush();
+    expect(t.claims.sort()).toEqual(['a', 'b']);
+    expect(t.batches.map((b) => b.length)).toEqual([2]);
+    // The relay adds the fingerprint of the pod decided on.
+    expect(t.patched.get('a')?.['hami.io/decided-ahead-pod']).toBe(podFingerprint(pendingPod('a')));
+    expect(await t.ahead.lookup(t.current('a'), ['n1', 'n2'])).toEqual({ use: 'n1', decidedAt: expect.any(String) });
+    // Used once: a second filter of the same pod is decided live.
+    expect(await t.ahead.lookup(t.current('a'), ['n1', 'n2'])).toEqual({ live: true });
+  });
+
+  it('says why a decision is not used: node not sent, pod changed, too old', async () => {
+    const t = setup('n1');
+    for (const name of ['excluded', 'changed', 'old']) t.ahead.observe('ADDED', pendingPod(name));
+    await t.flush();
+    const excluded = await t.ahead.lookup(t.current('excluded'), ['n2', 'n3']);
+    expect(excluded).toEqual({ live: true, note: expect.stringContaining('node n1 is not among the 2 nodes kube-scheduler sent') });
+    const changed = await t.ahead.lookup(t.current('changed', { mem: '9000' }), ['n1']);
+    expect(changed).toEqual({ live: true, note: expect.stringContaining('the pod changed since') });
+    t.advance(301_000);
+    const old = await t.ahead.lookup(t.current('old'), ['n1']);
+    expect(old).toEqual({ live: true, note: expect.stringContaining('past half the reservation TTL (600 s)') });
+  });
+
+  it('the fingerprint ignores the scheduler’s own annotations and nudges, not the pod’s requests or steering', () => {
+    const base = pendingPod('p');
+    const stamped = pendingPod('p', { annotations: { 'hami.io/vgpu-node': 'n1', 'hami.io/decided-ahead': 'claimed', 'hami.io/requeue': 'now', 'other.io/x': 'y' } });
+    expect(podFingerprint(stamped)).toBe(podFingerprint(base));
+    expect(podFingerprint(pendingPod('p', { annotations: { 'nvidia.com/use-gputype': 'A100' } }))).not.toBe(podFingerprint(base));
+    expect(podFingerprint(pendingPod('p', { mem: '5000' }))).not.toBe(podFingerprint(base));
+  });
+
+  it('another replica’s decision is learnt from the pod’s annotations and used here', async () => {
+    const decider = setup('n4');
+    decider.ahead.observe('ADDED', pendingPod('shared'));
+    await decider.flush();
+    const other = setup('n4');
+    // This replica saw the claim first (it waits for that decision), then the decision itself.
+    other.ahead.observe('MODIFIED', pendingPod('shared', { annotations: { 'hami.io/decided-ahead': 'claimed' } }));
+    // An older event (the pod before the claim) does not end the wait.
+    other.ahead.observe('ADDED', pendingPod('shared'));
+    other.ahead.observe('MODIFIED', decider.current('shared'));
+    expect(other.claims).toEqual([]);
+    expect(await other.ahead.lookup(decider.current('shared'), ['n4'])).toEqual({ use: 'n4', decidedAt: expect.any(String) });
+  });
+});
