@@ -250,13 +250,14 @@ function evaluateNode(run: FitRun, state: NodeState, node: PreparedNode, outcome
     trace.addContainer(c, 'passed', undefined, firstCard);
     for (let i = 0; i < run.pickedCount; i++) {
       const p = arena.picked[i]!;
-      trace.addPick(p, arena.pickedMem[i]!, arena.pickedCores[i]!, {
-        maxSlotsBefore: arena.pickedMaxSlots[i]!,
-        maxMemBefore: arena.pickedMaxMem[i]!,
-        maxCoresBefore: arena.pickedMaxCores[i]!,
-        exclusive: arena.pickedExclusive[i] === 1,
-      });
-      bookCard(arena, node, node.devices[p]!.id, arena.pickedMem[i]!, arena.pickedCores[i]!);
+      // One guard object per arena, refilled: an object per pick was most of what a decision allocated per node.
+      const guard = arena.pickGuard;
+      guard.maxSlotsBefore = arena.pickedMaxSlots[i]!;
+      guard.maxMemBefore = arena.pickedMaxMem[i]!;
+      guard.maxCoresBefore = arena.pickedMaxCores[i]!;
+      guard.exclusive = arena.pickedExclusive[i] === 1;
+      trace.addPick(p, arena.pickedMem[i]!, arena.pickedCores[i]!, guard);
+      bookCard(arena, node, p, arena.pickedMem[i]!, arena.pickedCores[i]!);
     }
   }
   if (failure !== undefined) trace.nodeFailed(failure);

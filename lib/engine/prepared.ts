@@ -5,7 +5,7 @@
  */
 import type { DecisionArena } from './arena';
 import { deviceKindOf, DEVICE_KINDS, kindIndex } from './devices';
-import { SCORE_WEIGHT } from './order';
+import { CARD_TABLE_WIDTH, SCORE_WEIGHT } from './order';
 import { saturatedInt32 } from './quantity';
 import type { DeviceInfo, NodeRegistration, NodeState, PairScores } from './types';
 
@@ -17,11 +17,20 @@ export interface PreparedNode {
   readonly cardsByKind: readonly (Int32Array | undefined)[];
   /** Per device kind, what it prepared for this node (`DeviceKind.prepare`). */
   readonly kindState: readonly unknown[];
+  /**
+   * Per card, `count`, `devcore` and `devmem` (`CARD_TABLE_WIDTH` numbers a card, in that order): what scoring reads of
+   * every card, in one array instead of the card's object (./order.ts).
+   */
+  readonly cardTable: Float64Array;
+  /** Per card, its `type` (scoring compares it with the request's). */
+  readonly cardTypes: readonly string[];
   readonly cordoned: Uint8Array;
   readonly numa: Int32Array;
   /** `type` and `mode` joined, the key of the per-pod type check cache. */
   readonly typeKeys: readonly string[];
   readonly pairScores: PairScores;
+  /** Per card, the position of the first card registered with its UUID (itself unless a UUID is listed twice): where booking it goes. */
+  readonly bookedAt: Int32Array;
   /** Node score denominators over all cards (docs/hami-parity.md §5.1). */
   readonly totalSlots: number;
   readonly totalCores: number;
@@ -32,10 +41,13 @@ export const EMPTY_NODE: PreparedNode = {
   devices: [],
   cardsByKind: [],
   kindState: [],
+  cardTable: new Float64Array(0),
+  cardTypes: [],
   cordoned: new Uint8Array(0),
   numa: new Int32Array(0),
   typeKeys: [],
   pairScores: {},
+  bookedAt: new Int32Array(0),
   totalSlots: 0,
   totalCores: 0,
   totalMem: 0,
@@ -57,7 +69,12 @@ export function prepareNode(registration: Extract<NodeRegistration, { registered
   let totalSlots = 0;
   let totalCores = 0;
   let totalMem = 0;
+  // Float64: the numbers exactly as the device objects hold them.
+  const cardTable = new Float64Array(devices.length * CARD_TABLE_WIDTH);
   devices.forEach((device, position) => {
+    cardTable[position * CARD_TABLE_WIDTH] = device.count;
+    cardTable[position * CARD_TABLE_WIDTH + 1] = device.devcore;
+    cardTable[position * CARD_TABLE_WIDTH + 2] = device.devmem;
     const kind = deviceKindOf(device);
     if (kind !== undefined) {
       const list = (positions[kindIndex(kind)] ??= []);
@@ -71,16 +88,30 @@ export function prepareNode(registration: Extract<NodeRegistration, { registered
     devices,
     cardsByKind: positions.map((list) => (list === undefined ? undefined : Int32Array.from(list))),
     kindState: DEVICE_KINDS.map((kind) => kind.prepare?.(devices)),
+    cardTable,
+    cardTypes: sharedStrings(devices.map((d) => d.type)),
     cordoned: Uint8Array.from(devices, (d) => (cordonedIds.has(d.id) ? 1 : 0)),
     numa: Int32Array.from(devices, (d) => d.numa),
     typeKeys: devices.map((d) => `${d.type}\u0000${d.mode}`),
     pairScores: registration.pairScores,
+    bookedAt: Int32Array.from(devices, (d) => devices.findIndex((other) => other.id === d.id)),
     totalSlots,
     totalCores,
     totalMem,
   };
   preparedNodes.set(registration, prepared);
   return prepared;
+}
+
+/** Equal strings as one string object each, so that comparing a node's cards reads one string, not one per card. */
+function sharedStrings(values: readonly string[]): string[] {
+  const first = new Map<string, string>();
+  return values.map((value) => {
+    const shared = first.get(value);
+    if (shared !== undefined) return shared;
+    first.set(value, value);
+    return value;
+  });
 }
 
 /** Booked usage per card into the arena; cards absent from the ledger are idle (docs/hami-parity.md §7.2). */
@@ -145,12 +176,11 @@ export function nodeScore(arena: DecisionArena, node: PreparedNode): number {
 }
 
 /**
- * A chosen card is booked on the working usage the pod's later app containers see. Booking goes by
- * UUID, to the first card registered with it (a registration listing a UUID twice books the first).
+ * Chosen card `position` is booked on the working usage the pod's later app containers see. Booking goes by
+ * UUID, to the first card registered with it (a registration listing a UUID twice books the first: `bookedAt`).
  */
-export function bookCard(arena: DecisionArena, node: PreparedNode, uuid: string, mem: number, cores: number): void {
-  let p = 0;
-  while (p < node.devices.length && node.devices[p]!.id !== uuid) p++;
+export function bookCard(arena: DecisionArena, node: PreparedNode, position: number, mem: number, cores: number): void {
+  const p = node.bookedAt[position]!;
   arena.used[p]! += 1;
   arena.usedMem[p]! += mem;
   arena.usedCores[p]! += cores;
