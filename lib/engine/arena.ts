@@ -5,7 +5,7 @@
  */
 
 import type { PickGuard } from './evidence';
-import type { MigPlacement } from './types';
+import type { MigPlacement, NodeState } from './types';
 
 /** A container's picks: grown with the card count, and beyond it when one card gives several (MIG instances). */
 const PICK_ARRAYS = ['picked', 'pickedRow', 'pickedMem', 'pickedCores', 'pickedMaxSlots', 'pickedMaxMem', 'pickedMaxCores'] as const;
@@ -62,6 +62,10 @@ export class DecisionArena {
   placements: MigPlacement[][] = [];
   /** The guard of the pick being recorded, refilled for each (`DecisionTrace.addPick` copies its numbers). */
   readonly pickGuard: { -readonly [K in keyof PickGuard]: PickGuard[K] } = { maxSlotsBefore: 0, maxMemBefore: 0, maxCoresBefore: 0, exclusive: false };
+  /** The states of the block of candidates being decided (see `NODE_BLOCK` in ./decide.ts); emptied after each decision. */
+  readonly blockStates: (NodeState | undefined)[] = [];
+  /** What `touchNode` read, kept so that its reads are not optimised away. */
+  touched = 0;
   /** Index into the decision's real-time notes per card, -1 when none yet for this node. */
   noteAt = new Int32Array(16);
   /** Per reason code (see `REASONS` in ./fit), how many cards of the current container failed with it. */

@@ -114,6 +114,23 @@ function sharedStrings(values: readonly string[]): string[] {
   });
 }
 
+/**
+ * Reads what Fit will read first of a node (its prepared arrays, cards and booked usage) and nothing more, so that
+ * those objects are in the processor's caches when Fit comes to them (see `NODE_BLOCK` in ./decide.ts).
+ */
+export function touchNode(arena: DecisionArena, state: NodeState, node: PreparedNode): void {
+  let sum = node.cardTable[0]! + node.numa[0]! + node.cordoned[0]! + node.bookedAt[0]! + (node.cardsByKind[0]?.[0] ?? 0);
+  const { devices } = node;
+  const aligned = state.usageByPosition;
+  if (aligned !== undefined) sum += aligned.used[0]! + aligned.mem[0]! + aligned.cores[0]!;
+  for (let p = 0; p < devices.length; p++) {
+    const device = devices[p]!;
+    sum += device.index;
+    if (aligned === undefined) sum += state.usage[device.id]?.used ?? 0;
+  }
+  arena.touched = sum;
+}
+
 /** Booked usage per card into the arena; cards absent from the ledger are idle (docs/hami-parity.md §7.2). */
 export function loadBookedUsage(arena: DecisionArena, state: NodeState, node: PreparedNode): void {
   const { devices } = node;
