@@ -5,6 +5,7 @@
  */
 
 import type { PickGuard } from './evidence';
+import type { PreparedNode } from './prepared';
 import type { MigPlacement, NodeState } from './types';
 
 /** A container's picks: grown with the card count, and beyond it when one card gives several (MIG instances). */
@@ -64,6 +65,8 @@ export class DecisionArena {
   readonly pickGuard: { -readonly [K in keyof PickGuard]: PickGuard[K] } = { maxSlotsBefore: 0, maxMemBefore: 0, maxCoresBefore: 0, exclusive: false };
   /** The states of the block of candidates being decided (see `NODE_BLOCK` in ./decide.ts); emptied after each decision. */
   readonly blockStates: (NodeState | undefined)[] = [];
+  /** Their prepared nodes, where looked up ahead (without a memo). */
+  readonly blockNodes: (PreparedNode | undefined)[] = [];
   /** What `touchNode` read, kept so that its reads are not optimised away. */
   touched = 0;
   /** Index into the decision's real-time notes per card, -1 when none yet for this node. */

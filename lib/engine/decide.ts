@@ -61,14 +61,19 @@ export function decide(input: DecideInput): Decision {
   const reuse = MemoUse.of(input.memo, plan, input.config, input.candidates);
   const { candidates, candidateStates } = input;
 
-  const { blockStates } = arena;
+  const { blockStates, blockNodes } = arena;
   for (let start = 0; start < candidates.length; start += NODE_BLOCK) {
     const end = Math.min(start + NODE_BLOCK, candidates.length);
     // Looked up first, in a tight loop (see NODE_BLOCK); with a memo most nodes are copied without reading them.
     for (let position = start; position < end; position++) {
       const state = candidateStates !== undefined ? candidateStates[position] : input.nodes.get(candidates[position]!);
       blockStates[position - start] = state;
-      if (reuse === undefined && state !== undefined && state.registration.registered && state.unschedulable === undefined) touchNode(arena, state, prepareNode(state.registration));
+      let node: PreparedNode | undefined;
+      if (reuse === undefined && state !== undefined && state.registration.registered && state.unschedulable === undefined) {
+        node = prepareNode(state.registration);
+        touchNode(arena, state, node);
+      }
+      blockNodes[position - start] = node;
     }
     for (let position = start; position < end; position++) {
       const name = candidates[position]!;
@@ -81,7 +86,7 @@ export function decide(input: DecideInput): Decision {
           failedNodes[name] = reason;
           continue;
         }
-        evaluateNode(run, state, prepareNode(state.registration), outcome);
+        evaluateNode(run, state, blockNodes[position - start] ?? prepareNode(state.registration), outcome);
         reuse?.note(state, position, trace, outcome);
       }
       if (outcome.reason === undefined) {
@@ -92,6 +97,7 @@ export function decide(input: DecideInput): Decision {
     }
   }
   blockStates.fill(undefined);
+  blockNodes.fill(undefined);
   reuse?.finish();
 
   // The evidence objects are built when first read (see ./evidence): deciding itself keeps only
