@@ -19,7 +19,7 @@ import { fitMessage, lastListedPosition, listingPositions, noAvailableNodeMessag
 import { planPod, type PodContainer } from './plan';
 import type { DeviceScoringWeights } from './podAnnotations';
 import { DeviceScoringWeightsError, deviceScoringWeightsOf } from './podAnnotations';
-import { bookCard, EMPTY_NODE, loadBookedUsage, nodeScore, prepareNode, touchNode, type PreparedNode } from './prepared';
+import { bookCard, EMPTY_NODE, loadBookedUsage, nodeScore, prepareNode, touchPrepared, touchUsage, type PreparedNode } from './prepared';
 import { describeQuantityProblems, podRequestProblems } from './requests';
 import { MemoUse, type NodeOutcome } from './reuse';
 import { NodeFailure, NVIDIA, PercentageUnset, ReasonCode } from './types';
@@ -64,16 +64,24 @@ export function decide(input: DecideInput): Decision {
   const { blockStates, blockNodes } = arena;
   for (let start = 0; start < candidates.length; start += NODE_BLOCK) {
     const end = Math.min(start + NODE_BLOCK, candidates.length);
-    // Looked up first, in a tight loop (see NODE_BLOCK); with a memo most nodes are copied without reading them.
+    // Looked up first, in tight loops (see NODE_BLOCK), one level of objects each; with a memo most nodes are copied
+    // without reading them.
     for (let position = start; position < end; position++) {
-      const state = candidateStates !== undefined ? candidateStates[position] : input.nodes.get(candidates[position]!);
-      blockStates[position - start] = state;
-      let node: PreparedNode | undefined;
-      if (reuse === undefined && state !== undefined && state.registration.registered && state.unschedulable === undefined) {
-        node = prepareNode(state.registration);
-        touchNode(arena, state, node);
+      blockStates[position - start] = candidateStates !== undefined ? candidateStates[position] : input.nodes.get(candidates[position]!);
+    }
+    if (reuse === undefined) {
+      for (let i = 0; i < end - start; i++) {
+        const state = blockStates[i];
+        blockNodes[i] = state !== undefined && state.registration.registered && state.unschedulable === undefined ? prepareNode(state.registration) : undefined;
       }
-      blockNodes[position - start] = node;
+      for (let i = 0; i < end - start; i++) {
+        const node = blockNodes[i];
+        if (node !== undefined) touchPrepared(arena, node);
+      }
+      for (let i = 0; i < end - start; i++) {
+        const node = blockNodes[i];
+        if (node !== undefined) touchUsage(arena, blockStates[i]!, node);
+      }
     }
     for (let position = start; position < end; position++) {
       const name = candidates[position]!;

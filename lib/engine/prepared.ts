@@ -115,19 +115,27 @@ function sharedStrings(values: readonly string[]): string[] {
 }
 
 /**
- * Reads what Fit will read first of a node (its prepared arrays, cards and booked usage) and nothing more, so that
- * those objects are in the processor's caches when Fit comes to them (see `NODE_BLOCK` in ./decide.ts).
+ * Reads what Fit will read first of a prepared node (its arrays and card objects) and nothing more, so that those
+ * objects are in the processor's caches when Fit comes to them (see `NODE_BLOCK` in ./decide.ts); `touchUsage` reads
+ * the node's booked usage, one level of objects further.
  */
-export function touchNode(arena: DecisionArena, state: NodeState, node: PreparedNode): void {
+export function touchPrepared(arena: DecisionArena, node: PreparedNode): void {
   let sum = node.cardTable[0]! + node.numa[0]! + node.cordoned[0]! + node.bookedAt[0]! + (node.cardsByKind[0]?.[0] ?? 0);
   const { devices } = node;
+  for (let p = 0; p < devices.length; p++) sum += devices[p]!.index;
+  arena.touched = sum;
+}
+
+/** Reads the booked usage `loadBookedUsage` will read (see `touchPrepared`). */
+export function touchUsage(arena: DecisionArena, state: NodeState, node: PreparedNode): void {
   const aligned = state.usageByPosition;
-  if (aligned !== undefined) sum += aligned.used[0]! + aligned.mem[0]! + aligned.cores[0]!;
-  for (let p = 0; p < devices.length; p++) {
-    const device = devices[p]!;
-    sum += device.index;
-    if (aligned === undefined) sum += state.usage[device.id]?.used ?? 0;
+  if (aligned !== undefined) {
+    arena.touched = aligned.used[0]! + aligned.mem[0]! + aligned.cores[0]!;
+    return;
   }
+  let sum = 0;
+  const { devices } = node;
+  for (let p = 0; p < devices.length; p++) sum += state.usage[devices[p]!.id]?.used ?? 0;
   arena.touched = sum;
 }
 
