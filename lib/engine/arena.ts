@@ -67,7 +67,7 @@ export class DecisionArena {
   readonly blockStates: (NodeState | undefined)[] = [];
   /** Their prepared nodes, where looked up ahead (without a memo). */
   readonly blockNodes: (PreparedNode | undefined)[] = [];
-  /** What `touchNode` read, kept so that its reads are not optimised away. */
+  /** What `touchPrepared` and `touchUsage` read, kept so that their reads are not optimised away. */
   touched = 0;
   /** Index into the decision's real-time notes per card, -1 when none yet for this node. */
   noteAt = new Int32Array(16);
