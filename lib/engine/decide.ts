@@ -20,7 +20,7 @@ import type { PodContainer } from './plan';
 import { planPod } from './planPod';
 import type { DeviceScoringWeights } from './podAnnotations';
 import { DeviceScoringWeightsError, deviceScoringWeightsOf } from './podAnnotations';
-import { bookCard, EMPTY_NODE, loadBookedUsage, nodeScore, type PreparedNode } from './prepared';
+import { bookCard, EMPTY_NODE, loadBookedUsage, nodeScore, touchPrepared, touchUsage, type PreparedNode } from './prepared';
 import { prepareNode } from './prepareNode';
 import { describeQuantityProblems, podRequestProblems } from './requests';
 import { MemoUse, type NodeOutcome } from './reuse';
@@ -29,6 +29,15 @@ import type { ContainerRequest, NodeEvidence, NodeState, PodDevices, RealtimeNot
 import type { DecideInput, Decision } from './decision';
 
 export { cardScore } from './order';
+
+/**
+ * Candidates are looked up a block at a time, ahead of fitting them (ours; no decision changes). At thousands of nodes
+ * a node's objects (its state, registration, prepared node, cards and usage) are no longer in the processor's caches
+ * when the next decision comes to them, and fitting one node after another waits for each miss in turn; the block's
+ * look-ups, in a tight loop with nothing depending on them, let the processor wait for many misses at once, and the
+ * block's objects are still cached when Fit runs on them (docs/performance.md, "Decisions at 5,000 nodes").
+ */
+const NODE_BLOCK = 32;
 
 const NO_REQUEST: ContainerRequest = { nums: 0, type: '', memreq: 0, mempercentagereq: PercentageUnset, coresreq: 0 };
 
@@ -55,25 +64,51 @@ export function decide(input: DecideInput): Decision {
   const reuse = MemoUse.of(input.memo, plan, input.config, input.candidates);
   const { candidates, candidateStates } = input;
 
-  for (let position = 0; position < candidates.length; position++) {
-    const name = candidates[position]!;
-    const state = candidateStates !== undefined ? candidateStates[position] : input.nodes.get(name);
-    // Rows kept for this very state were noted after it passed the check below: copied without reading the state.
-    if (state === undefined || reuse === undefined || !reuse.copy(state, position, trace, outcome)) {
-      if (state === undefined || !state.registration.registered || state.unschedulable !== undefined) {
-        const reason = state?.unschedulable ?? NodeFailure.Unregistered;
-        trace.failedNode(name, reason);
-        failedNodes[name] = reason;
-        continue;
-      }
-      evaluateNode(run, state, prepareNode(state.registration), outcome);
-      reuse?.note(state, position, trace, outcome);
+  // The block's states and prepared nodes (see NODE_BLOCK): two short arrays per decision, kept out of the arena so
+  // that the arena knows nothing of prepared nodes.
+  const blockStates: (NodeState | undefined)[] = new Array<NodeState | undefined>(NODE_BLOCK);
+  const blockNodes: (PreparedNode | undefined)[] = new Array<PreparedNode | undefined>(NODE_BLOCK);
+  for (let start = 0; start < candidates.length; start += NODE_BLOCK) {
+    const end = Math.min(start + NODE_BLOCK, candidates.length);
+    // Looked up first, in tight loops (see NODE_BLOCK), one level of objects each; with a memo most nodes are copied
+    // without reading them.
+    for (let position = start; position < end; position++) {
+      blockStates[position - start] = candidateStates !== undefined ? candidateStates[position] : input.nodes.get(candidates[position]!);
     }
-    if (outcome.reason === undefined) {
-      fit.names.push(name);
-      fit.scores.push(outcome.score);
-      fit.rows.push(outcome.row);
-    } else failedNodes[name] = outcome.reason;
+    if (reuse === undefined) {
+      for (let i = 0; i < end - start; i++) {
+        const state = blockStates[i];
+        blockNodes[i] = state !== undefined && state.registration.registered && state.unschedulable === undefined ? prepareNode(state.registration) : undefined;
+      }
+      for (let i = 0; i < end - start; i++) {
+        const node = blockNodes[i];
+        if (node !== undefined) touchPrepared(arena, node);
+      }
+      for (let i = 0; i < end - start; i++) {
+        const node = blockNodes[i];
+        if (node !== undefined) touchUsage(arena, blockStates[i]!, node);
+      }
+    }
+    for (let position = start; position < end; position++) {
+      const name = candidates[position]!;
+      const state = blockStates[position - start];
+      // Rows kept for this very state were noted after it passed the check below: copied without reading the state.
+      if (state === undefined || reuse === undefined || !reuse.copy(state, position, trace, outcome)) {
+        if (state === undefined || !state.registration.registered || state.unschedulable !== undefined) {
+          const reason = state?.unschedulable ?? NodeFailure.Unregistered;
+          trace.failedNode(name, reason);
+          failedNodes[name] = reason;
+          continue;
+        }
+        evaluateNode(run, state, blockNodes[position - start] ?? prepareNode(state.registration), outcome);
+        reuse?.note(state, position, trace, outcome);
+      }
+      if (outcome.reason === undefined) {
+        fit.names.push(name);
+        fit.scores.push(outcome.score);
+        fit.rows.push(outcome.row);
+      } else failedNodes[name] = outcome.reason;
+    }
   }
   reuse?.finish();
 
@@ -253,13 +288,14 @@ function evaluateNode(run: FitRun, state: NodeState, node: PreparedNode, outcome
     trace.addContainer(c, 'passed', undefined, firstCard);
     for (let i = 0; i < run.pickedCount; i++) {
       const p = arena.picked[i]!;
-      trace.addPick(p, arena.pickedMem[i]!, arena.pickedCores[i]!, {
-        maxSlotsBefore: arena.pickedMaxSlots[i]!,
-        maxMemBefore: arena.pickedMaxMem[i]!,
-        maxCoresBefore: arena.pickedMaxCores[i]!,
-        exclusive: arena.pickedExclusive[i] === 1,
-      });
-      bookCard(arena, node, node.devices[p]!.id, arena.pickedMem[i]!, arena.pickedCores[i]!);
+      // One guard object per arena, refilled: an object per pick was most of what a decision allocated per node.
+      const guard = arena.pickGuard;
+      guard.maxSlotsBefore = arena.pickedMaxSlots[i]!;
+      guard.maxMemBefore = arena.pickedMaxMem[i]!;
+      guard.maxCoresBefore = arena.pickedMaxCores[i]!;
+      guard.exclusive = arena.pickedExclusive[i] === 1;
+      trace.addPick(p, arena.pickedMem[i]!, arena.pickedCores[i]!, guard);
+      bookCard(arena, node, p, arena.pickedMem[i]!, arena.pickedCores[i]!);
     }
   }
   if (failure !== undefined) trace.nodeFailed(failure);

@@ -312,12 +312,17 @@ export class DecisionTrace {
   ) {
     const nodes = Math.max(expectedNodes, 16);
     const containerCount = Math.max(containers.length, 1);
+    // The cards the pod asks for: a node that fits records that many picks, and refers to at least as many cards. Sized
+    // to it, the rows of a large decision are not grown (a copy, and storage V8 counts toward its next full collection).
+    // At most 16 a node: a request may ask for more cards than any node has.
+    const asked = containers.reduce((total, container) => total + (container.request?.nums ?? 0), 0);
+    const picks = Math.min(Math.max(asked, containerCount), 16);
     this.nodeRows = new Rows(8, nodes, store);
     this.containerRows = new Rows(7, nodes * containerCount, store);
     // Fit usually stops after a few cards; a guess, not a bound.
-    this.cardRows = new Rows(9, nodes * containerCount * 2, store);
-    this.pickRows = new Rows(7, nodes * containerCount, store);
-    this.deviceRows = new Rows(5, nodes * 2, store);
+    this.cardRows = new Rows(9, nodes * Math.max(containerCount * 2, picks + 1), store);
+    this.pickRows = new Rows(7, nodes * picks, store);
+    this.deviceRows = new Rows(5, nodes * Math.max(2, picks + 1), store);
   }
 
   hold(): void {

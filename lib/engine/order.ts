@@ -4,7 +4,7 @@
  */
 import type { DecisionArena } from './arena';
 import type { DeviceScoringWeights, GpuPolicy } from './podAnnotations';
-import type { PreparedNode } from './prepared';
+import { CARD_TABLE_WIDTH, type PreparedNode } from './prepared';
 import { PercentageUnset, SCORE_WEIGHT, type ContainerRequest, type DeviceInfo } from './types';
 
 const f32 = Math.fround;
@@ -15,9 +15,14 @@ const f32 = Math.fround;
  * request type (`NVIDIA`), which real model names never are (docs/hami-parity.md §5.2 quirk).
  */
 export function scoreCards(arena: DecisionArena, cards: Int32Array, node: PreparedNode, request: ContainerRequest, weights: DeviceScoringWeights): void {
+  // From the node's card table, not its device objects: a decision scores every card of every node, and at thousands
+  // of nodes the device objects no longer stay in the processor's cache from one decision to the next.
+  const { cardTable, cardTypes } = node;
   for (let i = 0; i < cards.length; i++) {
     const p = cards[i]!;
-    arena.cardScore[p] = cardScore(node.devices[p]!, arena.used[p]!, arena.usedCores[p]!, arena.usedMem[p]!, request, weights);
+    const at = p * CARD_TABLE_WIDTH;
+    const sameType = cardTypes[p] === request.type;
+    arena.cardScore[p] = scoreOf(cardTable[at]!, cardTable[at + 1]!, cardTable[at + 2]!, sameType, arena.used[p]!, arena.usedCores[p]!, arena.usedMem[p]!, request, weights);
   }
 }
 
@@ -30,19 +35,34 @@ export function cardScore(
   request: ContainerRequest,
   weights: DeviceScoringWeights,
 ): number {
-  if (device.count === 0 || device.devcore === 0 || device.devmem === 0) return 0;
+  return scoreOf(device.count, device.devcore, device.devmem, request.type === device.type, used, usedCores, usedMem, request, weights);
+}
+
+/** `cardScore` from the card's numbers; `sameType`: the card's type is exactly the request's. */
+function scoreOf(
+  count: number,
+  devcore: number,
+  devmem: number,
+  sameType: boolean,
+  used: number,
+  usedCores: number,
+  usedMem: number,
+  request: ContainerRequest,
+  weights: DeviceScoringWeights,
+): number {
+  if (count === 0 || devcore === 0 || devmem === 0) return 0;
   let slots = 0;
   let cores = 0;
   let mem = 0;
-  if (request.type === device.type) {
+  if (sameType) {
     slots = 1;
     cores = request.coresreq;
     const pct = request.mempercentagereq;
-    mem = pct !== 0 && pct !== PercentageUnset ? Math.trunc((device.devmem * pct) / 100) : request.memreq;
+    mem = pct !== 0 && pct !== PercentageUnset ? Math.trunc((devmem * pct) / 100) : request.memreq;
   }
-  const slotShare = f32(f32(slots + used) / f32(device.count));
-  const coreShare = f32(f32(cores + usedCores) / f32(device.devcore));
-  const memShare = f32(f32(mem + usedMem) / f32(device.devmem));
+  const slotShare = f32(f32(slots + used) / f32(count));
+  const coreShare = f32(f32(cores + usedCores) / f32(devcore));
+  const memShare = f32(f32(mem + usedMem) / f32(devmem));
   const weighted = f32(f32(f32(weights.slot) * slotShare) + f32(f32(weights.core) * coreShare));
   return f32(SCORE_WEIGHT * f32(weighted + f32(f32(weights.memory) * memShare)));
 }

@@ -9,17 +9,29 @@ import { SCORE_WEIGHT, type DeviceInfo, type NodeState, type PairScores } from '
 
 const f32 = Math.fround;
 
+/** Numbers per card in `PreparedNode.cardTable` (count, devcore, devmem). */
+export const CARD_TABLE_WIDTH = 3;
+
 export interface PreparedNode {
   readonly devices: readonly DeviceInfo[];
   /** Per device kind (by its position in `DEVICE_KINDS`), the positions (into `devices`) of the cards its Fit sees; undefined: the node has no device of the kind. */
   readonly cardsByKind: readonly (Int32Array | undefined)[];
   /** Per device kind, what it prepared for this node (`DeviceKind.prepare`). */
   readonly kindState: readonly unknown[];
+  /**
+   * Per card, `count`, `devcore` and `devmem` (`CARD_TABLE_WIDTH` numbers a card, in that order): what scoring reads of
+   * every card, in one array instead of the card's object (./order.ts).
+   */
+  readonly cardTable: Float64Array;
+  /** Per card, its `type` (scoring compares it with the request's). */
+  readonly cardTypes: readonly string[];
   readonly cordoned: Uint8Array;
   readonly numa: Int32Array;
   /** `type` and `mode` joined, the key of the per-pod type check cache. */
   readonly typeKeys: readonly string[];
   readonly pairScores: PairScores;
+  /** Per card, the position of the first card registered with its UUID (itself unless a UUID is listed twice): where booking it goes. */
+  readonly bookedAt: Int32Array;
   /** Node score denominators over all cards (docs/hami-parity.md §5.1). */
   readonly totalSlots: number;
   readonly totalCores: number;
@@ -30,15 +42,43 @@ export const EMPTY_NODE: PreparedNode = {
   devices: [],
   cardsByKind: [],
   kindState: [],
+  cardTable: new Float64Array(0),
+  cardTypes: [],
   cordoned: new Uint8Array(0),
   numa: new Int32Array(0),
   typeKeys: [],
   pairScores: {},
+  bookedAt: new Int32Array(0),
   totalSlots: 0,
   totalCores: 0,
   totalMem: 0,
 };
 
+
+/**
+ * Reads what Fit will read first of a prepared node (its arrays and card objects) and nothing more, so that those
+ * objects are in the processor's caches when Fit comes to them (see `NODE_BLOCK` in ./decide.ts); `touchUsage` reads
+ * the node's booked usage, one level of objects further.
+ */
+export function touchPrepared(arena: DecisionArena, node: PreparedNode): void {
+  let sum = node.cardTable[0]! + node.numa[0]! + node.cordoned[0]! + node.bookedAt[0]! + (node.cardsByKind[0]?.[0] ?? 0);
+  const { devices } = node;
+  for (let p = 0; p < devices.length; p++) sum += devices[p]!.index;
+  arena.touched = sum;
+}
+
+/** Reads the booked usage `loadBookedUsage` will read (see `touchPrepared`). */
+export function touchUsage(arena: DecisionArena, state: NodeState, node: PreparedNode): void {
+  const aligned = state.usageByPosition;
+  if (aligned !== undefined) {
+    arena.touched = aligned.used[0]! + aligned.mem[0]! + aligned.cores[0]!;
+    return;
+  }
+  let sum = 0;
+  const { devices } = node;
+  for (let p = 0; p < devices.length; p++) sum += state.usage[devices[p]!.id]?.used ?? 0;
+  arena.touched = sum;
+}
 
 /** Booked usage per card into the arena; cards absent from the ledger are idle (docs/hami-parity.md §7.2). */
 export function loadBookedUsage(arena: DecisionArena, state: NodeState, node: PreparedNode): void {
@@ -102,12 +142,11 @@ export function nodeScore(arena: DecisionArena, node: PreparedNode): number {
 }
 
 /**
- * A chosen card is booked on the working usage the pod's later app containers see. Booking goes by
- * UUID, to the first card registered with it (a registration listing a UUID twice books the first).
+ * Chosen card `position` is booked on the working usage the pod's later app containers see. Booking goes by
+ * UUID, to the first card registered with it (a registration listing a UUID twice books the first: `bookedAt`).
  */
-export function bookCard(arena: DecisionArena, node: PreparedNode, uuid: string, mem: number, cores: number): void {
-  let p = 0;
-  while (p < node.devices.length && node.devices[p]!.id !== uuid) p++;
+export function bookCard(arena: DecisionArena, node: PreparedNode, position: number, mem: number, cores: number): void {
+  const p = node.bookedAt[position]!;
   arena.used[p]! += 1;
   arena.usedMem[p]! += mem;
   arena.usedCores[p]! += cores;
