@@ -10,11 +10,9 @@
 import { z } from 'zod';
 import { errorMessage } from '../errors';
 import { isJsonObject, nestingExceeds } from '../json';
-import { SchedulerOwnedPodAnnotations } from '../engine/devices';
-import { readQuantity } from '../engine/quantity';
+import { DEFAULT_KIND, deviceKind, SchedulerOwnedPodAnnotations, type AdmissionDefaults, type DeviceKind } from '../engine/devices';
 import { containerRequest, describeQuantityProblems, hasManagedResources, podRequestProblems } from '../engine/requests';
 import { type EngineConfig, type PodLike } from '../engine/types';
-import { NVIDIA } from '../engine/devices/nvidia/names';
 import type { CardCapacity } from './cards';
 import { jsonPatch, type JsonPatchOperation } from './jsonPatch';
 import { containerSchema as wireContainerSchema, podSchema as wirePodSchema } from '../wire/objects';
@@ -32,27 +30,26 @@ export const DEFAULT_SCHEDULER = 'default-scheduler';
  */
 export const MAX_REVIEW_DEPTH = 100;
 
-export interface AdmissionSettings {
+/** The webhook's configuration: the engine's, the scheduler's name, and what the kinds' defaults read (`defaultGpuNum`). */
+export interface AdmissionSettings extends AdmissionDefaults {
   readonly engine: EngineConfig;
   /** The kube-scheduler profile that calls the extender; GPU pods get it. */
   readonly schedulerName: string;
-  /** HAMi's `defaultGPUNum`: cards given to a container that asks only for memory or cores (0 = none). */
-  readonly defaultGpuNum: number;
 }
 
-/** HAMi's texts, and ours, in one place. */
+/** HAMi's texts, and ours, in one place (a kind's refusals of its own quantities are the kind's: `DeviceKind.admit`). */
 export const AdmissionText = {
   noContainers: 'pod has no containers',
   otherScheduler: 'pod already has different scheduler assigned',
   privileged: (container: string) => `container ${container} is privileged`,
   nodeAssigned: 'pod has node assigned',
-  percentage: (resource: string, value: string, container: string) => `invalid ${resource} value ${value} in container ${container}: must be an integer between 0 and 100`,
   tooDeep: (limit: number) => `the webhook cannot read this request: it nests objects more than ${limit} levels deep, which no pod does; the webhook refuses what it cannot check`,
   unreadable: (where: string, problem: string) => `the webhook cannot read this pod (${where}: ${problem}); the webhook refuses what it cannot check`,
   failed: (error: string) => `the webhook could not check this pod (${error}); the webhook refuses what it cannot check`,
   forged: (keys: readonly string[]) =>
     `pod carries ${keys.join(', ')}: only the scheduler sets ${keys.length === 1 ? 'this annotation' : 'these annotations'} (a pod cannot be created with a device booking); remove ${keys.length === 1 ? 'it' : 'them'}`,
-  noCards: 'no node has registered GPUs yet (annotation hami.io/node-nvidia-register): the pod stays Pending until one does',
+  noCards: (annotation: string | undefined) =>
+    `no node has registered GPUs yet${annotation === undefined ? '' : ` (annotation ${annotation})`}: the pod stays Pending until one does`,
   tooManyCards: (container: string, nums: number, resource: string, most: number) =>
     `container ${JSON.stringify(container)} asks for ${nums} cards (${resource}) but no registered node has more than ${most}: the pod cannot be scheduled`,
   tooMuchMemory: (container: string, mib: number, resource: string, largest: number) =>
@@ -205,10 +202,9 @@ export function decidePod(raw: unknown, namespace: string | undefined, settings:
   const mutated = structuredClone(raw) as Pod;
   const containers = [...(mutated.spec.initContainers ?? []), ...mutated.spec.containers];
   for (const container of containers) {
-    // HAMi's NVIDIA defaults are NVIDIA's: a container asking another kind (AWS Neuron) is only validated, as HAMi's
-    // Neuron MutateAdmission does (docs/devices.md, "AWS Neuron").
-    if (asksOtherKind(container, engine)) continue;
-    const refused = applyNvidiaDefaults(container, settings);
+    // Each kind's defaults are its own: a container asking for a kind without them (AWS Neuron) is only validated,
+    // as HAMi's Neuron MutateAdmission does (docs/devices.md, "AWS Neuron").
+    const refused = admittingKind(container, engine)?.admit?.(container, engine, settings);
     if (refused !== undefined) return deny(refused, 400);
   }
   if (!hasManagedResources(asPodLike(mutated, namespace), engine)) return allow(jsonPatch(raw, mutated));
@@ -221,41 +217,10 @@ export function decidePod(raw: unknown, namespace: string | undefined, settings:
   return allow(jsonPatch(raw, mutated), capacity === undefined ? [] : neverFits(mutated, settings, capacity));
 }
 
-function asksOtherKind(container: z.infer<typeof containerSchema>, engine: EngineConfig): boolean {
+/** The kind whose defaults the container gets: the kind it asks for, the default kind's when it asks for none. */
+function admittingKind(container: z.infer<typeof containerSchema>, engine: EngineConfig): DeviceKind | undefined {
   const type = containerRequest(container, engine)?.type;
-  return type !== undefined && type !== NVIDIA;
-}
-
-/**
- * HAMi's NVIDIA `MutateAdmission` for one container: a percentage above 100 is refused; a container asking for
- * memory or cores without a card count gets `defaultGpuNum` cards; a counted container without cores, asking for
- * a whole card's memory (no memory, or 100 %), gets cores 100 (an exclusive card). Returns a refusal text or
- * undefined; mutates `container`.
- */
-function applyNvidiaDefaults(container: z.infer<typeof containerSchema>, settings: AdmissionSettings): string | undefined {
-  const { resourceCountName: count, resourceMemoryName: memory, resourceMemoryPercentageName: percentage, resourceCoreName: cores } = settings.engine;
-  const resources = (container.resources ??= {});
-  const limits = (resources.limits ??= {});
-  const requests = resources.requests ?? {};
-  const percentageLimit = limits[percentage];
-  if (percentageLimit !== undefined) {
-    const reading = readQuantity(percentageLimit);
-    if (reading.kind !== 'integer' || reading.value > 100n) return AdmissionText.percentage(percentage, String(percentageLimit), container.name);
-  }
-  if (!(count in limits) && (cores in limits || memory in limits || percentage in limits) && settings.defaultGpuNum > 0) {
-    limits[count] = String(settings.defaultGpuNum);
-  }
-  const counted = count in limits || count in requests;
-  const coresGiven = cores in limits || cores in requests;
-  if (counted && !coresGiven) {
-    const percentageValue = limits[percentage] ?? requests[percentage];
-    const reading = percentageValue === undefined ? undefined : readQuantity(percentageValue);
-    const wholeCard = reading === undefined ? !(memory in limits) && !(memory in requests) : reading.kind === 'integer' && reading.value === 100n;
-    if (wholeCard) limits[cores] = '100';
-  }
-  if (Object.keys(limits).length === 0) delete resources.limits;
-  if (Object.keys(resources).length === 0) delete container.resources;
-  return undefined;
+  return type === undefined ? DEFAULT_KIND : deviceKind(type);
 }
 
 /** Warnings for requests beyond every registered card: the pod is admitted, and told why it will stay Pending. */
@@ -263,10 +228,10 @@ function neverFits(pod: Pod, settings: AdmissionSettings, capacity: CardCapacity
   const engine = settings.engine;
   const asked = [...(pod.spec.initContainers ?? []), ...pod.spec.containers]
     .map((c) => ({ name: c.name, request: containerRequest(c, engine) }))
-    // The registered cards bound NVIDIA requests only (see ./cards).
-    .filter((x) => x.request?.type === NVIDIA);
+    // The registered cards are the default kind's, and bound its requests only (see ./cards).
+    .filter((x) => x.request?.type === DEFAULT_KIND.vendor);
   if (asked.length === 0) return [];
-  if (capacity.cards === 0) return [AdmissionText.noCards];
+  if (capacity.cards === 0) return [AdmissionText.noCards(DEFAULT_KIND.registerAnnotation)];
   const warnings: string[] = [];
   for (const { name, request } of asked) {
     if (request === undefined) continue;

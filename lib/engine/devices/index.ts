@@ -5,7 +5,7 @@ import type { DeviceKind } from './kind';
 import { neuron } from './neuron';
 import { nvidia } from './nvidia';
 
-export type { DeviceKind } from './kind';
+export type { AdmissionDefaults, DeviceKind } from './kind';
 // Core masks (`DeviceKind.coreMask`) as counts and indexes, for views of devices that book cores by index.
 export { coreCount, coreIndexes, splitCores } from './neuron/masks';
 // A MIG card's profiles and instances, for the devices view.

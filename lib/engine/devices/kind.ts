@@ -21,6 +21,18 @@ export interface KindHint {
   readonly fix: string;
 }
 
+/** What the admission webhook's configuration gives the kinds' defaults (docs/api.md §7a). */
+export interface AdmissionDefaults {
+  /** HAMi's `defaultGPUNum`: cards given to a container that asks only for memory or cores (0 = none). */
+  readonly defaultGpuNum: number;
+}
+
+/** A container as the admission webhook may change it: its resources' limits and requests, by quantity name. */
+export interface AdmittedContainer {
+  readonly name: string;
+  resources?: { limits?: Record<string, string | number>; requests?: Record<string, string | number> };
+}
+
 export interface DeviceKind {
   /** HAMi's `CommonWord`: the request type and the vendor of its devices (`NVIDIA`, `AWSNeuron`). */
   readonly vendor: string;
@@ -54,6 +66,18 @@ export interface DeviceKind {
    * kind's serve the kinds without their own).
    */
   readonly hints?: Readonly<Record<string, KindHint>>;
+  /**
+   * HAMi's `MutateAdmission` for one container the admission webhook admits: adds the kind's defaults to
+   * `container` (mutating it) and returns undefined, or returns the text refusing the pod. The webhook calls it for
+   * the containers that ask for this kind, and the default kind's for those that ask for none (its defaults may make
+   * them ask). Absent: the kind's requests are only validated, by the quantity rules (AWS Neuron, as HAMi's).
+   */
+  admit?(container: AdmittedContainer, config: EngineConfig, defaults: AdmissionDefaults): string | undefined;
+  /**
+   * The node annotation its device plugin registers its devices in, when it has one: named by the webhook's warning
+   * that no node has registered any yet.
+   */
+  readonly registerAnnotation?: string;
   /** Whether `/bind` takes HAMi's node lock for pods whose regular containers use this kind. */
   readonly locksNode: boolean;
   /** The pod annotation where the kind records the parts of cards a pod holds, when it does (MIG placements). */

@@ -181,15 +181,6 @@ const VENDOR_ALLOWED = ['lib/engine/devices/', 'lib/wire/', 'lib/config.ts', 'li
 const VENDOR_TEXT = /nvidia\.com\/|aws\.amazon\.com\/|hami\.io\/node-nvidia-|hami\.io\/aws-neuron|^NVIDIA$|^AWSNeuron$/;
 const VENDOR_IDENTIFIERS = new Set(['NVIDIA', 'AWS_NEURON']);
 
-/**
- * Files that still name a vendor, due to move their knowledge into the kinds (issue 41). Nothing may be added here,
- * and a file that no longer names one must leave the list.
- */
-const VENDOR_REMAINING: readonly string[] = [
-  // HAMi's NVIDIA admission rules (a kind's admission hook to come).
-  'lib/admission/review.ts',
-];
-
 /** What in the file names a vendor: string literals and identifiers as above, imports of a kind's own modules. */
 function vendorMentions(file: string, text: string): string[] {
   const source = ts.createSourceFile(file, text, ts.ScriptTarget.Latest, false, file.endsWith('.tsx') ? ts.ScriptKind.TSX : ts.ScriptKind.TS);
@@ -215,13 +206,7 @@ describe('device-kind knowledge', () => {
     .filter(({ names }) => names.length > 0);
 
   it('stays in lib/engine/devices (the wire module, configuration defaults and the demo aside)', () => {
-    const found = mentions.filter(({ file }) => !VENDOR_REMAINING.includes(file)).map(({ file, names }) => `${file}: ${names.join(', ')}`);
-    expect(found).toEqual([]);
-  });
-
-  it('leaves the list of files still to move as each one moves', () => {
-    const still = new Set(mentions.map(({ file }) => file));
-    expect(VENDOR_REMAINING.filter((file) => !still.has(file))).toEqual([]);
+    expect(mentions.map(({ file, names }) => `${file}: ${names.join(', ')}`)).toEqual([]);
   });
 });
 

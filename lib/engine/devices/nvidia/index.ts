@@ -10,7 +10,8 @@ import { NodeFailure, ReasonCode, type DeviceInfo, type NodeState, type PodDevic
 import { NVIDIA, NvidiaSelectorAnnotations } from './names';
 import type { DeviceKind } from '../kind';
 import { encodeMigAllocations, isMig, migHeld, MigAllocationsAnnotation, MIG_MODE, placeMigInstances, selectMigCandidate } from './mig';
-import { registerNvidia } from './registration';
+import { RegisterAnnotation, registerNvidia } from './registration';
+import { admitNvidia } from './admission';
 import { nvidiaQuantities, nvidiaRequest } from './requests';
 import { nvidiaWords } from './words';
 import { nvidiaHints } from './hints';
@@ -100,6 +101,9 @@ export const nvidia: DeviceKind = {
     if (arena.pickedMaxMem[pick]! < arena.baseMem[position]! || arena.pickedMaxCores[pick]! < arena.baseCores[position]!) return NodeFailure.MigAllocationFailed;
     return undefined;
   },
+  // HAMi's NVIDIA admission defaults (./admission).
+  admit: admitNvidia,
+  registerAnnotation: RegisterAnnotation,
   locksNode: true,
   positional: isMig,
   allocatedAnnotation: PodAnnotation.DevicesAllocated,
