@@ -1,7 +1,8 @@
 /**
  * A kind of device the scheduler places (HAMi's `Devices` interface, docs/hami-parity.md §4 and docs/devices.md):
  * what it is called in requests and annotations, which registered devices are its own, how one container's request
- * reads, how one container is fitted on one node, and whether binding takes HAMi's node lock. Each kind is one
+ * reads, which defaults the admission webhook gives it, how one container is fitted on one node, and whether binding
+ * takes HAMi's node lock. Each kind is one
  * module under lib/engine/devices; nothing outside it knows the kind's rules.
  */
 import type { FitRun } from '../fit';
