@@ -2,8 +2,7 @@
  * A kind of device the scheduler places (HAMi's `Devices` interface, docs/hami-parity.md §4 and docs/devices.md):
  * what it is called in requests and annotations, which registered devices are its own, how one container's request
  * reads, which defaults the admission webhook gives it, how one container is fitted on one node, and whether binding
- * takes HAMi's node lock. Each kind is one
- * module under lib/engine/devices; nothing outside it knows the kind's rules.
+ * takes HAMi's node lock. Each kind is one module under lib/engine/devices; nothing outside it knows the kind's rules.
  */
 import type { FitRun } from '../fit';
 import type { SelectorAnnotations } from '../podAnnotations';
