@@ -592,7 +592,9 @@ async function runOnce(options: Options, mode: Mode, run?: AheadRun): Promise<Re
     const queues = Array.from({ length: options.schedulers }, (): QueuedPod[] => []);
     // A stream: pod i is created (and enters kube-scheduler's queue) i / streamPerSecond seconds after the start.
     const arrivalMs = (i: number) => (run?.arrival === 'stream' ? (i * 1000) / options.streamPerSecond : 0);
-    workload.forEach((pod, i) => queues[i % options.schedulers]!.push({ pod, attempt: 0, notBefore: arrivalMs(i) }));
+    // In creation order (pod i before pod i + 1), whichever kube-scheduler's queue it joins.
+    const created = workload.map((pod, i): QueuedPod => ({ pod, attempt: 0, notBefore: arrivalMs(i) }));
+    created.forEach((item, i) => queues[i % options.schedulers]!.push(item));
     // A nudge (an update of the pod) brings a pod in backoff back at once; HAMi's stack has none.
     const relay = new Relay(
       otherGateway.url,
@@ -616,7 +618,8 @@ async function runOnce(options: Options, mode: Mode, run?: AheadRun): Promise<Re
     const started = now();
     const arrivals: NodeJS.Timeout[] = [];
     if (underTest) {
-      for (const q of queues.flat()) {
+      // Created in order, as a Job's or a Deployment's controller creates them: decide-ahead batches them so.
+      for (const q of created) {
         q.notBefore += started;
         const at = q.notBefore - now();
         if (at <= 0) underTest.create(q.pod);
