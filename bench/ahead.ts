@@ -79,14 +79,17 @@ class BenchApiServer {
 
 /**
  * The relay under test: `replicas` relays over one API server, each with its own decide-ahead (when on) and its own
- * filter path; kube-scheduler's filters go to them in turn, as a Service spreads them.
+ * filter path; kube-scheduler's filters go to them in turn, as a Service spreads them. `filterUrls` holds one filter
+ * control plane per kube-scheduler: their filters reach the function at the same time, so each is served by an
+ * environment of its own, as Lambda's concurrency gives them.
  */
 export class RelayUnderTest {
   private readonly api: BenchApiServer;
-  private readonly replicas: { readonly deps: ExtenderDeps; readonly ahead: AheadDecisions | undefined }[] = [];
+  /** Per replica: its decide-ahead, and its filter path to each kube-scheduler's control plane. */
+  private readonly replicas: { readonly deps: readonly ExtenderDeps[]; readonly ahead: AheadDecisions | undefined }[] = [];
   private next = 0;
 
-  constructor(filterUrl: string, settings: AheadSettings | undefined, forward: (event: { type: 'MODIFIED'; object: unknown }) => void, viewSeq: () => number, replicas = 1) {
+  constructor(filterUrls: readonly string[], settings: AheadSettings | undefined, forward: (event: { type: 'MODIFIED'; object: unknown }) => void, viewSeq: () => number, replicas = 1) {
     this.api = new BenchApiServer(forward);
     const writer: ClusterWriter = {
       patchPodMetadata: async (e) => this.api.patch(e.name, e.annotations),
@@ -117,15 +120,17 @@ export class RelayUnderTest {
               viewSeq,
             });
       if (ahead) this.api.informers.push(ahead);
-      const deps: ExtenderDeps = {
-        controlPlane: createControlPlaneClient(filterUrl, unsignedRequests),
-        writer,
-        logger: silentLogger,
-        deadlineMs: 25_000,
-        viewSeq,
-        pods: { schedulerName: BENCH_SCHEDULER, cached: (_ns, name) => this.api.get(name), read: async (_ns, name) => this.api.get(name) },
-        ...(ahead ? { ahead } : {}),
-      };
+      const deps = filterUrls.map(
+        (filterUrl): ExtenderDeps => ({
+          controlPlane: createControlPlaneClient(filterUrl, unsignedRequests),
+          writer,
+          logger: silentLogger,
+          deadlineMs: 25_000,
+          viewSeq,
+          pods: { schedulerName: BENCH_SCHEDULER, cached: (_ns, name) => this.api.get(name), read: async (_ns, name) => this.api.get(name) },
+          ...(ahead ? { ahead } : {}),
+        }),
+      );
       this.replicas.push({ deps, ahead });
     }
   }
@@ -135,10 +140,12 @@ export class RelayUnderTest {
     this.api.create(pod);
   }
 
-  /** kube-scheduler's filter, answered by the relay's own code (the replicas in turn). */
-  filter(name: string, nodeNames: readonly string[]): Promise<Record<string, unknown>> {
+  /** Kube-scheduler `scheduler`'s filter, answered by the relay's own code (the replicas in turn, whoever asks). */
+  filter(name: string, nodeNames: readonly string[], scheduler = 0): Promise<Record<string, unknown>> {
     const replica = this.replicas[this.next++ % this.replicas.length]!;
-    return relayFilter(JSON.stringify({ Pod: this.api.get(name), Nodes: null, NodeNames: nodeNames }), replica.deps);
+    const deps = replica.deps[scheduler];
+    if (deps === undefined) throw new Error(`no filter control plane for scheduler ${scheduler}`);
+    return relayFilter(JSON.stringify({ Pod: this.api.get(name), Nodes: null, NodeNames: nodeNames }), deps);
   }
 
   /** The pod's annotations as the API server holds them now (what a bind forwards with the pod). */

@@ -370,7 +370,8 @@ interface QueuedPod {
 }
 
 /** One kube-scheduler: a serial scheduling cycle, asynchronous binds, the backoff queue. */
-async function runScheduler(queue: QueuedPod[], nodeNames: readonly string[], filterUrl: string, otherUrl: string, relay: Relay, options: Options, via?: RelayUnderTest): Promise<SchedulerResult> {
+async function runScheduler(queue: QueuedPod[], nodeNames: readonly string[], filterUrl: string, otherUrl: string, relay: Relay, options: Options, through?: { relay: RelayUnderTest; scheduler: number }): Promise<SchedulerResult> {
+  const via = through?.relay;
   const out: SchedulerResult = { filterMs: [], filterWindows: [], bindMs: [], handOverMs: [], placed: 0, unplaced: 0, lockRetries: 0, gaveUp: 0, lastPlacedAt: 0 };
   const binds = new Set<Promise<void>>();
   const allocations = new Set<Promise<void>>();
@@ -448,8 +449,8 @@ async function runScheduler(queue: QueuedPod[], nodeNames: readonly string[], fi
     if (!item) continue;
     const started = now();
     // Through the relay's own code when it is under test (it applies the Effects itself), else straight to the control plane.
-    const answer = via
-      ? await via.filter(item.pod.metadata.name, candidates())
+    const answer = through
+      ? await through.relay.filter(item.pod.metadata.name, candidates(), through.scheduler)
       : await post(`${filterUrl}/filter`, { Pod: item.pod, Nodes: null, NodeNames: candidates() }, relay.viewSeq > 0 ? { [MIN_VIEW_SEQ_HEADER]: String(relay.viewSeq) } : {});
     const ended = now();
     out.filterMs.push(ended - started);
@@ -591,7 +592,9 @@ async function runOnce(options: Options, mode: Mode, run?: AheadRun): Promise<Re
     const queues = Array.from({ length: options.schedulers }, (): QueuedPod[] => []);
     // A stream: pod i is created (and enters kube-scheduler's queue) i / streamPerSecond seconds after the start.
     const arrivalMs = (i: number) => (run?.arrival === 'stream' ? (i * 1000) / options.streamPerSecond : 0);
-    workload.forEach((pod, i) => queues[i % options.schedulers]!.push({ pod, attempt: 0, notBefore: arrivalMs(i) }));
+    // In creation order (pod i before pod i + 1), whichever kube-scheduler's queue it joins.
+    const created = workload.map((pod, i): QueuedPod => ({ pod, attempt: 0, notBefore: arrivalMs(i) }));
+    created.forEach((item, i) => queues[i % options.schedulers]!.push(item));
     // A nudge (an update of the pod) brings a pod in backoff back at once; HAMi's stack has none.
     const relay = new Relay(
       otherGateway.url,
@@ -605,23 +608,25 @@ async function runOnce(options: Options, mode: Mode, run?: AheadRun): Promise<Re
     relay.viewSeq = viewSeq;
     const callsBefore = await proxies.counts();
     process.stdout.write(`bench: ${options.pods} pods, policy ${options.policy}, store rtt ${options.storeRttMs} ms, gateway rtt ${options.gatewayRttMs} ms, ${options.schedulers} scheduler(s)\n`);
-    if (run !== undefined && options.schedulers !== 1) throw new Error('the relay path (--decide-ahead) runs with one scheduler');
+    // Several kube-schedulers share the relay (its replicas) and decide-ahead's control plane; each keeps its own
+    // serial cycle, and its filters reach a filter control plane of their own.
     const underTest =
       run === undefined
         ? undefined
-        : new RelayUnderTest(filterGateways[0]!.url, aheadUrl ? { aheadUrl, reservationTtlMs: 600_000 } : undefined, (event) => void relay.forward(event), () => relay.viewSeq, options.relayReplicas);
+        : new RelayUnderTest(filterGateways.map((g) => g.url), aheadUrl ? { aheadUrl, reservationTtlMs: 600_000 } : undefined, (event) => void relay.forward(event), () => relay.viewSeq, options.relayReplicas);
     const cpuBefore = readCpu(processes, now());
     const started = now();
     const arrivals: NodeJS.Timeout[] = [];
     if (underTest) {
-      for (const q of queues[0]!) {
+      // Created in order, as a Job's or a Deployment's controller creates them: decide-ahead batches them so.
+      for (const q of created) {
         q.notBefore += started;
         const at = q.notBefore - now();
         if (at <= 0) underTest.create(q.pod);
         else arrivals.push(setTimeout(() => underTest.create(q.pod), at));
       }
     }
-    const results = await Promise.all(queues.map((queue, s) => runScheduler(queue, names, filterGateways[s]!.url, otherGateway.url, relay, options, underTest)));
+    const results = await Promise.all(queues.map((queue, s) => runScheduler(queue, names, filterGateways[s]!.url, otherGateway.url, relay, options, underTest && { relay: underTest, scheduler: s })));
     for (const timer of arrivals) clearTimeout(timer);
     underTest?.close();
     const placed = results.reduce((sum, r) => sum + r.placed, 0);

@@ -136,6 +136,29 @@ describe('decide-ahead', () => {
     expect(w.store.stored('n1')!.bookings[item.pod.metadata.uid!]!.state).toBe('confirmed');
   });
 
+  // docs/locks.md, "Lock-aware placement": a pod of the batch placed on a node is an allocation in progress there (its
+  // bind will take the node's lock), so the pods after it pass that node over while another fits.
+  it.each([
+    { lockAware: 'true', nodes: ['n4', 'n3', 'n2', 'n1', 'n4', 'n4'], why: 'one pod per node while a node with none fits, then HAMi’s choice' },
+    { lockAware: 'false', nodes: ['n4', 'n4', 'n4', 'n4', 'n4', 'n4'], why: 'HAMi’s choice for every pod' },
+  ])('binpack with HAMI_LOCK_AWARE=$lockAware: $why', async ({ lockAware, nodes }) => {
+    const settings = { HAMI_LOCK_AWARE: lockAware, HAMI_NODE_SCHEDULER_POLICY: 'binpack' };
+    const names = ['n1', 'n2', 'n3', 'n4'];
+    const pods = Array.from({ length: 6 }, (_, i) => ahead(`p${i}`, [{ name: 'c', gpu: 1, mem: 3000, cores: 10 }], 0, 1000 + i));
+    const w = world();
+    const env = w.environment(settings);
+    await cluster(env, names.map((name) => [name, 2, 16000]));
+    const answer = await decideAhead(env.deps, { pods });
+    expect(answer.decisions.map((d) => d.node)).toEqual(nodes);
+    // The same pods filtered live one after another, on the same cluster, land on the same nodes.
+    const live = world();
+    const liveEnv = live.environment(settings);
+    await cluster(liveEnv, names.map((name) => [name, 2, 16000]));
+    const liveNodes: (string | undefined)[] = [];
+    for (const item of pods) liveNodes.push((await filterPod(liveEnv.deps, filterOf(item.pod as ReturnType<typeof gpuPod>, names))).result.NodeNames?.[0]);
+    expect(liveNodes).toEqual(nodes);
+  });
+
   it('skips pods that ask for no managed resource, writing nothing', async () => {
     const w = world();
     const env = w.environment();
