@@ -6,7 +6,7 @@
  */
 import { createControlPlaneClient, unsignedRequests } from '../lib/relay/controlPlane';
 import { relayFilter, type ExtenderDeps } from '../lib/relay/extender';
-import { AheadDecisions } from '../lib/relay/aheadDecisions';
+import { AheadDecisions, DEFAULT_AHEAD_MAX_BATCHES } from '../lib/relay/aheadDecisions';
 import type { ClusterWriter } from '../lib/relay/effects';
 import type { NudgeResult, NudgeTarget } from '../lib/relay/nudger';
 import { realDelay } from '../lib/relay/delay';
@@ -112,6 +112,7 @@ export class RelayUnderTest {
               managedResources: ['nvidia.com/gpu', 'nvidia.com/gpumem', 'nvidia.com/gpucores'],
               windowMs: 20,
               maxPods: 100,
+              maxBatches: DEFAULT_AHEAD_MAX_BATCHES,
               waitMs: 3_000,
               reservationTtlMs: settings.reservationTtlMs,
               requestTimeoutMs: 25_000,

@@ -47,6 +47,8 @@ export interface AheadOptions {
   readonly managedResources: readonly string[];
   readonly windowMs: number;
   readonly maxPods: number;
+  /** Batches in flight at once (docs/relay.md, "Deciding ahead"): more keep up with several kube-schedulers, at the cost of collisions the guards settle. */
+  readonly maxBatches: number;
   /** How long a filter waits for the batch deciding its pod. */
   readonly waitMs: number;
   /** The control plane's reservation TTL: a decision is used within half of it, so its booking outlives the bind. */
@@ -67,6 +69,9 @@ type Entry =
   | { readonly state: 'decided'; readonly node: string; readonly fingerprint: string; readonly atMs: number }
   | { readonly state: 'notUsable'; readonly note: string }
   | { readonly state: 'spent' };
+
+/** Batches in flight at once unless RELAY_AHEAD_MAX_BATCHES says otherwise (docs/relay.md, "Deciding ahead"). */
+export const DEFAULT_AHEAD_MAX_BATCHES = 4;
 
 /** Effects of this many pods applied at once after a batch. */
 const APPLY_CONCURRENCY = 8;
@@ -98,7 +103,7 @@ export class AheadDecisions {
   private readonly entries = new Map<string, Entry>();
   private queue: string[] = [];
   private timer: Promise<void> | undefined;
-  private inFlight: Promise<void> | undefined;
+  private inFlight = 0;
   private readonly closing = new AbortController();
   private answered = 0;
   private used = 0;
@@ -231,32 +236,36 @@ export class AheadDecisions {
       return;
     }
     this.queue.push(uid);
-    if (this.queue.length >= this.opts.maxPods) void this.pump();
+    if (this.queue.length >= this.opts.maxPods) this.pump();
     else this.timer ??= this.opts.delay(this.opts.windowMs, this.closing.signal).then(() => {
       this.timer = undefined;
-      return this.pump();
+      this.pump();
     });
   }
 
-  /** One batch in flight at a time; pods that came meanwhile go in the next, most urgent first. */
-  private async pump(): Promise<void> {
-    if (this.inFlight !== undefined) return;
-    this.inFlight = (async () => {
-      while (this.queue.length > 0 && !this.closing.signal.aborted) {
-        const waiting = this.queue.flatMap((uid) => {
-          const entry = this.entries.get(uid);
-          return entry?.state === 'waiting' && entry.pod !== undefined ? [{ uid, entry, pod: entry.pod }] : [];
+  /**
+   * Up to `maxBatches` batches in flight, each taking the most urgent pods queued (kube-scheduler's order); pods that
+   * come while all are out go in the next. Batches decided side by side may meet on a node: the control plane's guarded
+   * writes refuse one and it decides again (docs/relay.md, "Deciding ahead").
+   */
+  private pump(): void {
+    while (this.inFlight < this.opts.maxBatches && this.queue.length > 0 && !this.closing.signal.aborted) {
+      const waiting = this.queue.flatMap((uid) => {
+        const entry = this.entries.get(uid);
+        return entry?.state === 'waiting' && entry.pod !== undefined ? [{ uid, entry, pod: entry.pod }] : [];
+      });
+      const batch = queueOrder(waiting, (w) => queueKeys(w.pod)).slice(0, this.opts.maxPods);
+      const taken = new Set(batch.map((w) => w.uid));
+      this.queue = this.queue.filter((uid) => !taken.has(uid) && this.entries.get(uid)?.state === 'waiting');
+      if (batch.length === 0) continue;
+      this.inFlight++;
+      void this.decide(batch)
+        .catch((err: unknown) => this.opts.logger.warn('AheadBatchFailed', { pods: batch.length, error: errorMessage(err) }))
+        .finally(() => {
+          this.inFlight--;
+          this.pump();
         });
-        const ordered = queueOrder(waiting, (w) => queueKeys(w.pod));
-        const batch = ordered.slice(0, this.opts.maxPods);
-        const taken = new Set(batch.map((w) => w.uid));
-        this.queue = this.queue.filter((uid) => !taken.has(uid) && this.entries.get(uid)?.state === 'waiting');
-        await this.decide(batch);
-      }
-    })().finally(() => {
-      this.inFlight = undefined;
-    });
-    return this.inFlight;
+    }
   }
 
   private async decide(batch: readonly { readonly uid: string; readonly entry: Extract<Entry, { state: 'waiting' }>; readonly pod: JsonObject }[]): Promise<void> {

@@ -9,6 +9,7 @@ import { managedQuantityNames } from '../engine/devices';
 import { ConfigError } from '../errors';
 import { RelayConfigError } from './errors';
 import { MAX_AHEAD_PODS } from '../wire/decidedAhead';
+import { DEFAULT_AHEAD_MAX_BATCHES } from './aheadDecisions';
 import { PREEMPTION_MODES, type PreemptionMode } from '../wire/preemption';
 
 const intFromEnv = (fallback: number, min: number, max: number) =>
@@ -76,6 +77,8 @@ const envSchema = z
     /** How long the relay gathers new pending pods before sending a batch, and the most one batch carries. */
     RELAY_AHEAD_WINDOW_MS: intFromEnv(20, 0, 10_000),
     RELAY_AHEAD_MAX_PODS: intFromEnv(MAX_AHEAD_PODS, 1, MAX_AHEAD_PODS),
+    /** Batches in flight at once: more keep up with several kube-schedulers (docs/relay.md, "Deciding ahead"). */
+    RELAY_AHEAD_MAX_BATCHES: intFromEnv(DEFAULT_AHEAD_MAX_BATCHES, 1, 16),
     /** How long a filter waits for the batch deciding its pod before deciding it live. */
     RELAY_AHEAD_WAIT_MS: intFromEnv(3_000, 0, 20_000),
     RELAY_BATCH_MAX_DELAY_MS: intFromEnv(200, 0, 60_000),
@@ -183,7 +186,7 @@ export interface RelayConfig {
   readonly managedResources: readonly string[];
   readonly batch: { readonly maxEvents: number; readonly maxDelayMs: number };
   /** Decide-ahead (docs/relay.md, "Deciding ahead"); `reservationTtlMs` is the control plane's HAMI_RESERVATION_TTL_SECONDS. */
-  readonly ahead: { readonly enabled: boolean; readonly windowMs: number; readonly maxPods: number; readonly waitMs: number; readonly reservationTtlMs: number };
+  readonly ahead: { readonly enabled: boolean; readonly windowMs: number; readonly maxPods: number; readonly maxBatches: number; readonly waitMs: number; readonly reservationTtlMs: number };
   /** How long a bind waits in its node's queue for the lock (0: no hand-over). */
   readonly bindHandOverMs: number;
   readonly resyncIntervalMs: number;
@@ -271,6 +274,7 @@ export function loadRelayConfig(env: NodeJS.ProcessEnv = process.env): RelayConf
       enabled: e.HAMI_DECIDE_AHEAD === 'true',
       windowMs: e.RELAY_AHEAD_WINDOW_MS,
       maxPods: e.RELAY_AHEAD_MAX_PODS,
+      maxBatches: e.RELAY_AHEAD_MAX_BATCHES,
       waitMs: e.RELAY_AHEAD_WAIT_MS,
       reservationTtlMs: engine.reservationTtlSeconds * 1000,
     },

@@ -145,6 +145,7 @@ export async function startRelay(opts: StartRelayOptions): Promise<RunningRelay>
         managedResources: config.managedResources,
         windowMs: config.ahead.windowMs,
         maxPods: config.ahead.maxPods,
+        maxBatches: config.ahead.maxBatches,
         waitMs: config.ahead.waitMs,
         reservationTtlMs: config.ahead.reservationTtlMs,
         requestTimeoutMs: config.extenderDeadlineMs,

@@ -23,16 +23,19 @@ function pendingPod(name: string, extra: { annotations?: Record<string, string>;
 }
 
 /** A control plane that places every pod on `node` (the HAMi annotations and the mark, as the route answers). */
-function setup(node = 'n1', overrides: Partial<AheadOptions> = {}) {
+/** `held`: each batch's answer waits until the test sends it (`answer(i)`), so batches stay in flight. */
+function setup(node = 'n1', overrides: Partial<AheadOptions> = {}, held = false) {
   let clock = 1_800_000_000_000;
   const batches: unknown[][] = [];
   const patched = new Map<string, Record<string, string | null>>();
   const claims: string[] = [];
+  const answers: (() => void)[] = [];
   const controlPlane: ControlPlaneClient = {
     get: async () => ({ status: 200, body: {}, text: '' }),
     post: async (_path, body) => {
       const pods = (body as { pods: ReturnType<typeof pendingPod>[] }).pods;
       batches.push(pods);
+      if (held) await new Promise<void>((resolve) => answers.push(resolve));
       const time = String(Math.floor(clock / 1000));
       const decisions: AheadDecision[] = pods.map((p) => ({
         uid: p.metadata.uid,
@@ -70,6 +73,7 @@ function setup(node = 'n1', overrides: Partial<AheadOptions> = {}) {
     managedResources: ['nvidia.com/gpu', 'nvidia.com/gpumem'],
     windowMs: 20,
     maxPods: 100,
+    maxBatches: 1,
     waitMs: 1000,
     reservationTtlMs: 600_000,
     requestTimeoutMs: 1000,
@@ -98,7 +102,11 @@ function setup(node = 'n1', overrides: Partial<AheadOptions> = {}) {
     for (const [k, v] of Object.entries(patched.get(name) ?? {})) if (v !== null) annotations[k] = v;
     return pendingPod(name, { ...extra, annotations: { ...annotations, ...(extra.annotations ?? {}) } });
   };
-  return { ahead, batches, claims, patched, flush, current, advance: (ms: number) => (clock += ms) };
+  const answer = async (i: number) => {
+    answers[i]?.();
+    for (let k = 0; k < 50; k++) await new Promise<void>((r) => setImmediate(r));
+  };
+  return { ahead, batches, claims, patched, flush, current, answer, advance: (ms: number) => (clock += ms) };
 }
 
 describe('decide-ahead in the relay', () => {
@@ -154,5 +162,43 @@ describe('decide-ahead in the relay', () => {
     other.ahead.observe('MODIFIED', decider.current('shared'));
     expect(other.claims).toEqual([]);
     expect(await other.ahead.lookup(decider.current('shared'), ['n4'])).toEqual({ use: 'n4', decidedAt: expect.any(String) });
+  });
+
+  it('keeps up to maxBatches batches in flight, the next taking the most urgent pods queued, each pod in one batch', async () => {
+    const t = setup('n1', { maxBatches: 2 }, true);
+    const names = (batch: unknown[]) => batch.map((p) => (p as { metadata: { name: string } }).metadata.name);
+    t.ahead.observe('ADDED', pendingPod('a'));
+    await t.flush();
+    t.ahead.observe('ADDED', pendingPod('b'));
+    await t.flush();
+    // Two batches out, neither answered yet.
+    expect(t.batches.map(names)).toEqual([['a'], ['b']]);
+    // A filter for b waits for its batch; pods that come now wait for a free slot, then go most urgent first.
+    const filterB = t.ahead.lookup(t.current('b'), ['n1']);
+    const low = pendingPod('low');
+    const high = { ...pendingPod('high'), spec: { ...pendingPod('high').spec, priority: 100 } };
+    t.ahead.observe('ADDED', low);
+    t.ahead.observe('ADDED', high);
+    await t.flush();
+    expect(t.batches).toHaveLength(2);
+    await t.answer(1);
+    expect(await filterB).toEqual({ use: 'n1', decidedAt: expect.any(String) });
+    expect(t.batches.map(names)).toEqual([['a'], ['b'], ['high', 'low']]);
+    await t.answer(0);
+    await t.answer(2);
+    // Every pod decided once, in one batch, and its decision used by its filter.
+    expect(t.batches.flatMap(names).sort()).toEqual(['a', 'b', 'high', 'low']);
+    for (const name of ['a', 'high', 'low']) expect(await t.ahead.lookup(t.current(name), ['n1'])).toEqual({ use: 'n1', decidedAt: expect.any(String) });
+  });
+
+  it('with maxBatches 1, pods that come while a batch is out wait for it to answer', async () => {
+    const t = setup('n1', { maxBatches: 1 }, true);
+    t.ahead.observe('ADDED', pendingPod('a'));
+    await t.flush();
+    t.ahead.observe('ADDED', pendingPod('b'));
+    await t.flush();
+    expect(t.batches).toHaveLength(1);
+    await t.answer(0);
+    expect(t.batches).toHaveLength(2);
   });
 });
