@@ -6,7 +6,8 @@
  */
 import { createControlPlaneClient, unsignedRequests } from '../lib/relay/controlPlane';
 import { relayFilter, type ExtenderDeps } from '../lib/relay/extender';
-import { AheadDecisions, DEFAULT_AHEAD_MAX_BATCHES } from '../lib/relay/aheadDecisions';
+import { AheadDecisions } from '../lib/relay/aheadDecisions';
+import { DEFAULT_AHEAD_MAX_BATCHES } from '../lib/relay/config';
 import type { ClusterWriter } from '../lib/relay/effects';
 import type { NudgeResult, NudgeTarget } from '../lib/relay/nudger';
 import { realDelay } from '../lib/relay/delay';

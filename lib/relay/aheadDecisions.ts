@@ -70,9 +70,6 @@ type Entry =
   | { readonly state: 'notUsable'; readonly note: string }
   | { readonly state: 'spent' };
 
-/** Batches in flight at once unless RELAY_AHEAD_MAX_BATCHES says otherwise (docs/relay.md, "Deciding ahead"). */
-export const DEFAULT_AHEAD_MAX_BATCHES = 4;
-
 /** Effects of this many pods applied at once after a batch. */
 const APPLY_CONCURRENCY = 8;
 

@@ -9,8 +9,10 @@ import { managedQuantityNames } from '../engine/devices';
 import { ConfigError } from '../errors';
 import { RelayConfigError } from './errors';
 import { MAX_AHEAD_PODS } from '../wire/decidedAhead';
-import { DEFAULT_AHEAD_MAX_BATCHES } from './aheadDecisions';
 import { PREEMPTION_MODES, type PreemptionMode } from '../wire/preemption';
+
+/** Decide-ahead's batches in flight at once unless RELAY_AHEAD_MAX_BATCHES says otherwise (docs/relay.md, "Deciding ahead"). */
+export const DEFAULT_AHEAD_MAX_BATCHES = 4;
 
 const intFromEnv = (fallback: number, min: number, max: number) =>
   z
