@@ -81,6 +81,9 @@ const engineEnvSchema = z.object({
   HAMI_REALTIME_MAX_AGE_SECONDS: intIn(1, 86_400, 60),
 });
 
+/** How long an unconfirmed reservation holds cards: the control plane's rule, also read by the relay (decide-ahead). */
+const reservationEnvSchema = z.object({ HAMI_RESERVATION_TTL_SECONDS: intIn(10, 86_400, 600) });
+
 const envSchema = engineEnvSchema.extend({
   STATE_TABLE: name('hami-state'),
   RECORDS_TABLE: name('hami-records'),
@@ -100,7 +103,7 @@ const envSchema = engineEnvSchema.extend({
   /** Prefer nodes no other pod is allocating on (false: HAMi's exact choice). */
   HAMI_LOCK_AWARE: bool(true),
   /** A filter's reservation counts until the pod is seen with its annotations, or for this long. */
-  HAMI_RESERVATION_TTL_SECONDS: intIn(10, 86_400, 600),
+  HAMI_RESERVATION_TTL_SECONDS: reservationEnvSchema.shape.HAMI_RESERVATION_TTL_SECONDS,
   HAMI_RECORD_RETENTION_HOURS: intIn(1, 24 * 90, 24),
   /** GPU-aware preemption (docs/preemption.md): `on`, `off`, or `log` (decide and explain, evict nothing). */
   HAMI_PREEMPTION: z.enum(PREEMPTION_MODES, { message: 'must be on, off or log' }).default('on'),
@@ -214,6 +217,11 @@ export function loadEngineConfig(env: Readonly<Record<string, string | undefined
 }
 
 /** Parses the environment; throws ConfigError listing every bad variable. */
+/** The reservation TTL alone, without the store settings `loadConfig` also resolves. */
+export function loadReservationTtlSeconds(env: Readonly<Record<string, string | undefined>> = process.env): number {
+  return parseEnv(reservationEnvSchema, env).HAMI_RESERVATION_TTL_SECONDS;
+}
+
 export function loadConfig(env: Readonly<Record<string, string | undefined>> = process.env): AppConfig {
   const e = parseEnv(envSchema, env);
   const store = storeEndpoint(e);

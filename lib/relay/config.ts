@@ -4,7 +4,7 @@
  */
 import { z } from 'zod';
 import type { AdmissionSettings } from '../admission/review';
-import { loadConfig, loadEngineConfig } from '../config';
+import { loadEngineConfig, loadReservationTtlSeconds } from '../config';
 import { managedQuantityNames } from '../engine/devices';
 import { ConfigError } from '../errors';
 import { RelayConfigError } from './errors';
@@ -232,8 +232,8 @@ function engineSettings(env: NodeJS.ProcessEnv): { ok: true; engine: AdmissionSe
     if (/^HAMI_(RESOURCE_|DEFAULT_MEMORY$|DEFAULT_CORES$|MEMORY_FACTOR$|RESERVATION_TTL_SECONDS$)/.test(key)) shared[key] = value;
   }
   try {
-    // The reservation TTL by the control plane's own rule (its loader's defaults fill the store settings, unused here).
-    return { ok: true, engine: loadEngineConfig(shared), reservationTtlSeconds: loadConfig(shared).reservationTtlSeconds };
+    // The reservation TTL by the control plane's own rule.
+    return { ok: true, engine: loadEngineConfig(shared), reservationTtlSeconds: loadReservationTtlSeconds(shared) };
   } catch (err) {
     if (err instanceof ConfigError) return { ok: false, problems: [...err.problems] };
     throw err;

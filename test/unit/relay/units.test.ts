@@ -90,11 +90,17 @@ describe('loadRelayConfig: the admission webhook', () => {
     expect(neuronNamed.admission.engine).toEqual(expect.objectContaining({ neuronResourceName: 'example.com/chip', neuronCoreResourceName: 'example.com/core' }));
   });
 
+  it("holds decisions made ahead for the control plane's reservation TTL (HAMI_RESERVATION_TTL_SECONDS, default 600 s)", () => {
+    expect(loadConfigFrom(base).ahead.reservationTtlMs).toBe(600_000);
+    expect(loadConfigFrom({ ...base, HAMI_RESERVATION_TTL_SECONDS: '120' }).ahead.reservationTtlMs).toBe(120_000);
+  });
+
   it.each([
     [{ RELAY_WEBHOOK_TLS: 'self-managed' }, 'POD_NAMESPACE'],
     [{ RELAY_WEBHOOK_TLS: 'letsencrypt' }, 'RELAY_WEBHOOK_TLS'],
     [{ RELAY_WEBHOOK_TLS: 'files', RELAY_WEBHOOK_PORT: '8080' }, 'RELAY_WEBHOOK_PORT'],
     [{ HAMI_MEMORY_FACTOR: '0' }, 'HAMI_MEMORY_FACTOR'],
+    [{ HAMI_RESERVATION_TTL_SECONDS: '5' }, 'HAMI_RESERVATION_TTL_SECONDS'],
     [{ HAMI_CONTROL_PLANE_URL: 'https://REPLACE-ME.execute-api.eu-west-1.amazonaws.com' }, 'HAMI_CONTROL_PLANE_URL: still holds the placeholder'],
   ])('refuses %j naming %s', (env, named) => {
     expect(() => loadConfigFrom({ ...base, ...env })).toThrow(named);
