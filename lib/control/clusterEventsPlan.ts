@@ -19,6 +19,7 @@ import {
   NODE_LOCK_ANNOTATION,
   nodeLockHolder,
   overcommittedCards,
+  releaseVictimsOf,
   TOMBSTONE_TTL_MS,
   usageOf,
   type Booking,
@@ -26,7 +27,6 @@ import {
   type NodeLock,
   type OvercommittedCard,
 } from './ledger';
-import { releaseVictimsOf } from './preemption';
 import { kubeName } from '../wire/names';
 import { REALTIME_ANNOTATION } from '../wire/realtime';
 import { markedDecision } from '../wire/decidedAhead';

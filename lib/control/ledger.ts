@@ -529,3 +529,16 @@ export function toQuotaView(
   }
   return { ...(memLimit !== undefined ? { memLimit } : {}), ...(coreLimit !== undefined ? { coreLimit } : {}), usedMem, usedCores };
 }
+
+/**
+ * The node's bookings once pod `uid` is gone: a hold it kept ends with it, and its victims still there count again
+ * (they hold their cards until they are gone), rather than waiting out the hold's time.
+ */
+export function releaseVictimsOf(bookings: Readonly<Record<string, Booking>>, uid: string, hold: Booking | undefined): Record<string, Booking> {
+  const out: Record<string, Booking> = { ...bookings };
+  for (const victim of hold?.preempting ?? []) {
+    const booking = out[victim];
+    if (booking?.preemptedBy?.uid === uid && booking.state !== 'gone') out[victim] = { ...booking, preemptedBy: undefined };
+  }
+  return out;
+}
