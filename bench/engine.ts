@@ -1,6 +1,8 @@
 /**
  * `npm run bench:engine`: decides one 2-container pod against N nodes of 8 cards with existing
- * usage. Prints per-size lines, then, as the last line, one JSON summary:
+ * usage, given as the control plane gives it: each node's state made from its ledger (`toNodeState`, usage by position
+ * included) and the states by candidate position. No memo: every node is fitted, as a decision on nodes that all
+ * changed since the last one. Prints per-size lines, then, as the last line, one JSON summary:
  * {"nodes":1000,"cardsPerNode":8,"medianMs":…,"p99Ms":…,"scaling":[{"nodes":100,"medianMs":…},…],
  *  "coldStart":{"nodes":5000,"buildMs":…,"firstDecideMs":…,"runs":[…]}}
  *
@@ -19,7 +21,8 @@ import { performance } from 'node:perf_hooks';
 import { decide } from '../lib/engine/decide';
 import { parseNodeRegistration } from '../lib/engine/registration';
 import { defaultEngineConfig } from '../lib/config';
-import type { DeviceUsage, NodeState, PodLike } from '../lib/engine/types';
+import { toNodeState, type Booking, type CardUse, type NodeLedger } from '../lib/control/ledger';
+import type { NodeRegistration, NodeState, PodLike } from '../lib/engine/types';
 import type { DecideInput } from '../lib/engine/decision';
 import { cardId } from './workload';
 
@@ -42,6 +45,7 @@ function lcg(seed: number): () => number {
 
 function cluster(nodeCount: number): DecideInput {
   const random = lcg(42);
+  const nowMs = Date.now();
   const nodes = new Map<string, NodeState>();
   const candidates: string[] = [];
   for (let n = 0; n < nodeCount; n++) {
@@ -61,12 +65,13 @@ function cluster(nodeCount: number): DecideInput {
       { metadata: { name, annotations: { 'hami.io/node-nvidia-register': JSON.stringify(devices) } } },
       defaultEngineConfig,
     );
-    const usage: Record<string, DeviceUsage> = {};
-    for (const device of devices) {
+    // The existing usage as bookings on the node's ledger, and the node's state as the control plane's view gives it
+    // to the engine (lib/control/ledger.ts `toNodeState`: usage by position included).
+    const uses = devices.map((device) => {
       const used = Math.floor(random() * 6);
-      usage[device.id] = { used, usedmem: used * 8000, usedcores: used * 10 };
-    }
-    nodes.set(name, { name, registration, usage });
+      return { uuid: device.id, slots: used, mem: used * 8000, cores: used * 10 };
+    });
+    nodes.set(name, toNodeState(ledgerOf(name, registration, uses), nowMs));
     candidates.push(name);
   }
   const pod: PodLike = {
@@ -78,7 +83,24 @@ function cluster(nodeCount: number): DecideInput {
       ],
     },
   };
-  return { pod, candidates, nodes, config: defaultEngineConfig, nowMs: Date.now() };
+  // By position, as the control plane's view passes them (`NodeView.engineCandidates`).
+  const candidateStates = candidates.map((candidate) => nodes.get(candidate));
+  return { pod, candidates, candidateStates, nodes, config: defaultEngineConfig, nowMs };
+}
+
+/** A node's ledger holding `uses` as one confirmed booking. */
+function ledgerOf(name: string, registration: NodeRegistration, uses: CardUse[]): NodeLedger {
+  const booking: Booking = {
+    namespace: 'default',
+    name: `running-on-${name}`,
+    state: 'confirmed',
+    initCount: 0,
+    initDone: true,
+    uses,
+    holdsAppCards: true,
+    origin: 'decided',
+  };
+  return { name, version: 1, deleted: false, registration, registrationVersion: 1, bookings: { [`uid-${name}`]: booking }, counters: {} };
 }
 
 function percentile(sorted: readonly number[], p: number): number {
