@@ -7,7 +7,7 @@
 import { createControlPlaneClient, unsignedRequests } from '../lib/relay/controlPlane';
 import { relayFilter, type ExtenderDeps } from '../lib/relay/extender';
 import { AheadDecisions } from '../lib/relay/aheadDecisions';
-import { DEFAULT_AHEAD_MAX_BATCHES } from '../lib/relay/config';
+import { DEFAULT_AHEAD_COLD_AFTER_MS, DEFAULT_AHEAD_MAX_BATCHES } from '../lib/relay/config';
 import type { ClusterWriter } from '../lib/relay/effects';
 import type { NudgeResult, NudgeTarget } from '../lib/relay/nudger';
 import { realDelay } from '../lib/relay/delay';
@@ -114,6 +114,7 @@ export class RelayUnderTest {
               windowMs: 20,
               maxPods: 100,
               maxBatches: DEFAULT_AHEAD_MAX_BATCHES,
+              coldAfterMs: DEFAULT_AHEAD_COLD_AFTER_MS,
               waitMs: 3_000,
               reservationTtlMs: settings.reservationTtlMs,
               requestTimeoutMs: 25_000,

@@ -49,6 +49,8 @@ export interface AheadOptions {
   readonly maxPods: number;
   /** Batches in flight at once (docs/relay.md, "Deciding ahead"): more keep up with several kube-schedulers, at the cost of collisions the guards settle. */
   readonly maxBatches: number;
+  /** The ramp: after this long without a batch answered, the control plane is taken as cold again (one batch in flight until it answers). */
+  readonly coldAfterMs: number;
   /** How long a filter waits for the batch deciding its pod. */
   readonly waitMs: number;
   /** The control plane's reservation TTL: a decision is used within half of it, so its booking outlives the bind. */
@@ -101,6 +103,8 @@ export class AheadDecisions {
   private queue: string[] = [];
   private timer: Promise<void> | undefined;
   private inFlight = 0;
+  /** When the control plane last answered a batch; undefined before the first answer and after a failed batch (the ramp). */
+  private warmAtMs: number | undefined;
   private readonly closing = new AbortController();
   private answered = 0;
   private used = 0;
@@ -241,12 +245,23 @@ export class AheadDecisions {
   }
 
   /**
-   * Up to `maxBatches` batches in flight, each taking the most urgent pods queued (kube-scheduler's order); pods that
-   * come while all are out go in the next. Batches decided side by side may meet on a node: the control plane's guarded
-   * writes refuse one and it decides again (docs/relay.md, "Deciding ahead").
+   * The ramp (docs/relay.md, "Deciding ahead"): one batch in flight until the control plane has answered one (it is
+   * warm), then up to `maxBatches`: batches sent to a cold one share its cold start, and the first filter of a burst
+   * waits longer for its own. A failed batch, or `coldAfterMs` without an answer (its environment may have been reclaimed),
+   * starts the ramp again.
+   */
+  private batchesAllowed(): number {
+    const warm = this.warmAtMs !== undefined && this.opts.now() - this.warmAtMs <= this.opts.coldAfterMs;
+    return warm ? this.opts.maxBatches : 1;
+  }
+
+  /**
+   * Up to `batchesAllowed()` batches in flight, each taking the most urgent pods queued (kube-scheduler's order); pods
+   * that come while all are out go in the next. Batches decided side by side may meet on a node: the control plane's
+   * guarded writes refuse one and it decides again (docs/relay.md, "Deciding ahead").
    */
   private pump(): void {
-    while (this.inFlight < this.opts.maxBatches && this.queue.length > 0 && !this.closing.signal.aborted) {
+    while (this.inFlight < this.batchesAllowed() && this.queue.length > 0 && !this.closing.signal.aborted) {
       const waiting = this.queue.flatMap((uid) => {
         const entry = this.entries.get(uid);
         return entry?.state === 'waiting' && entry.pod !== undefined ? [{ uid, entry, pod: entry.pod }] : [];
@@ -285,10 +300,14 @@ export class AheadDecisions {
       if (!parsed.success) throw new Error(`control plane's answer to ${DECIDE_AHEAD_PATH} cannot be read: ${parsed.error.issues[0]?.message ?? ''}`);
       decisions = parsed.data.decisions;
     } catch (err) {
+      this.warmAtMs = undefined;
       this.opts.logger.warn('AheadBatchFailed', { pods: batch.length, error: errorMessage(err) });
       settleAll(`the batch deciding this pod ahead failed (${errorMessage(err)})`);
       return;
     }
+    // Warm: the batches waiting for a slot go now, while this one's Effects are applied.
+    this.warmAtMs = this.opts.now();
+    this.pump();
     const byUid = new Map(decisions.map((d) => [d.uid, d]));
     let placed = 0;
     await forEachAtMost(batch, APPLY_CONCURRENCY, async ({ uid, entry, pod }) => {

@@ -13,6 +13,11 @@ import { PREEMPTION_MODES, type PreemptionMode } from '../wire/preemption';
 
 /** Decide-ahead's batches in flight at once unless RELAY_AHEAD_MAX_BATCHES says otherwise (docs/relay.md, "Deciding ahead"). */
 export const DEFAULT_AHEAD_MAX_BATCHES = 4;
+/**
+ * The ramp's idle limit unless RELAY_AHEAD_COLD_AFTER_MS says otherwise (docs/relay.md, "Deciding ahead"): AWS does not
+ * say how long an idle Lambda environment is kept, and taking a warm one as cold costs only one batch decided alone.
+ */
+export const DEFAULT_AHEAD_COLD_AFTER_MS = 60_000;
 
 const intFromEnv = (fallback: number, min: number, max: number) =>
   z
@@ -81,6 +86,8 @@ const envSchema = z
     RELAY_AHEAD_MAX_PODS: intFromEnv(MAX_AHEAD_PODS, 1, MAX_AHEAD_PODS),
     /** Batches in flight at once: more keep up with several kube-schedulers (docs/relay.md, "Deciding ahead"). */
     RELAY_AHEAD_MAX_BATCHES: intFromEnv(DEFAULT_AHEAD_MAX_BATCHES, 1, 16),
+    /** The ramp: one batch in flight until the control plane answers one, again after a failed batch or this long without an answer. */
+    RELAY_AHEAD_COLD_AFTER_MS: intFromEnv(DEFAULT_AHEAD_COLD_AFTER_MS, 1_000, 86_400_000),
     /** How long a filter waits for the batch deciding its pod before deciding it live. */
     RELAY_AHEAD_WAIT_MS: intFromEnv(3_000, 0, 20_000),
     RELAY_BATCH_MAX_DELAY_MS: intFromEnv(200, 0, 60_000),
@@ -188,7 +195,7 @@ export interface RelayConfig {
   readonly managedResources: readonly string[];
   readonly batch: { readonly maxEvents: number; readonly maxDelayMs: number };
   /** Decide-ahead (docs/relay.md, "Deciding ahead"); `reservationTtlMs` is the control plane's HAMI_RESERVATION_TTL_SECONDS. */
-  readonly ahead: { readonly enabled: boolean; readonly windowMs: number; readonly maxPods: number; readonly maxBatches: number; readonly waitMs: number; readonly reservationTtlMs: number };
+  readonly ahead: { readonly enabled: boolean; readonly windowMs: number; readonly maxPods: number; readonly maxBatches: number; readonly coldAfterMs: number; readonly waitMs: number; readonly reservationTtlMs: number };
   /** How long a bind waits in its node's queue for the lock (0: no hand-over). */
   readonly bindHandOverMs: number;
   readonly resyncIntervalMs: number;
@@ -277,6 +284,7 @@ export function loadRelayConfig(env: NodeJS.ProcessEnv = process.env): RelayConf
       windowMs: e.RELAY_AHEAD_WINDOW_MS,
       maxPods: e.RELAY_AHEAD_MAX_PODS,
       maxBatches: e.RELAY_AHEAD_MAX_BATCHES,
+      coldAfterMs: e.RELAY_AHEAD_COLD_AFTER_MS,
       waitMs: e.RELAY_AHEAD_WAIT_MS,
       reservationTtlMs: engine.reservationTtlSeconds * 1000,
     },

@@ -146,6 +146,7 @@ export async function startRelay(opts: StartRelayOptions): Promise<RunningRelay>
         windowMs: config.ahead.windowMs,
         maxPods: config.ahead.maxPods,
         maxBatches: config.ahead.maxBatches,
+        coldAfterMs: config.ahead.coldAfterMs,
         waitMs: config.ahead.waitMs,
         reservationTtlMs: config.ahead.reservationTtlMs,
         requestTimeoutMs: config.extenderDeadlineMs,

@@ -4,6 +4,8 @@
  */
 import { AheadDecisions, podFingerprint, type AheadOptions } from '../../../lib/relay/aheadDecisions';
 import type { ControlPlaneClient } from '../../../lib/relay/controlPlane';
+import { ControlPlaneTimeoutError } from '../../../lib/relay/errors';
+import type { ClusterWriter } from '../../../lib/relay/effects';
 import type { AheadDecision } from '../../../lib/wire/decidedAhead';
 import type { AppLogger } from '../../../lib/powertools';
 
@@ -23,19 +25,20 @@ function pendingPod(name: string, extra: { annotations?: Record<string, string>;
 }
 
 /** A control plane that places every pod on `node` (the HAMi annotations and the mark, as the route answers). */
-/** `held`: each batch's answer waits until the test sends it (`answer(i)`), so batches stay in flight. */
+/** `held`: each batch's answer waits until the test sends it (`answer(i)`, or `answer(i, 'timeout')`), so batches stay in flight. */
 function setup(node = 'n1', overrides: Partial<AheadOptions> = {}, held = false) {
   let clock = 1_800_000_000_000;
   const batches: unknown[][] = [];
   const patched = new Map<string, Record<string, string | null>>();
   const claims: string[] = [];
-  const answers: (() => void)[] = [];
+  const answers: ((outcome: 'ok' | 'timeout') => void)[] = [];
   const controlPlane: ControlPlaneClient = {
     get: async () => ({ status: 200, body: {}, text: '' }),
     post: async (_path, body) => {
       const pods = (body as { pods: ReturnType<typeof pendingPod>[] }).pods;
       batches.push(pods);
-      if (held) await new Promise<void>((resolve) => answers.push(resolve));
+      const outcome = held ? await new Promise<'ok' | 'timeout'>((resolve) => answers.push(resolve)) : 'ok';
+      if (outcome === 'timeout') throw new ControlPlaneTimeoutError('/filter/ahead', 1000);
       const time = String(Math.floor(clock / 1000));
       const decisions: AheadDecision[] = pods.map((p) => ({
         uid: p.metadata.uid,
@@ -74,6 +77,7 @@ function setup(node = 'n1', overrides: Partial<AheadOptions> = {}, held = false)
     windowMs: 20,
     maxPods: 100,
     maxBatches: 1,
+    coldAfterMs: 60_000,
     waitMs: 1000,
     reservationTtlMs: 600_000,
     requestTimeoutMs: 1000,
@@ -102,8 +106,8 @@ function setup(node = 'n1', overrides: Partial<AheadOptions> = {}, held = false)
     for (const [k, v] of Object.entries(patched.get(name) ?? {})) if (v !== null) annotations[k] = v;
     return pendingPod(name, { ...extra, annotations: { ...annotations, ...(extra.annotations ?? {}) } });
   };
-  const answer = async (i: number) => {
-    answers[i]?.();
+  const answer = async (i: number, outcome: 'ok' | 'timeout' = 'ok') => {
+    answers[i]?.(outcome);
     for (let k = 0; k < 50; k++) await new Promise<void>((r) => setImmediate(r));
   };
   return { ahead, batches, claims, patched, flush, current, answer, advance: (ms: number) => (clock += ms) };
@@ -164,15 +168,19 @@ describe('decide-ahead in the relay', () => {
     expect(await other.ahead.lookup(decider.current('shared'), ['n4'])).toEqual({ use: 'n4', decidedAt: expect.any(String) });
   });
 
-  it('keeps up to maxBatches batches in flight, the next taking the most urgent pods queued, each pod in one batch', async () => {
+  it('once the control plane has answered, keeps up to maxBatches batches in flight, the next taking the most urgent pods queued, each pod in one batch', async () => {
     const t = setup('n1', { maxBatches: 2 }, true);
     const names = (batch: unknown[]) => batch.map((p) => (p as { metadata: { name: string } }).metadata.name);
+    // The first batch warms the control plane (the ramp, tested below).
+    t.ahead.observe('ADDED', pendingPod('w'));
+    await t.flush();
+    await t.answer(0);
     t.ahead.observe('ADDED', pendingPod('a'));
     await t.flush();
     t.ahead.observe('ADDED', pendingPod('b'));
     await t.flush();
     // Two batches out, neither answered yet.
-    expect(t.batches.map(names)).toEqual([['a'], ['b']]);
+    expect(t.batches.map(names)).toEqual([['w'], ['a'], ['b']]);
     // A filter for b waits for its batch; pods that come now wait for a free slot, then go most urgent first.
     const filterB = t.ahead.lookup(t.current('b'), ['n1']);
     const low = pendingPod('low');
@@ -180,15 +188,15 @@ describe('decide-ahead in the relay', () => {
     t.ahead.observe('ADDED', low);
     t.ahead.observe('ADDED', high);
     await t.flush();
-    expect(t.batches).toHaveLength(2);
-    await t.answer(1);
-    expect(await filterB).toEqual({ use: 'n1', decidedAt: expect.any(String) });
-    expect(t.batches.map(names)).toEqual([['a'], ['b'], ['high', 'low']]);
-    await t.answer(0);
+    expect(t.batches).toHaveLength(3);
     await t.answer(2);
+    expect(await filterB).toEqual({ use: 'n1', decidedAt: expect.any(String) });
+    expect(t.batches.map(names)).toEqual([['w'], ['a'], ['b'], ['high', 'low']]);
+    await t.answer(1);
+    await t.answer(3);
     // Every pod decided once, in one batch, and its decision used by its filter.
-    expect(t.batches.flatMap(names).sort()).toEqual(['a', 'b', 'high', 'low']);
-    for (const name of ['a', 'high', 'low']) expect(await t.ahead.lookup(t.current(name), ['n1'])).toEqual({ use: 'n1', decidedAt: expect.any(String) });
+    expect(t.batches.flatMap(names).sort()).toEqual(['a', 'b', 'high', 'low', 'w']);
+    for (const name of ['w', 'a', 'high', 'low']) expect(await t.ahead.lookup(t.current(name), ['n1'])).toEqual({ use: 'n1', decidedAt: expect.any(String) });
   });
 
   it('with maxBatches 1, pods that come while a batch is out wait for it to answer', async () => {
@@ -200,5 +208,78 @@ describe('decide-ahead in the relay', () => {
     expect(t.batches).toHaveLength(1);
     await t.answer(0);
     expect(t.batches).toHaveLength(2);
+  });
+
+  describe('the ramp: one batch in flight until the control plane has answered one', () => {
+    // One pod a batch, so every pod queued is a batch of its own waiting for a slot.
+    const names = (t: ReturnType<typeof setup>) => t.batches.map((b) => b.map((p) => (p as { metadata: { name: string } }).metadata.name).join());
+    const queue = async (t: ReturnType<typeof setup>, pods: string[]) => {
+      for (const name of pods) t.ahead.observe('ADDED', pendingPod(name));
+      await t.flush();
+    };
+
+    it('sends one batch on a cold control plane however many pods are queued, then up to maxBatches once it answered', async () => {
+      const t = setup('n1', { maxPods: 1, maxBatches: 3 }, true);
+      await queue(t, ['a', 'b', 'c', 'd', 'e', 'f']);
+      expect(names(t)).toEqual(['a']);
+      // Answered: warm. The next batches go while the first one's Effects are applied, three in flight at most.
+      await t.answer(0);
+      expect(names(t)).toEqual(['a', 'b', 'c', 'd']);
+      await t.answer(1);
+      expect(names(t)).toEqual(['a', 'b', 'c', 'd', 'e']);
+      await t.answer(2);
+      await t.answer(3);
+      await t.answer(4);
+      await t.answer(5);
+      for (const name of ['a', 'b', 'c', 'd', 'e', 'f']) expect(await t.ahead.lookup(t.current(name), ['n1'])).toEqual({ use: 'n1', decidedAt: expect.any(String) });
+    });
+
+    it('sends the batches waiting as soon as the first is answered, not after its Effects are applied', async () => {
+      // The API server does not answer the first batch's patches.
+      const stalled: ClusterWriter = {
+        patchPodMetadata: () => new Promise<void>(() => undefined),
+        bindPod: async () => undefined,
+        recordEvent: async () => undefined,
+        patchNodeMetadata: async () => undefined,
+        evictPod: async () => ({ kind: 'refused', message: 'not in this test', disruptionBudget: false }),
+      };
+      const t = setup('n1', { maxPods: 1, maxBatches: 3, writer: stalled }, true);
+      await queue(t, ['a', 'b', 'c']);
+      expect(names(t)).toEqual(['a']);
+      await t.answer(0);
+      expect(names(t)).toEqual(['a', 'b', 'c']);
+    });
+
+    it('starts again after a failed batch (a timeout): one batch in flight until one is answered', async () => {
+      const t = setup('n1', { maxPods: 1, maxBatches: 2 }, true);
+      await queue(t, ['warm']);
+      await t.answer(0);
+      await queue(t, ['a', 'b', 'c', 'd']);
+      expect(names(t)).toEqual(['warm', 'a', 'b']);
+      // a's batch timed out: b is still out, so c waits though a slot of two is free.
+      await t.answer(1, 'timeout');
+      expect(names(t)).toEqual(['warm', 'a', 'b']);
+      expect(await t.ahead.lookup(t.current('a'), ['n1'])).toEqual({ live: true, note: expect.stringContaining('the batch deciding this pod ahead failed') });
+      // b answered: warm again, c and d go together.
+      await t.answer(2);
+      expect(names(t)).toEqual(['warm', 'a', 'b', 'c', 'd']);
+    });
+
+    it('starts again after coldAfterMs without an answer (the environment may have been reclaimed), not before', async () => {
+      const t = setup('n1', { maxPods: 1, maxBatches: 2, coldAfterMs: 60_000 }, true);
+      await queue(t, ['warm']);
+      await t.answer(0);
+      t.advance(60_000);
+      await queue(t, ['a', 'b']);
+      // Still warm at the limit: two batches at once.
+      expect(names(t)).toEqual(['warm', 'a', 'b']);
+      await t.answer(1);
+      await t.answer(2);
+      t.advance(60_001);
+      await queue(t, ['c', 'd', 'e']);
+      expect(names(t)).toEqual(['warm', 'a', 'b', 'c']);
+      await t.answer(3);
+      expect(names(t)).toEqual(['warm', 'a', 'b', 'c', 'd', 'e']);
+    });
   });
 });

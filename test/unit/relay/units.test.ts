@@ -95,6 +95,12 @@ describe('loadRelayConfig: the admission webhook', () => {
     expect(loadConfigFrom({ ...base, HAMI_RESERVATION_TTL_SECONDS: '120' }).ahead.reservationTtlMs).toBe(120_000);
   });
 
+  it('takes the control plane as cold again after a minute without a decide-ahead answer unless RELAY_AHEAD_COLD_AFTER_MS says otherwise', () => {
+    expect(loadConfigFrom(base).ahead.coldAfterMs).toBe(60_000);
+    expect(loadConfigFrom({ ...base, RELAY_AHEAD_COLD_AFTER_MS: '300000' }).ahead.coldAfterMs).toBe(300_000);
+    expect(() => loadConfigFrom({ ...base, RELAY_AHEAD_COLD_AFTER_MS: '10' })).toThrow('RELAY_AHEAD_COLD_AFTER_MS: must be an integer between 1000 and 86400000');
+  });
+
   it.each([
     [{ RELAY_WEBHOOK_TLS: 'self-managed' }, 'POD_NAMESPACE'],
     [{ RELAY_WEBHOOK_TLS: 'letsencrypt' }, 'RELAY_WEBHOOK_TLS'],
