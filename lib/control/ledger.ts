@@ -14,7 +14,7 @@ import { coresAreMasks, DEFAULT_KIND, DEVICE_KINDS, deviceKind, deviceKindOf, ve
 import { decodePodDevices } from '../engine/podAnnotations';
 import { saturatedInt32 } from '../engine/quantity';
 import { collapsePodUsage } from '../engine/usage';
-import { NodeFailure, type AlignedUsage, type CardClaim, type DeviceInfo, type DeviceUsage, type MigPlacement, type NodeRegistration, type NodeState, type PodDevices, type QuotaView, type RealtimeReport } from '../engine/types';
+import { NodeFailure, UsageColumn, USAGE_WIDTH, type CardClaim, type DeviceInfo, type DeviceUsage, type MigPlacement, type NodeRegistration, type NodeState, type PodDevices, type QuotaView, type RealtimeReport } from '../engine/types';
 
 /** One card's share of a booking after HAMi's init-container collapse. */
 export interface CardUse {
@@ -341,14 +341,15 @@ export function toNodeState(ledger: NodeLedger, nowMs: number, excludeUid?: stri
   };
 }
 
-function aligned(devices: readonly { readonly id: string }[], usage: Readonly<Record<string, DeviceUsage>>): AlignedUsage {
-  const out = { used: new Int32Array(devices.length), mem: new Int32Array(devices.length), cores: new Int32Array(devices.length) };
+/** `NodeState.usageByPosition`. */
+function aligned(devices: readonly { readonly id: string }[], usage: Readonly<Record<string, DeviceUsage>>): Int32Array {
+  const out = new Int32Array(devices.length * USAGE_WIDTH);
   devices.forEach((device, p) => {
     const card = usage[device.id];
     if (!card) return;
-    out.used[p] = saturatedInt32(card.used);
-    out.mem[p] = saturatedInt32(card.usedmem);
-    out.cores[p] = saturatedInt32(card.usedcores);
+    out[p * USAGE_WIDTH + UsageColumn.used] = saturatedInt32(card.used);
+    out[p * USAGE_WIDTH + UsageColumn.mem] = saturatedInt32(card.usedmem);
+    out[p * USAGE_WIDTH + UsageColumn.cores] = saturatedInt32(card.usedcores);
   });
   return out;
 }

@@ -40,6 +40,9 @@ export class DecisionArena {
   usedMem = new Int32Array(16);
   usedCores = new Int32Array(16);
   cardScore = new Float64Array(16);
+  /** The cards' NUMA nodes and indexes, for ordering them (./order.ts). Float64: as the card facts hold them. */
+  cardNuma = new Float64Array(16);
+  cardIndex = new Float64Array(16);
   /** Card positions in policy order (Fit takes from the end). */
   order = new Int32Array(16);
   /** The current container's picks: card position, evidence row, what is booked, and its guards. */
@@ -79,6 +82,8 @@ export class DecisionArena {
     this.pickedExclusive = new Uint8Array(size);
     this.failClosed = new Uint8Array(size);
     this.cardScore = new Float64Array(size);
+    this.cardNuma = new Float64Array(size);
+    this.cardIndex = new Float64Array(size);
   }
 
   /** Room for `picks` picks of the current container, keeping those made so far. */

@@ -23,7 +23,12 @@ export type CapacityDimension = (typeof CapacityDimension)[keyof typeof Capacity
  * which is no amount to compare; its slots (one per core) still are. Plain comparisons, for Fit's hot loop.
  */
 export function isOvercommitted(card: CardCapacity, used: number, usedMem: number, usedCores: number, coreMask: boolean): boolean {
-  return used > card.count || usedMem > card.devmem || (!coreMask && usedCores > card.devcore);
+  return exceedsCapacity(card.count, card.devmem, card.devcore, used, usedMem, usedCores, coreMask);
+}
+
+/** `isOvercommitted` from the card's numbers (Fit reads them from the node's card facts, not the card's object). */
+export function exceedsCapacity(count: number, devmem: number, devcore: number, used: number, usedMem: number, usedCores: number, coreMask: boolean): boolean {
+  return used > count || usedMem > devmem || (!coreMask && usedCores > devcore);
 }
 
 /** The dimensions in which usage passes the card's capacity (empty when it does not): `isOvercommitted`, spelled out. */

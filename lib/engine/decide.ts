@@ -56,60 +56,13 @@ export function decide(input: DecideInput): Decision {
   const notes: RealtimeNote[] = [];
   const trace = new DecisionTrace(plan.containers, input.candidates.length, input.memo?.rowStore);
   // Side by side, not an object per node: a decision's per-node objects outlive young collections at thousands of nodes.
-  const fit = { names: [] as string[], scores: [] as number[], rows: [] as number[] };
+  // Sized for every candidate and cut to the fitting ones after: grown a push at a time they were copied again and again.
+  const fit = { names: new Array<string>(input.candidates.length), scores: new Array<number>(input.candidates.length), rows: new Array<number>(input.candidates.length) };
   const failedNodes: Record<string, string> = {};
   const run = new FitRun({ arena, plan, notes, trace, node: EMPTY_NODE, nodeRow: 0, request: NO_REQUEST, realtime: undefined, kindState: undefined });
-  const outcome: NodeOutcome = { row: 0, score: 0, reason: undefined };
   // Nodes unchanged since a decision on the same plan get that decision's rows (./reuse.ts).
   const reuse = MemoUse.of(input.memo, plan, input.config, input.candidates);
-  const { candidates, candidateStates } = input;
-
-  // The block's states and prepared nodes (see NODE_BLOCK): two short arrays per decision, kept out of the arena so
-  // that the arena knows nothing of prepared nodes.
-  const blockStates: (NodeState | undefined)[] = new Array<NodeState | undefined>(NODE_BLOCK);
-  const blockNodes: (PreparedNode | undefined)[] = new Array<PreparedNode | undefined>(NODE_BLOCK);
-  for (let start = 0; start < candidates.length; start += NODE_BLOCK) {
-    const end = Math.min(start + NODE_BLOCK, candidates.length);
-    // Looked up first, in tight loops (see NODE_BLOCK), one level of objects each; with a memo most nodes are copied
-    // without reading them.
-    for (let position = start; position < end; position++) {
-      blockStates[position - start] = candidateStates !== undefined ? candidateStates[position] : input.nodes.get(candidates[position]!);
-    }
-    if (reuse === undefined) {
-      for (let i = 0; i < end - start; i++) {
-        const state = blockStates[i];
-        blockNodes[i] = state !== undefined && state.registration.registered && state.unschedulable === undefined ? prepareNode(state.registration) : undefined;
-      }
-      for (let i = 0; i < end - start; i++) {
-        const node = blockNodes[i];
-        if (node !== undefined) touchPrepared(arena, node);
-      }
-      for (let i = 0; i < end - start; i++) {
-        const node = blockNodes[i];
-        if (node !== undefined) touchUsage(arena, blockStates[i]!, node);
-      }
-    }
-    for (let position = start; position < end; position++) {
-      const name = candidates[position]!;
-      const state = blockStates[position - start];
-      // Rows kept for this very state were noted after it passed the check below: copied without reading the state.
-      if (state === undefined || reuse === undefined || !reuse.copy(state, position, trace, outcome)) {
-        if (state === undefined || !state.registration.registered || state.unschedulable !== undefined) {
-          const reason = state?.unschedulable ?? NodeFailure.Unregistered;
-          trace.failedNode(name, reason);
-          failedNodes[name] = reason;
-          continue;
-        }
-        evaluateNode(run, state, blockNodes[position - start] ?? prepareNode(state.registration), outcome);
-        reuse?.note(state, position, trace, outcome);
-      }
-      if (outcome.reason === undefined) {
-        fit.names.push(name);
-        fit.scores.push(outcome.score);
-        fit.rows.push(outcome.row);
-      } else failedNodes[name] = outcome.reason;
-    }
-  }
+  cutTo(fit, fitCandidates(input, run, reuse, fit, failedNodes));
   reuse?.finish();
 
   // The evidence objects are built when first read (see ./evidence): deciding itself keeps only
@@ -199,6 +152,80 @@ export function decide(input: DecideInput): Decision {
 }
 
 /**
+ * Fits every candidate (or copies its rows from the memo) into the trace: the fitting ones into `fit` from position 0,
+ * the others' reasons into `failedNodes`. Returns how many fit. A function of its own: the optimizing compiler enters
+ * this loop while it runs (thousands of nodes), and code after a loop it entered that way had no type feedback yet,
+ * which sent the decision back to the interpreter at every call.
+ */
+function fitCandidates(input: DecideInput, run: FitRun, reuse: MemoUse | undefined, fit: { names: string[]; scores: number[]; rows: number[] }, failedNodes: Record<string, string>): number {
+  const { arena, trace } = run.input;
+  const { candidates, candidateStates } = input;
+  const outcome: NodeOutcome = { row: 0, score: 0, reason: undefined };
+  let fitCount = 0;
+  // The block's states and prepared nodes (see NODE_BLOCK): two short arrays per decision, kept out of the arena so
+  // that the arena knows nothing of prepared nodes.
+  const blockStates: (NodeState | undefined)[] = new Array<NodeState | undefined>(NODE_BLOCK);
+  const blockNodes: (PreparedNode | undefined)[] = new Array<PreparedNode | undefined>(NODE_BLOCK);
+  for (let start = 0; start < candidates.length; start += NODE_BLOCK) {
+    const end = Math.min(start + NODE_BLOCK, candidates.length);
+    // Looked up first, in tight loops (see NODE_BLOCK), one level of objects each; with a memo most nodes are copied
+    // without reading them.
+    for (let position = start; position < end; position++) {
+      blockStates[position - start] = candidateStates !== undefined ? candidateStates[position] : input.nodes.get(candidates[position]!);
+    }
+    if (reuse === undefined) {
+      // The states, then their registrations, each level in a loop of its own: the prepared node's look-up below reads
+      // both, one after the other, and in one loop the processor waited for each node's two misses in turn.
+      let touched = 0;
+      for (let i = 0; i < end - start; i++) touched += blockStates[i]?.unschedulable === undefined ? 1 : 0;
+      for (let i = 0; i < end - start; i++) touched += blockStates[i]?.registration.registered === true ? 1 : 0;
+      arena.touched = touched;
+      for (let i = 0; i < end - start; i++) {
+        const state = blockStates[i];
+        blockNodes[i] = state !== undefined && state.registration.registered && state.unschedulable === undefined ? prepareNode(state.registration) : undefined;
+      }
+      for (let i = 0; i < end - start; i++) {
+        const node = blockNodes[i];
+        if (node !== undefined) touchPrepared(arena, node);
+      }
+      for (let i = 0; i < end - start; i++) {
+        const node = blockNodes[i];
+        if (node !== undefined) touchUsage(arena, blockStates[i]!, node);
+      }
+    }
+    for (let position = start; position < end; position++) {
+      const name = candidates[position]!;
+      const state = blockStates[position - start];
+      // Rows kept for this very state were noted after it passed the check below: copied without reading the state.
+      if (state === undefined || reuse === undefined || !reuse.copy(state, position, trace, outcome)) {
+        if (state === undefined || !state.registration.registered || state.unschedulable !== undefined) {
+          const reason = state?.unschedulable ?? NodeFailure.Unregistered;
+          trace.failedNode(name, reason);
+          failedNodes[name] = reason;
+          continue;
+        }
+        evaluateNode(run, state, blockNodes[position - start] ?? prepareNode(state.registration), outcome);
+        reuse?.note(state, position, trace, outcome);
+      }
+      if (outcome.reason === undefined) {
+        fit.names[fitCount] = name;
+        fit.scores[fitCount] = outcome.score;
+        fit.rows[fitCount] = outcome.row;
+        fitCount++;
+      } else failedNodes[name] = outcome.reason;
+    }
+  }
+  return fitCount;
+}
+
+/** The fitting nodes' lists, sized for every candidate, cut to the `count` that fit. */
+function cutTo(fit: { names: unknown[]; scores: unknown[]; rows: unknown[] }, count: number): void {
+  fit.names.length = count;
+  fit.scores.length = count;
+  fit.rows.length = count;
+}
+
+/**
  * Keeps a value built on first read on the decision itself, in place of its accessor. Reflect: on a decision someone
  * froze, every read builds the value again instead of throwing.
  */
@@ -243,14 +270,14 @@ function annotationsFor(
 
 function evaluateNode(run: FitRun, state: NodeState, node: PreparedNode, outcome: NodeOutcome): void {
   const { arena, plan, trace } = run.input;
-  const cards = node.devices.length;
+  const cards = node.cardCount;
   arena.ensure(cards);
   loadBookedUsage(arena, state, node);
   const score = nodeScore(arena, node);
   run.input.node = node;
   run.input.realtime = plan.realtime === undefined ? undefined : realtimeView(plan.realtime, state);
   if (run.input.realtime !== undefined) arena.noteAt.fill(-1, 0, cards);
-  const nodeRow = trace.beginNode(state.name, node.devices, state.registrationVersion);
+  const nodeRow = trace.beginNode(state.name, node.devices, node.cardFacts, state.registrationVersion);
   run.input.nodeRow = nodeRow;
 
   let failure: string | undefined;

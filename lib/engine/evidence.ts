@@ -17,6 +17,7 @@
  * about 1.5 µs each, more than the evidence objects they replaced. One accessor per decision (see
  * `decide`) costs nothing measurable.
  */
+import { CardFact, CARD_FACTS, writeCardFacts } from './cardFacts';
 import type { CardFigures } from './cardFigures';
 import { ReasonCode } from './types';
 import { collapsePodUsage } from './usage';
@@ -65,6 +66,7 @@ export class RowStore {
 /** A trace has five row sets: a few traces' worth. */
 const MAX_STORED_ROWS = 16;
 const NO_ROWS = new Float64Array(0);
+const NO_FACTS = new Float64Array(0);
 
 /** Rows of numbers in one growable Float64Array; float64 holds every figure exactly (NaN = absent). */
 class Rows {
@@ -289,9 +291,10 @@ export class DecisionTrace {
   /** Nodes below this row have their device rows. */
   private endedNodes = 0;
   private readonly referenced = new PositionSet();
-  /** Per node row: its name and device list (shared with the input, not copied). */
-  private readonly nodeNames: string[] = [];
-  private readonly nodeDevices: (readonly DeviceInfo[])[] = [];
+  /** Per node row: its name, device list and card facts (./cardFacts.ts; shared with the input, not copied). */
+  private readonly nodeNames: string[];
+  private readonly nodeDevices: (readonly DeviceInfo[])[];
+  private readonly nodeFacts: Float64Array[];
   /** Reason texts rows refer to by position. */
   private readonly texts: string[] = [];
   private currentNode = -1;
@@ -323,6 +326,11 @@ export class DecisionTrace {
     this.cardRows = new Rows(9, nodes * Math.max(containerCount * 2, picks + 1), store);
     this.pickRows = new Rows(7, nodes * picks, store);
     this.deviceRows = new Rows(5, nodes * Math.max(2, picks + 1), store);
+    // Sized as the rows, written by node row: grown one push at a time they were copied again and again, and the
+    // collector copied them (alive through the decision) at every young collection.
+    this.nodeNames = new Array<string>(nodes);
+    this.nodeDevices = new Array<readonly DeviceInfo[]>(nodes);
+    this.nodeFacts = new Array<Float64Array>(nodes);
   }
 
   hold(): void {
@@ -346,19 +354,23 @@ export class DecisionTrace {
 
   /** A candidate that Fit does not run on (unregistered): failed with `reason`, no containers. */
   failedNode(name: string, reason: string): void {
-    this.beginNode(name, []);
+    this.beginNode(name, [], NO_FACTS);
     this.nodeFailed(reason);
   }
 
-  /** Starts the evidence of a node; returns its row. `registrationVersion`: see `PackedEvidence`. */
-  beginNode(name: string, devices: readonly DeviceInfo[], registrationVersion = UNKNOWN_VERSION): number {
+  /**
+   * Starts the evidence of a node; returns its row. `facts`: the node's card facts, which the evidence of its cards reads
+   * (the `devices` are read only when the evidence is). `registrationVersion`: see `PackedEvidence`.
+   */
+  beginNode(name: string, devices: readonly DeviceInfo[], facts: Float64Array, registrationVersion = UNKNOWN_VERSION): number {
     this.endNode();
     const row = this.nodeRows.append();
     this.nodeRows.set(row, NodeColumn.reason, NO_TEXT);
     this.nodeRows.set(row, NodeColumn.registrationVersion, registrationVersion);
     this.nodeRows.set(row, NodeColumn.firstContainer, this.containerRows.length);
-    this.nodeNames.push(name);
-    this.nodeDevices.push(devices);
+    this.nodeNames[row] = name;
+    this.nodeDevices[row] = devices;
+    this.nodeFacts[row] = facts;
     this.currentNode = row;
     return row;
   }
@@ -385,8 +397,9 @@ export class DecisionTrace {
     const firstContainer = from.nodeRows.get(node, NodeColumn.firstContainer);
     const containerCount = from.nodeRows.get(node, NodeColumn.containerCount);
     this.nodeRows.set(row, NodeColumn.firstContainer, this.containerRows.length);
-    this.nodeNames.push(from.nodeNames[node]!);
-    this.nodeDevices.push(from.nodeDevices[node]!);
+    this.nodeNames[row] = from.nodeNames[node]!;
+    this.nodeDevices[row] = from.nodeDevices[node]!;
+    this.nodeFacts[row] = from.nodeFacts[node]!;
     for (let source = firstContainer; source < firstContainer + containerCount; source++) {
       const container = this.containerRows.appendCopy(from.containerRows, source);
       const reason = from.containerRows.get(source, ContainerColumn.reason);
@@ -478,16 +491,16 @@ export class DecisionTrace {
     const rows = this.deviceRows;
     this.nodeRows.set(node, NodeColumn.firstDevice, rows.length);
     this.nodeRows.set(node, NodeColumn.deviceCount, referenced.size);
-    const devices = this.nodeDevices[node]!;
+    const facts = this.nodeFacts[node]!;
     for (let i = 0; i < referenced.size; i++) {
       const position = referenced.at(i);
-      const device = devices[position]!;
+      const at = position * CARD_FACTS;
       const row = rows.append();
       rows.set(row, DeviceColumn.position, position);
-      rows.set(row, DeviceColumn.index, device.index);
-      rows.set(row, DeviceColumn.devmem, device.devmem);
-      rows.set(row, DeviceColumn.devcore, device.devcore);
-      rows.set(row, DeviceColumn.count, device.count);
+      rows.set(row, DeviceColumn.index, facts[at + CardFact.index]!);
+      rows.set(row, DeviceColumn.devmem, facts[at + CardFact.devmem]!);
+      rows.set(row, DeviceColumn.devcore, facts[at + CardFact.devcore]!);
+      rows.set(row, DeviceColumn.count, facts[at + CardFact.count]!);
     }
     this.endedNodes = node + 1;
   }
@@ -568,7 +581,7 @@ export class DecisionTrace {
       containers: this.containers,
       texts: this.texts,
       nodes: {
-        name: this.nodeNames,
+        name: this.nodeNames.slice(0, this.nodeRows.length),
         failed: column(this.nodeRows, NodeColumn.failed),
         score: column(this.nodeRows, NodeColumn.score),
         reason: column(this.nodeRows, NodeColumn.reason),
@@ -604,10 +617,14 @@ export class DecisionTrace {
     let pick = 0;
     packed.nodes.name.forEach((name, node) => {
       const sparse: DeviceInfo[] = [];
-      for (const [position, id, index, devmem, devcore, count] of packed.devices[node] ?? []) {
+      const referenced = packed.devices[node] ?? [];
+      for (const [position, id, index, devmem, devcore, count] of referenced) {
         sparse[position] = { id, index, devmem, devcore, count, type: '', numa: 0, mode: '', health: true };
       }
-      trace.beginNode(name, sparse);
+      // Only the cards the rows refer to: what the record kept of them.
+      const facts = new Float64Array(sparse.length * CARD_FACTS);
+      for (const [position] of referenced) writeCardFacts(facts, position, sparse[position]!, position, false);
+      trace.beginNode(name, sparse, facts);
       const n = trace.currentNode;
       trace.nodeRows.set(n, NodeColumn.failed, packed.nodes.failed[node] ?? 0);
       trace.nodeRows.set(n, NodeColumn.score, packed.nodes.score[node] ?? 0);

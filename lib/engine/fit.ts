@@ -4,7 +4,8 @@
  * pick carries the bounds the store must guard. Works on the arena's arrays; allocates nothing per card.
  */
 import type { DecisionArena } from './arena';
-import { isOvercommitted } from './capacity';
+import { exceedsCapacity } from './capacity';
+import { CardFact, CARD_FACTS } from './cardFacts';
 import { emptyCardFigures, type CardFigures } from './cardFigures';
 import type { CardOutcome, DecisionTrace } from './evidence';
 import { genReason } from './messages';
@@ -182,32 +183,37 @@ export class FitRun {
   /** Checks in HAMi's order; the first that fails names the outcome. */
   tryCard(p: number): ReasonCode | 'Fit' {
     const { plan, node, request } = this.input;
-    const device = node.devices[p]!;
-    this.memoryRequest = memoryToBook(request, device.devmem);
+    // The card's numbers from the node's card facts, not its object (./cardFacts.ts).
+    const facts = node.cardFacts;
+    const at = p * CARD_FACTS;
+    const count = facts[at + CardFact.count]!;
+    const devmem = facts[at + CardFact.devmem]!;
+    const devcore = facts[at + CardFact.devcore]!;
+    this.memoryRequest = memoryToBook(request, devmem);
     this.realtimeUsed = undefined;
     this.realtimeTotal = undefined;
-    if (!device.health || this.arena.failClosed[p] === 1) return ReasonCode.CardNotHealth;
-    if (node.cordoned[p] === 1) return ReasonCode.CardCordoned;
+    if (facts[at + CardFact.healthy] !== 1 || this.arena.failClosed[p] === 1) return ReasonCode.CardNotHealth;
+    if (facts[at + CardFact.cordoned] === 1) return ReasonCode.CardCordoned;
     if (!this.typeMatches(p)) return ReasonCode.CardTypeMismatch;
-    if (plan.selectors.numaBind) this.startNumaGroupIfChanged(node.numa[p]!);
-    if (plan.selectsByUuid && !uuidAllowed(plan.selectors, device.id)) return ReasonCode.CardUuidMismatch;
+    if (plan.selectors.numaBind) this.startNumaGroupIfChanged(facts[at + CardFact.numa]!);
+    if (plan.selectsByUuid && !uuidAllowed(plan.selectors, node.devices[p]!.id)) return ReasonCode.CardUuidMismatch;
     // Ours, before HAMi's capacity checks: a card others booked past its capacity takes nothing more (./capacity).
-    if (isOvercommitted(device, this.arena.baseUsed[p]!, this.arena.baseMem[p]!, this.arena.baseCores[p]!, false)) return ReasonCode.CardOvercommitted;
+    if (exceedsCapacity(count, devmem, devcore, this.arena.baseUsed[p]!, this.arena.baseMem[p]!, this.arena.baseCores[p]!, false)) return ReasonCode.CardOvercommitted;
     const used = this.arena.used[p]!;
     // A card tried again for the same container (MIG) counts the instances it already gave: HAMi does not, and would
     // book more slots than the card has.
-    if (device.count <= used + this.picksOn(p)) return ReasonCode.CardTimeSlicingExhausted;
+    if (count <= used + this.picksOn(p)) return ReasonCode.CardTimeSlicingExhausted;
     if (plan.gpuPolicy.isMutex && used > 0) return ReasonCode.ExclusiveDeviceAllocateConflict;
     if (this.coresRequest > 100) this.coresRequest = 100;
     if (!this.quotaFits(p)) return ReasonCode.ResourceQuotaNotFit;
-    if (device.devmem - this.arena.usedMem[p]! < this.memoryRequest) return ReasonCode.CardInsufficientMemory;
+    if (devmem - this.arena.usedMem[p]! < this.memoryRequest) return ReasonCode.CardInsufficientMemory;
     if (!this.realtimeMemoryFits(p)) return ReasonCode.CardRealtimeInsufficientMemory;
     const usedCores = this.arena.usedCores[p]!;
-    if (device.devcore - usedCores < this.coresRequest) return ReasonCode.CardInsufficientCore;
+    if (devcore - usedCores < this.coresRequest) return ReasonCode.CardInsufficientCore;
     // Cores = 100 asks for the whole card.
-    if (device.devcore === 100 && this.coresRequest === 100 && used > 0) return ReasonCode.ExclusiveDeviceAllocateConflict;
+    if (devcore === 100 && this.coresRequest === 100 && used > 0) return ReasonCode.ExclusiveDeviceAllocateConflict;
     // A request without cores cannot go on a card whose compute is fully booked.
-    if (device.devcore !== 0 && usedCores === device.devcore && this.coresRequest === 0) return ReasonCode.CardComputeUnitsExhausted;
+    if (devcore !== 0 && usedCores === devcore && this.coresRequest === 0) return ReasonCode.CardComputeUnitsExhausted;
     // The kind's own rule sees the memory resolved above, not the raw request.
     if (this.custom !== undefined && !this.custom.fits(this, p)) return this.custom.failure;
     return 'Fit';
@@ -259,16 +265,18 @@ export class FitRun {
    * never over-allocate (docs/state.md, "Guards").
    */
   private guardPick(p: number, pick: number): void {
-    const device = this.input.node.devices[p]!;
+    const facts = this.input.node.cardFacts;
+    const at = p * CARD_FACTS;
+    const devcore = facts[at + CardFact.devcore]!;
     const cores = this.coresRequest;
     const earlierSlots = this.arena.used[p]! - this.arena.baseUsed[p]!;
     const earlierMem = this.arena.usedMem[p]! - this.arena.baseMem[p]!;
     const earlierCores = this.arena.usedCores[p]! - this.arena.baseCores[p]!;
-    this.arena.pickedMaxSlots[pick] = device.count - 1 - earlierSlots - this.picksOn(p);
-    this.arena.pickedMaxMem[pick] = device.devmem - earlierMem - this.memoryRequest;
+    this.arena.pickedMaxSlots[pick] = facts[at + CardFact.count]! - 1 - earlierSlots - this.picksOn(p);
+    this.arena.pickedMaxMem[pick] = facts[at + CardFact.devmem]! - earlierMem - this.memoryRequest;
     // A container asking no cores needs one core left (CardComputeUnitsExhausted).
-    this.arena.pickedMaxCores[pick] = device.devcore - earlierCores - cores - (cores === 0 && device.devcore !== 0 ? 1 : 0);
-    const wholeCard = device.devcore === 100 && cores === 100;
+    this.arena.pickedMaxCores[pick] = devcore - earlierCores - cores - (cores === 0 && devcore !== 0 ? 1 : 0);
+    const wholeCard = devcore === 100 && cores === 100;
     this.arena.pickedExclusive[pick] = this.input.plan.gpuPolicy.isMutex || wholeCard ? 1 : 0;
   }
 

@@ -4,7 +4,8 @@
  */
 import type { DecisionArena } from './arena';
 import type { DeviceScoringWeights, GpuPolicy } from './podAnnotations';
-import { CARD_TABLE_WIDTH, type PreparedNode } from './prepared';
+import { CardFact, CARD_FACTS } from './cardFacts';
+import type { PreparedNode } from './prepared';
 import { PercentageUnset, SCORE_WEIGHT, type ContainerRequest, type DeviceInfo } from './types';
 
 const f32 = Math.fround;
@@ -15,14 +16,16 @@ const f32 = Math.fround;
  * request type (`NVIDIA`), which real model names never are (docs/hami-parity.md §5.2 quirk).
  */
 export function scoreCards(arena: DecisionArena, cards: Int32Array, node: PreparedNode, request: ContainerRequest, weights: DeviceScoringWeights): void {
-  // From the node's card table, not its device objects: a decision scores every card of every node, and at thousands
-  // of nodes the device objects no longer stay in the processor's cache from one decision to the next.
-  const { cardTable, cardTypes } = node;
+  // From the node's card facts, not its device objects (./cardFacts.ts).
+  const { cardFacts, cardTypes } = node;
   for (let i = 0; i < cards.length; i++) {
     const p = cards[i]!;
-    const at = p * CARD_TABLE_WIDTH;
+    const at = p * CARD_FACTS;
     const sameType = cardTypes[p] === request.type;
-    arena.cardScore[p] = scoreOf(cardTable[at]!, cardTable[at + 1]!, cardTable[at + 2]!, sameType, arena.used[p]!, arena.usedCores[p]!, arena.usedMem[p]!, request, weights);
+    const count = cardFacts[at + CardFact.count]!;
+    const devcore = cardFacts[at + CardFact.devcore]!;
+    const devmem = cardFacts[at + CardFact.devmem]!;
+    arena.cardScore[p] = scoreOf(count, devcore, devmem, sameType, arena.used[p]!, arena.usedCores[p]!, arena.usedMem[p]!, request, weights);
   }
 }
 
@@ -69,15 +72,22 @@ function scoreOf(
 
 /** Fills `arena.order` with the given cards in policy order (Fit takes from the end). */
 export function orderCards(arena: DecisionArena, cards: Int32Array, node: PreparedNode, policy: GpuPolicy): void {
-  const { order } = arena;
+  const { order, cardNuma, cardIndex } = arena;
   const n = cards.length;
   order.set(cards);
+  // What the comparisons read, from the node's card facts into the arena once, not once per comparison.
+  const facts = node.cardFacts;
+  for (let i = 0; i < n; i++) {
+    const p = cards[i]!;
+    cardNuma[p] = facts[p * CARD_FACTS + CardFact.numa]!;
+    cardIndex[p] = facts[p * CARD_FACTS + CardFact.index]!;
+  }
   // Stable insertion sort: Go's sort.Sort for up to 12 elements; kept stable beyond (HAMi's pdqsort
   // may reorder equal cards there).
   for (let i = 1; i < n; i++) {
     const card = order[i]!;
     let j = i - 1;
-    while (j >= 0 && sortsBefore(arena, node, policy, card, order[j]!)) {
+    while (j >= 0 && sortsBefore(arena, policy, card, order[j]!)) {
       order[j + 1] = order[j]!;
       j--;
     }
@@ -86,11 +96,11 @@ export function orderCards(arena: DecisionArena, cards: Int32Array, node: Prepar
 }
 
 /** Go's `DeviceUsageList.Less` (docs/hami-parity.md §5.3): does card `a` sort before card `b`? */
-function sortsBefore(arena: DecisionArena, node: PreparedNode, policy: GpuPolicy, a: number, b: number): boolean {
+function sortsBefore(arena: DecisionArena, policy: GpuPolicy, a: number, b: number): boolean {
   const scoreA = arena.cardScore[a]!;
   const scoreB = arena.cardScore[b]!;
-  const numaA = node.numa[a]!;
-  const numaB = node.numa[b]!;
+  const numaA = arena.cardNuma[a]!;
+  const numaB = arena.cardNuma[b]!;
   switch (policy.kind) {
     case 'chain':
       for (const key of policy.keys) {
@@ -98,7 +108,7 @@ function sortsBefore(arena: DecisionArena, node: PreparedNode, policy: GpuPolicy
         if (key === 'binpack' && scoreA !== scoreB) return scoreA < scoreB;
         if (key === 'spread' && scoreA !== scoreB) return scoreA > scoreB;
       }
-      return node.devices[a]!.index < node.devices[b]!.index;
+      return arena.cardIndex[a]! < arena.cardIndex[b]!;
     case 'mutex': {
       // Busy cards first, idle cards last, so Fit tries idle ones first.
       const usedA = arena.used[a]!;

@@ -3,7 +3,8 @@
  * each kind works out once. Apart from ./prepared.ts because it consults the registry of kinds, which sits above Fit.
  */
 import { deviceKindOf, DEVICE_KINDS, kindIndex } from './devices';
-import { CARD_TABLE_WIDTH, type PreparedNode } from './prepared';
+import { CARD_FACTS, writeCardFacts } from './cardFacts';
+import type { PreparedNode } from './prepared';
 import type { NodeRegistration } from './types';
 
 /**
@@ -12,21 +13,46 @@ import type { NodeRegistration } from './types';
  */
 const preparedNodes = new WeakMap<NodeRegistration, PreparedNode>();
 
+/**
+ * Equal small arrays of prepared nodes as one object (`shared`): the card positions per kind, what the kinds prepared,
+ * the card types. Most nodes of a cluster are alike, and a decision reads these arrays on every node; one object read
+ * again and again stays in the processor's caches, where each node's own copy was a miss at thousands of nodes
+ * (docs/performance.md, "Decisions at 5,000 nodes"). A memo of immutable values, keyed by their whole content: it
+ * changes no result. Bounded: past `MAX_SHARED` distinct values a node keeps its own.
+ */
+const sharedValues = new Map<string, unknown>();
+const MAX_SHARED = 4096;
+
+function shared<T>(key: string, value: T): T {
+  const found = sharedValues.get(key);
+  if (found !== undefined) return found as T;
+  if (sharedValues.size < MAX_SHARED) sharedValues.set(key, value);
+  return value;
+}
+
 export function prepareNode(registration: Extract<NodeRegistration, { registered: true }>): PreparedNode {
   const cached = preparedNodes.get(registration);
   if (cached !== undefined) return cached;
+  const prepared = preparedFrom(registration);
+  preparedNodes.set(registration, prepared);
+  return prepared;
+}
+
+/**
+ * `prepareNode`'s work, apart from its look-up: a function whose closures capture its variables makes an object for
+ * them at every call, and the look-up runs for every candidate of every decision.
+ */
+function preparedFrom(registration: Extract<NodeRegistration, { registered: true }>): PreparedNode {
   const { devices } = registration;
   const cordonedIds = new Set(registration.cordoned);
   const positions: (number[] | undefined)[] = DEVICE_KINDS.map(() => undefined);
   let totalSlots = 0;
   let totalCores = 0;
   let totalMem = 0;
-  // Float64: the numbers exactly as the device objects hold them.
-  const cardTable = new Float64Array(devices.length * CARD_TABLE_WIDTH);
+  const cardFacts = new Float64Array(devices.length * CARD_FACTS);
   devices.forEach((device, position) => {
-    cardTable[position * CARD_TABLE_WIDTH] = device.count;
-    cardTable[position * CARD_TABLE_WIDTH + 1] = device.devcore;
-    cardTable[position * CARD_TABLE_WIDTH + 2] = device.devmem;
+    const bookedAt = devices.findIndex((other) => other.id === device.id);
+    writeCardFacts(cardFacts, position, device, bookedAt, cordonedIds.has(device.id));
     const kind = deviceKindOf(device);
     if (kind !== undefined) {
       const list = (positions[kindIndex(kind)] ??= []);
@@ -36,31 +62,38 @@ export function prepareNode(registration: Extract<NodeRegistration, { registered
     totalCores += device.devcore;
     totalMem += device.devmem;
   });
-  const prepared: PreparedNode = {
+  const cardTypes = devices.map((d) => d.type);
+  const typeKeys = devices.map((d) => `${d.type}\u0000${d.mode}`);
+  return {
     devices,
-    cardsByKind: positions.map((list) => (list === undefined ? undefined : Int32Array.from(list))),
-    kindState: DEVICE_KINDS.map((kind) => kind.prepare?.(devices)),
-    cardTable,
-    cardTypes: sharedStrings(devices.map((d) => d.type)),
-    cordoned: Uint8Array.from(devices, (d) => (cordonedIds.has(d.id) ? 1 : 0)),
-    numa: Int32Array.from(devices, (d) => d.numa),
-    typeKeys: devices.map((d) => `${d.type}\u0000${d.mode}`),
+    cardCount: devices.length,
+    cardsByKind: shared(
+      `positions ${JSON.stringify(positions)}`,
+      positions.map((list) => (list === undefined ? undefined : Int32Array.from(list))),
+    ),
+    kindState: sharedKindState(DEVICE_KINDS.map((kind) => kind.prepare?.(devices))),
+    cardFacts,
+    cardTypes: shared(`types ${JSON.stringify(cardTypes)}`, sharedStrings(cardTypes)),
+    typeKeys: shared(`typeKeys ${JSON.stringify(typeKeys)}`, typeKeys),
     pairScores: registration.pairScores,
-    bookedAt: Int32Array.from(devices, (d) => devices.findIndex((other) => other.id === d.id)),
     totalSlots,
     totalCores,
     totalMem,
   };
-  preparedNodes.set(registration, prepared);
-  return prepared;
+}
+
+/** What the kinds prepared, shared (see `shared`) where every value is a primitive, which its text names exactly. */
+function sharedKindState(states: readonly unknown[]): readonly unknown[] {
+  const primitive = states.every((state) => state === undefined || state === null || ['boolean', 'number', 'string'].includes(typeof state));
+  return primitive ? shared(`kindState ${states.map((state) => `${typeof state}:${String(state)}`).join('|')}`, states) : states;
 }
 
 /** Equal strings as one string object each, so that comparing a node's cards reads one string, not one per card. */
 function sharedStrings(values: readonly string[]): string[] {
   const first = new Map<string, string>();
   return values.map((value) => {
-    const shared = first.get(value);
-    if (shared !== undefined) return shared;
+    const seen = first.get(value);
+    if (seen !== undefined) return seen;
     first.set(value, value);
     return value;
   });

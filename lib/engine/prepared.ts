@@ -4,34 +4,30 @@
  * node score before the pod (docs/hami-parity.md §5.1), booking a chosen card for the pod's later containers.
  */
 import type { DecisionArena } from './arena';
+import { CardFact, CARD_FACTS } from './cardFacts';
 import { saturatedInt32 } from './quantity';
-import { SCORE_WEIGHT, type DeviceInfo, type NodeState, type PairScores } from './types';
+import { SCORE_WEIGHT, UsageColumn, USAGE_WIDTH, type DeviceInfo, type NodeState, type PairScores } from './types';
 
 const f32 = Math.fround;
 
-/** Numbers per card in `PreparedNode.cardTable` (count, devcore, devmem). */
-export const CARD_TABLE_WIDTH = 3;
-
 export interface PreparedNode {
   readonly devices: readonly DeviceInfo[];
+  /** `devices.length`, kept here: the hot path then does not read the device list. */
+  readonly cardCount: number;
   /** Per device kind (by its position in `DEVICE_KINDS`), the positions (into `devices`) of the cards its Fit sees; undefined: the node has no device of the kind. */
   readonly cardsByKind: readonly (Int32Array | undefined)[];
   /** Per device kind, what it prepared for this node (`DeviceKind.prepare`). */
   readonly kindState: readonly unknown[];
   /**
-   * Per card, `count`, `devcore` and `devmem` (`CARD_TABLE_WIDTH` numbers a card, in that order): what scoring reads of
-   * every card, in one array instead of the card's object (./order.ts).
+   * Per card, the numbers every decision reads (./cardFacts.ts): what Fit, scoring, booking and the evidence read of a
+   * card, in one block instead of the card objects (those are read only for rarer checks: UUID selection, MIG, Neuron).
    */
-  readonly cardTable: Float64Array;
+  readonly cardFacts: Float64Array;
   /** Per card, its `type` (scoring compares it with the request's). */
   readonly cardTypes: readonly string[];
-  readonly cordoned: Uint8Array;
-  readonly numa: Int32Array;
   /** `type` and `mode` joined, the key of the per-pod type check cache. */
   readonly typeKeys: readonly string[];
   readonly pairScores: PairScores;
-  /** Per card, the position of the first card registered with its UUID (itself unless a UUID is listed twice): where booking it goes. */
-  readonly bookedAt: Int32Array;
   /** Node score denominators over all cards (docs/hami-parity.md §5.1). */
   readonly totalSlots: number;
   readonly totalCores: number;
@@ -40,15 +36,13 @@ export interface PreparedNode {
 
 export const EMPTY_NODE: PreparedNode = {
   devices: [],
+  cardCount: 0,
   cardsByKind: [],
   kindState: [],
-  cardTable: new Float64Array(0),
+  cardFacts: new Float64Array(0),
   cardTypes: [],
-  cordoned: new Uint8Array(0),
-  numa: new Int32Array(0),
   typeKeys: [],
   pairScores: {},
-  bookedAt: new Int32Array(0),
   totalSlots: 0,
   totalCores: 0,
   totalMem: 0,
@@ -56,14 +50,16 @@ export const EMPTY_NODE: PreparedNode = {
 
 
 /**
- * Reads what Fit will read first of a prepared node (its arrays and card objects) and nothing more, so that those
- * objects are in the processor's caches when Fit comes to them (see `NODE_BLOCK` in ./decide.ts); `touchUsage` reads
- * the node's booked usage, one level of objects further.
+ * Reads what Fit will read first of a prepared node (its card facts, a cache line a card, and its cards' positions) and
+ * nothing more, so that those are in the processor's caches when Fit comes to them (see `NODE_BLOCK` in ./decide.ts);
+ * `touchUsage` reads the node's booked usage, one level of objects further.
  */
 export function touchPrepared(arena: DecisionArena, node: PreparedNode): void {
-  let sum = node.cardTable[0]! + node.numa[0]! + node.cordoned[0]! + node.bookedAt[0]! + (node.cardsByKind[0]?.[0] ?? 0);
-  const { devices } = node;
-  for (let p = 0; p < devices.length; p++) sum += devices[p]!.index;
+  const { cardFacts } = node;
+  let sum = node.cardsByKind[0]?.[0] ?? 0;
+  for (let at = 0; at < cardFacts.length; at += CARD_FACTS) sum += cardFacts[at]!;
+  // A node's cards of one type share one string (./prepareNode.ts), but each node has its own.
+  sum += (node.cardTypes[0]?.length ?? 0) + (node.kindState[0] === undefined ? 0 : 1);
   arena.touched = sum;
 }
 
@@ -71,7 +67,7 @@ export function touchPrepared(arena: DecisionArena, node: PreparedNode): void {
 export function touchUsage(arena: DecisionArena, state: NodeState, node: PreparedNode): void {
   const aligned = state.usageByPosition;
   if (aligned !== undefined) {
-    arena.touched = aligned.used[0]! + aligned.mem[0]! + aligned.cores[0]!;
+    arena.touched = aligned[0]! + aligned[aligned.length - 1]!;
     return;
   }
   let sum = 0;
@@ -82,16 +78,19 @@ export function touchUsage(arena: DecisionArena, state: NodeState, node: Prepare
 
 /** Booked usage per card into the arena; cards absent from the ledger are idle (docs/hami-parity.md §7.2). */
 export function loadBookedUsage(arena: DecisionArena, state: NodeState, node: PreparedNode): void {
-  const { devices } = node;
   loadHeldParts(arena, state, node);
   const aligned = state.usageByPosition;
-  if (aligned !== undefined && aligned.used.length === devices.length) {
-    arena.baseUsed.set(aligned.used);
-    arena.baseMem.set(aligned.mem);
-    arena.baseCores.set(aligned.cores);
+  const cards = node.cardCount;
+  if (aligned !== undefined && aligned.length === cards * USAGE_WIDTH) {
+    for (let p = 0, at = 0; p < cards; p++, at += USAGE_WIDTH) {
+      arena.baseUsed[p] = aligned[at + UsageColumn.used]!;
+      arena.baseMem[p] = aligned[at + UsageColumn.mem]!;
+      arena.baseCores[p] = aligned[at + UsageColumn.cores]!;
+    }
     return;
   }
-  for (let p = 0; p < devices.length; p++) {
+  const { devices } = node;
+  for (let p = 0; p < cards; p++) {
     const usage = state.usage[devices[p]!.id];
     arena.baseUsed[p] = saturatedInt32(usage?.used ?? 0);
     arena.baseMem[p] = saturatedInt32(usage?.usedmem ?? 0);
@@ -130,7 +129,7 @@ export function nodeScore(arena: DecisionArena, node: PreparedNode): number {
   let used = 0;
   let usedCores = 0;
   let usedMem = 0;
-  for (let p = 0; p < node.devices.length; p++) {
+  for (let p = 0; p < node.cardCount; p++) {
     used += arena.baseUsed[p]!;
     usedCores += arena.baseCores[p]!;
     usedMem += arena.baseMem[p]!;
@@ -146,7 +145,7 @@ export function nodeScore(arena: DecisionArena, node: PreparedNode): number {
  * UUID, to the first card registered with it (a registration listing a UUID twice books the first: `bookedAt`).
  */
 export function bookCard(arena: DecisionArena, node: PreparedNode, position: number, mem: number, cores: number): void {
-  const p = node.bookedAt[position]!;
+  const p = node.cardFacts[position * CARD_FACTS + CardFact.bookedAt]!;
   arena.used[p]! += 1;
   arena.usedMem[p]! += mem;
   arena.usedCores[p]! += cores;

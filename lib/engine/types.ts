@@ -131,10 +131,11 @@ export interface NodeState {
   /** A node-level failure known before any card is tried (a `NodeFailure` text): the node fails with it. */
   readonly unschedulable?: string;
   /**
-   * `usage` aligned with `registration.devices` (entry p is card p), for callers that keep node states across
-   * decisions: the engine then reads arrays instead of looking every card up by UUID.
+   * `usage` aligned with `registration.devices`, for callers that keep node states across decisions: the engine then
+   * reads one array instead of looking every card up by UUID. Card p's `used`, `usedmem` and `usedcores` are entries
+   * `p * USAGE_WIDTH + UsageColumn.…`, int32 (saturated, ./quantity.ts): one block of memory per node.
    */
-  readonly usageByPosition?: AlignedUsage;
+  readonly usageByPosition?: Int32Array;
   /** Parts of cards held by bookings, per card UUID (MIG placements in use). */
   readonly placementsInUse?: Readonly<Record<string, readonly MigPlacement[]>>;
   /**
@@ -144,11 +145,9 @@ export interface NodeState {
   readonly failClosed?: readonly string[];
 }
 
-export interface AlignedUsage {
-  readonly used: Int32Array;
-  readonly mem: Int32Array;
-  readonly cores: Int32Array;
-}
+/** Columns of `NodeState.usageByPosition`, `USAGE_WIDTH` numbers per card. */
+export const UsageColumn = { used: 0, mem: 1, cores: 2 } as const;
+export const USAGE_WIDTH = 3;
 
 /** `util.Weight` in HAMi's score formulas (card scores in ./order.ts, the node score in ./prepared.ts). */
 export const SCORE_WEIGHT = 10;

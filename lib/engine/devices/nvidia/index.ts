@@ -75,6 +75,8 @@ export const nvidia: DeviceKind = {
   fit: (run: FitRun, cards: Int32Array) => fitContainer(run, cards, rulesFor(run)),
   // HAMi's `AddResourceUsage`: a MIG instance books its profile's memory and cores, and takes its placement.
   addResourceUsage(run: FitRun, pick: number) {
+    // Most nodes have no MIG card: known without reading the card's object (./cardFacts.ts in the engine says why).
+    if (!hasMigCard(run)) return undefined;
     const { arena, node } = run.input;
     const position = arena.picked[pick]!;
     const device = node.devices[position]!;
