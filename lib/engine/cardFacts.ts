@@ -1,7 +1,7 @@
 /**
  * A node's cards as numbers: one row of `CARD_FACTS` float64s per card, in registration order, holding everything Fit,
  * scoring, booking and the evidence read of a card on every decision. A module of its own, importing nothing but
- * types: the prepared node (./prepared.ts) builds the rows and the evidence (./evidence.ts) reads them.
+ * types: ./prepareNode.ts builds the rows, and Fit, scoring, booking (./prepared.ts) and the evidence (./evidence.ts) read them.
  *
  * Why rows of numbers: a decision reads every card of every candidate. Eight card objects per node, each with its own
  * fields and strings, are sixteen or so cache lines spread over the heap; at thousands of nodes they are no longer in

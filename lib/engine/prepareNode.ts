@@ -82,10 +82,13 @@ function preparedFrom(registration: Extract<NodeRegistration, { registered: true
   };
 }
 
-/** What the kinds prepared, shared (see `shared`) where every value is a primitive, which its text names exactly. */
+/**
+ * What the kinds prepared, shared (see `shared`) where every value is undefined, null or a boolean (a flag such as
+ * "has a MIG card"), which its text names exactly; anything else stays the node's own.
+ */
 function sharedKindState(states: readonly unknown[]): readonly unknown[] {
-  const primitive = states.every((state) => state === undefined || state === null || ['boolean', 'number', 'string'].includes(typeof state));
-  return primitive ? shared(`kindState ${states.map((state) => `${typeof state}:${String(state)}`).join('|')}`, states) : states;
+  const flags = states.every((state) => state === undefined || state === null || typeof state === 'boolean');
+  return flags ? shared(`kindState ${states.map(String).join('|')}`, states) : states;
 }
 
 /** Equal strings as one string object each, so that comparing a node's cards reads one string, not one per card. */

@@ -58,7 +58,8 @@ export function touchPrepared(arena: DecisionArena, node: PreparedNode): void {
   const { cardFacts } = node;
   let sum = node.cardsByKind[0]?.[0] ?? 0;
   for (let at = 0; at < cardFacts.length; at += CARD_FACTS) sum += cardFacts[at]!;
-  // A node's cards of one type share one string (./prepareNode.ts), but each node has its own.
+  // The card types' strings and the kinds' state: most nodes share them with other nodes (./prepareNode.ts, `shared`),
+  // but a node past that memo's bound has its own.
   sum += (node.cardTypes[0]?.length ?? 0) + (node.kindState[0] === undefined ? 0 : 1);
   arena.touched = sum;
 }
