@@ -4,7 +4,6 @@
  * view) keeps one arena; `decide` makes a fresh one when given none. One decision at a time: `decide` is synchronous.
  */
 
-import type { PickGuard } from './evidence';
 import type { MigPlacement } from './types';
 
 /** A container's picks: grown with the card count, and beyond it when one card gives several (MIG instances). */
@@ -63,8 +62,6 @@ export class DecisionArena {
   basePlacements: (readonly MigPlacement[] | undefined)[] = [];
   /** The working copy the current container sees: before this pod, plus the pod's earlier containers here. */
   placements: MigPlacement[][] = [];
-  /** The guard of the pick being recorded, refilled for each (`DecisionTrace.addPick` copies its numbers). */
-  readonly pickGuard: { -readonly [K in keyof PickGuard]: PickGuard[K] } = { maxSlotsBefore: 0, maxMemBefore: 0, maxCoresBefore: 0, exclusive: false };
   /** What `touchPrepared` and `touchUsage` read, kept so that their reads are not optimised away. */
   touched = 0;
   /** Index into the decision's real-time notes per card, -1 when none yet for this node. */

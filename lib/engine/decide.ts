@@ -315,13 +315,7 @@ function evaluateNode(run: FitRun, state: NodeState, node: PreparedNode, outcome
     trace.addContainer(c, 'passed', undefined, firstCard);
     for (let i = 0; i < run.pickedCount; i++) {
       const p = arena.picked[i]!;
-      // One guard object per arena, refilled: an object per pick was most of what a decision allocated per node.
-      const guard = arena.pickGuard;
-      guard.maxSlotsBefore = arena.pickedMaxSlots[i]!;
-      guard.maxMemBefore = arena.pickedMaxMem[i]!;
-      guard.maxCoresBefore = arena.pickedMaxCores[i]!;
-      guard.exclusive = arena.pickedExclusive[i] === 1;
-      trace.addPick(p, arena.pickedMem[i]!, arena.pickedCores[i]!, guard);
+      trace.addPick(p, arena.pickedMem[i]!, arena.pickedCores[i]!, arena.pickedMaxSlots[i]!, arena.pickedMaxMem[i]!, arena.pickedMaxCores[i]!, arena.pickedExclusive[i] === 1);
       bookCard(arena, node, p, arena.pickedMem[i]!, arena.pickedCores[i]!);
     }
   }

@@ -257,14 +257,6 @@ const PickColumn = { position: 0, usedMem: 1, usedCores: 2, maxSlotsBefore: 3, m
 /** The cards a node's rows refer to, each once, in first-seen order: what the record keeps of them. */
 const DeviceColumn = { position: 0, index: 1, devmem: 2, devcore: 3, count: 4 } as const;
 
-/** What the store must guard for one pick (see `CardClaim`). */
-export interface PickGuard {
-  readonly maxSlotsBefore: number;
-  readonly maxMemBefore: number;
-  readonly maxCoresBefore: number;
-  readonly exclusive: boolean;
-}
-
 /** Small-integer codes for the strings rows refer to. */
 const OUTCOMES: readonly CardOutcome[] = ['Fit', ...Object.values(ReasonCode)];
 const outcomeCode = new Map<CardOutcome, number>(OUTCOMES.map((outcome, code) => [outcome, code]));
@@ -461,16 +453,21 @@ export class DecisionTrace {
     return row;
   }
 
-  /** One card given to the container recorded last, with what the store must guard for it. */
-  addPick(position: number, usedMem: number, usedCores: number, guard: PickGuard): void {
+  /**
+   * One card given to the container recorded last, with what the store must guard for it (see `CardClaim`): the most
+   * the card's booked slots, memory and cores may hold before this pod, and whether the pod takes it whole. Numbers, not
+   * a guard object: an object made with each decision's arena had a new hidden class in each of a fresh process's first
+   * decisions, which left this code reading it the slow, generic way for good (docs/performance.md).
+   */
+  addPick(position: number, usedMem: number, usedCores: number, maxSlotsBefore: number, maxMemBefore: number, maxCoresBefore: number, exclusive: boolean): void {
     const row = this.pickRows.append();
     this.pickRows.set(row, PickColumn.position, position);
     this.pickRows.set(row, PickColumn.usedMem, usedMem);
     this.pickRows.set(row, PickColumn.usedCores, usedCores);
-    this.pickRows.set(row, PickColumn.maxSlotsBefore, guard.maxSlotsBefore);
-    this.pickRows.set(row, PickColumn.maxMemBefore, guard.maxMemBefore);
-    this.pickRows.set(row, PickColumn.maxCoresBefore, guard.maxCoresBefore);
-    this.pickRows.set(row, PickColumn.exclusive, guard.exclusive ? 1 : 0);
+    this.pickRows.set(row, PickColumn.maxSlotsBefore, maxSlotsBefore);
+    this.pickRows.set(row, PickColumn.maxMemBefore, maxMemBefore);
+    this.pickRows.set(row, PickColumn.maxCoresBefore, maxCoresBefore);
+    this.pickRows.set(row, PickColumn.exclusive, exclusive ? 1 : 0);
     const container = this.containerRows.length - 1;
     this.containerRows.set(container, ContainerColumn.pickCount, this.containerRows.get(container, ContainerColumn.pickCount) + 1);
   }

@@ -186,6 +186,12 @@ export type GpuPolicy =
       readonly numaBind: boolean;
     };
 
+/**
+ * The pod's card policy, one of `GPU_POLICIES`: the same object for every pod with the same policy. Fit and the card
+ * order read it for every card; made anew for each decision, it had a new hidden class in each of a fresh process's
+ * first decisions (V8 keeps an object shape only while something uses it), and the code reading it stayed generic and
+ * slow for good (docs/performance.md, "Decisions at 5,000 nodes").
+ */
 export function gpuPolicyOf(annotations: Readonly<Record<string, string>>, configured: string, numaBind: boolean): GpuPolicy {
   const value = annotations[PodAnnotation.GpuSchedulerPolicy] ?? configured;
   const items = value.split(',').map((item) => item.trim());
@@ -202,11 +208,38 @@ export function gpuPolicyOf(annotations: Readonly<Record<string, string>>, confi
       if (at >= 0) keys.splice(at, 1);
       keys.unshift('numa');
     }
-    return { kind: 'chain', keys, needTopology, isMutex };
+    return GPU_POLICIES.get(policyKey('chain', keys, needTopology, isMutex, false))!;
   }
   const kind = value === 'mutex' ? 'mutex' : value === 'binpack' ? 'binpack' : 'spread';
-  return { kind, needTopology, isMutex, numaBind };
+  return GPU_POLICIES.get(policyKey(kind, [], needTopology, isMutex, numaBind))!;
 }
+
+function policyKey(kind: GpuPolicy['kind'], keys: readonly SortKey[], needTopology: boolean, isMutex: boolean, numaBind: boolean): string {
+  return `${kind}|${keys.join(',')}|${needTopology}|${isMutex}|${numaBind}`;
+}
+
+/**
+ * Every card policy there is, frozen: each kind with each flag, and each chain of distinct sort keys (numa-bind is in a
+ * chain's keys). 84 in all.
+ */
+const GPU_POLICIES: ReadonlyMap<string, GpuPolicy> = (() => {
+  const policies = new Map<string, GpuPolicy>();
+  const chains: SortKey[][] = [];
+  const extend = (chain: SortKey[]): void => {
+    if (chain.length > 0) chains.push(chain);
+    for (const key of ['binpack', 'spread', 'numa'] as const) if (!chain.includes(key)) extend([...chain, key]);
+  };
+  extend([]);
+  for (const needTopology of [false, true]) {
+    for (const isMutex of [false, true]) {
+      for (const keys of chains) policies.set(policyKey('chain', keys, needTopology, isMutex, false), Object.freeze({ kind: 'chain', keys: Object.freeze(keys), needTopology, isMutex }));
+      for (const kind of ['mutex', 'binpack', 'spread'] as const) {
+        for (const numaBind of [false, true]) policies.set(policyKey(kind, [], needTopology, isMutex, numaBind), Object.freeze({ kind, needTopology, isMutex, numaBind }));
+      }
+    }
+  }
+  return policies;
+})();
 
 export interface DeviceScoringWeights {
   readonly slot: number;

@@ -103,6 +103,16 @@ describe('steering annotations (docs/hami-parity.md §3.4)', () => {
   ])('gpu policy %j (numa-bind %p)', (value, numaBind, expected) => {
     expect(gpuPolicyOf({ 'hami.io/gpu-scheduler-policy': value }, 'spread', numaBind)).toEqual(expected);
   });
+
+  it('gives every pod with the same card policy the same frozen object (its shape stays known to the compiled code)', () => {
+    for (const value of ['spread', 'binpack', 'mutex,topology-aware', 'binpack,numa', 'numa']) {
+      const first = gpuPolicyOf({ 'hami.io/gpu-scheduler-policy': value }, 'spread', false);
+      expect(gpuPolicyOf({ 'hami.io/gpu-scheduler-policy': value }, 'binpack', false)).toBe(first);
+      expect(Object.isFrozen(first)).toBe(true);
+    }
+    expect(gpuPolicyOf({}, 'binpack', true)).toBe(gpuPolicyOf({ 'hami.io/gpu-scheduler-policy': 'binpack' }, 'spread', true));
+    expect(gpuPolicyOf({}, 'binpack', true)).not.toBe(gpuPolicyOf({}, 'binpack', false));
+  });
 });
 
 describe('hami.io/device-scoring-weights (docs/hami-parity.md §5.2)', () => {
