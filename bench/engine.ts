@@ -6,10 +6,12 @@
  * {"nodes":1000,"cardsPerNode":8,"medianMs":…,"p99Ms":…,"scaling":[{"nodes":100,"medianMs":…},…],
  *  "coldStart":{"nodes":5000,"buildMs":…,"firstDecideMs":…,"runs":[…]}}
  *
- * Inputs are built once per size, outside the timed region; each size is warmed up first. The
- * summary times `decide` alone. The engine builds the evidence objects when `decision.evidence` is
- * first read (callers that log or store it pay for them then), so afterwards, for information, it
- * also times `decide` plus reading the whole evidence per size.
+ * Each size is measured in a Node.js process of its own, as a control plane's execution environment only ever decides
+ * on its own cluster: decisions on other sizes in the same process leave V8's compiled code shaped by them (an array
+ * packed at one size and holey at another, objects whose hidden class changed), which no environment sees. Inputs are
+ * built once, outside the timed region, and warmed up first. The summary times `decide` alone. The engine builds the
+ * evidence objects when `decision.evidence` is first read (callers that log or store it pay for them then), so
+ * afterwards, for information, the same process also times `decide` plus reading the whole evidence.
  *
  * `coldStart` is the first decision of a new execution environment (a new Lambda environment's first filter, once its
  * view is loaded): each run is a fresh Node.js process that builds the 5,000-node input (`buildMs`, not part of the
@@ -33,6 +35,16 @@ const COLD_NODES = 5000;
 const COLD_RUNS = 3;
 /** The argument that makes this script one cold-start run (see `coldStart`). */
 const COLD_FLAG = '--cold-start-run';
+/** The argument, followed by a node count, that makes this script the measurement of one size (see `sizeRun`). */
+const SIZE_FLAG = '--size-run';
+
+interface SizeResult {
+  readonly nodes: number;
+  readonly medianMs: number;
+  readonly p99Ms: number;
+  /** `decide` plus reading every node's evidence, measured after the figures above. */
+  readonly withEvidence: { readonly medianMs: number; readonly p99Ms: number };
+}
 
 /** Deterministic pseudo-random numbers so runs are comparable. */
 function lcg(seed: number): () => number {
@@ -141,15 +153,29 @@ function coldStartRun(): void {
   console.log(JSON.stringify({ buildMs: round(start - built), firstDecideMs: round(end - start) }));
 }
 
-/** Cold-start runs, each in a new process with this process's Node.js and flags (see `coldStartRun`). */
+/** One size measured in this fresh process: prints a `SizeResult` as JSON. */
+function sizeRun(nodes: number): void {
+  if (!Number.isInteger(nodes) || nodes < 1) throw new Error(`${SIZE_FLAG} needs a node count, got ${nodes}`);
+  const input = cluster(nodes);
+  const decideOnly = measure(input, nodes >= 5000 ? 100 : 200);
+  // After the figures above, so the evidence objects' garbage cannot land in their timings.
+  const withEvidence = measure(input, nodes >= 5000 ? 20 : 50, true);
+  const result: SizeResult = { nodes, ...decideOnly, withEvidence };
+  console.log(JSON.stringify(result));
+}
+
+/** Runs this script again in a new process with this process's Node.js and flags; returns the last line's JSON. */
+function runChild<T>(args: readonly string[], what: string): T {
+  const child = spawnSync(process.execPath, [...process.execArgv, process.argv[1]!, ...args], { encoding: 'utf8' });
+  if (child.status !== 0) throw new Error(`${what} failed (exit ${child.status}): ${child.stderr}`);
+  const lines = child.stdout.trim().split('\n');
+  return JSON.parse(lines[lines.length - 1]!) as T;
+}
+
+/** Cold-start runs, each in a new process (see `coldStartRun`). */
 function coldStart(): { nodes: number; buildMs: number; firstDecideMs: number; runs: { buildMs: number; firstDecideMs: number }[] } {
   const runs: { buildMs: number; firstDecideMs: number }[] = [];
-  for (let i = 0; i < COLD_RUNS; i++) {
-    const child = spawnSync(process.execPath, [...process.execArgv, process.argv[1]!, COLD_FLAG], { encoding: 'utf8' });
-    if (child.status !== 0) throw new Error(`cold-start run failed (exit ${child.status}): ${child.stderr}`);
-    const lines = child.stdout.trim().split('\n');
-    runs.push(JSON.parse(lines[lines.length - 1]!) as { buildMs: number; firstDecideMs: number });
-  }
+  for (let i = 0; i < COLD_RUNS; i++) runs.push(runChild<{ buildMs: number; firstDecideMs: number }>([COLD_FLAG], 'cold-start run'));
   const median = (values: number[]): number => [...values].sort((a, b) => a - b)[Math.floor(values.length / 2)]!;
   return { nodes: COLD_NODES, buildMs: median(runs.map((r) => r.buildMs)), firstDecideMs: median(runs.map((r) => r.firstDecideMs)), runs };
 }
@@ -160,19 +186,18 @@ function main(): void {
   console.log(`nodes=${cold.nodes} cold start: build=${cold.buildMs}ms first decide=${cold.firstDecideMs}ms (median of ${COLD_RUNS} fresh processes)`);
   const scaling: { nodes: number; medianMs: number }[] = [];
   let headline = { medianMs: 0, p99Ms: 0 };
+  // One after the other, never side by side: each process has the machine to itself.
   for (const nodes of SIZES) {
-    const result = measure(cluster(nodes), nodes >= 5000 ? 100 : 200);
+    const result = runChild<SizeResult>([SIZE_FLAG, String(nodes)], `measurement of ${nodes} nodes`);
     console.log(`nodes=${nodes} cards=${nodes * CARDS_PER_NODE} median=${result.medianMs}ms p99=${result.p99Ms}ms`);
+    console.log(`nodes=${nodes} decide + read all evidence: median=${result.withEvidence.medianMs}ms p99=${result.withEvidence.p99Ms}ms`);
     scaling.push({ nodes, medianMs: result.medianMs });
-    if (nodes === HEADLINE_NODES) headline = result;
-  }
-  // After the headline figures, so the evidence objects' garbage cannot land in their timings.
-  for (const nodes of SIZES) {
-    const result = measure(cluster(nodes), nodes >= 5000 ? 20 : 50, true);
-    console.log(`nodes=${nodes} decide + read all evidence: median=${result.medianMs}ms p99=${result.p99Ms}ms`);
+    if (nodes === HEADLINE_NODES) headline = { medianMs: result.medianMs, p99Ms: result.p99Ms };
   }
   console.log(JSON.stringify({ nodes: HEADLINE_NODES, cardsPerNode: CARDS_PER_NODE, ...headline, scaling, coldStart: cold }));
 }
 
+const sizeAt = process.argv.indexOf(SIZE_FLAG);
 if (process.argv.includes(COLD_FLAG)) coldStartRun();
+else if (sizeAt >= 0) sizeRun(Number(process.argv[sizeAt + 1]));
 else main();
