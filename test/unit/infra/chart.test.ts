@@ -5,10 +5,10 @@
  * stale), and the kustomize overlay example.
  */
 import { execFileSync } from 'node:child_process';
-import { mkdtempSync, readdirSync, readFileSync, rmSync } from 'node:fs';
+import { mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { loadRelayConfig } from '../../../lib/relay/config';
+import { DEFAULT_AHEAD_COLD_AFTER_MS, DEFAULT_AHEAD_MAX_BATCHES, loadRelayConfig } from '../../../lib/relay/config';
 import { CHART, REQUIRED_VALUES, ROOT, find, helm, parseObjects, renderChart, tool, type K8sObject } from '../../support/chart';
 
 interface Container {
@@ -229,6 +229,79 @@ describe('non-default values', () => {
     const container = podSpec(find(objects, 'Deployment', 'hami-relay')).containers[0] as Container;
     expect(container.envFrom).toContainEqual({ secretRef: { name: 'hami-api-token' } });
     expect(loadRelayConfig({ ...relayEnvironment(objects), HAMI_API_TOKEN: 'from-the-secret' }).controlPlane.auth).toBe('token');
+  });
+});
+
+describe("the relay's tuning values (relay.aheadMaxBatches, relay.aheadColdAfterMs, relay.bindHandOverMs)", () => {
+  const TUNING = [
+    ['aheadMaxBatches', 'RELAY_AHEAD_MAX_BATCHES'],
+    ['aheadColdAfterMs', 'RELAY_AHEAD_COLD_AFTER_MS'],
+    ['bindHandOverMs', 'RELAY_BIND_HANDOVER_MS'],
+  ] as const;
+  const relaySchema = (JSON.parse(readFileSync(join(CHART, 'values.schema.json'), 'utf8')) as { properties: { relay: { properties: Record<string, { minimum: number; maximum: number }> } } }).properties.relay.properties;
+  const relayBase = { HAMI_CONTROL_PLANE_URL: 'https://a1b2c3d4e5.execute-api.eu-west-1.amazonaws.com', HAMI_CONTROL_PLANE_AUTH: 'none', RELAY_EXTENDER_TLS: 'off', RELAY_USER_TLS: 'off' };
+
+  /** Renders with `values` as a values file: numbers from a file reach the templates as floats, as users' do. */
+  function renderWithFile(values: string, args: readonly string[] = []): ReturnType<typeof helm> {
+    const dir = mkdtempSync(join(tmpdir(), 'hami-tuning-'));
+    try {
+      writeFileSync(join(dir, 'values.yaml'), values);
+      return helm(['template', 'hami-explain', CHART, '--namespace', 'hami-system', '--kube-version', '1.31.0', ...REQUIRED_VALUES, '-f', join(dir, 'values.yaml'), ...args]);
+    } finally {
+      rmSync(dir, { recursive: true, force: true });
+    }
+  }
+
+  it("sets none of their variables by default, so the relay's own defaults apply", () => {
+    const objects = renderChart();
+    for (const [, variable] of TUNING) expect(Object.keys(configData(objects))).not.toContain(variable);
+    const config = loadRelayConfig(relayEnvironment(objects));
+    expect(config.ahead).toEqual(expect.objectContaining({ maxBatches: DEFAULT_AHEAD_MAX_BATCHES, coldAfterMs: DEFAULT_AHEAD_COLD_AFTER_MS }));
+    expect(config.bindHandOverMs).toBe(15_000);
+  });
+
+  it('renders each value given as its variable, which the relay loads (large numbers from a values file stay integers)', () => {
+    const result = renderWithFile('relay:\n  aheadMaxBatches: 16\n  aheadColdAfterMs: 86400000\n  bindHandOverMs: 0\n');
+    expect(result.status).toBe(0);
+    const objects = parseObjects(result.stdout);
+    expect(configData(objects)).toEqual(expect.objectContaining({ RELAY_AHEAD_MAX_BATCHES: '16', RELAY_AHEAD_COLD_AFTER_MS: '86400000', RELAY_BIND_HANDOVER_MS: '0' }));
+    const config = loadRelayConfig(relayEnvironment(objects));
+    expect(config.ahead).toEqual(expect.objectContaining({ maxBatches: 16, coldAfterMs: 86_400_000 }));
+    expect(config.bindHandOverMs).toBe(0);
+    expect(loadRelayConfig(relayEnvironment(renderChart(['--set', 'relay.bindHandOverMs=20000']))).bindHandOverMs).toBe(20_000);
+  });
+
+  it.each(TUNING)("relay.%s: the schema's bounds are exactly the relay's, and a value outside them is refused at install time", (key, variable) => {
+    const { minimum, maximum } = relaySchema[key] as { minimum: number; maximum: number };
+    expect(() => loadRelayConfig({ ...relayBase, [variable]: String(maximum + 1) })).toThrow(`${variable}: must be an integer between ${minimum} and ${maximum}`);
+    for (const outside of [minimum - 1, maximum + 1]) {
+      const refused = helm(['template', 'hami-explain', CHART, '--namespace', 'hami-system', ...REQUIRED_VALUES, '--set', `relay.${key}=${outside}`]);
+      expect(refused.status).not.toBe(0);
+      expect(refused.stderr).toContain(`at '/relay/${key}': ${outside < minimum ? 'minimum' : 'maximum'}`);
+    }
+  });
+
+  it('refuses a value and a relay.extraEnv entry that set one variable differently, naming the two; the same value, or extraEnv alone, is fine', () => {
+    const conflict = renderWithFile('relay:\n  aheadMaxBatches: 8\n  extraEnv:\n    - { name: RELAY_AHEAD_MAX_BATCHES, value: "4" }\n');
+    expect(conflict.status).not.toBe(0);
+    expect(conflict.stderr).toContain('relay.extraEnv sets RELAY_AHEAD_MAX_BATCHES to "4" but relay.aheadMaxBatches is "8": set only one of them');
+    const fromElsewhere = renderWithFile('relay:\n  bindHandOverMs: 0\n  extraEnv:\n    - name: RELAY_BIND_HANDOVER_MS\n      valueFrom: { configMapKeyRef: { name: tuning, key: handover } }\n');
+    expect(fromElsewhere.status).not.toBe(0);
+    expect(fromElsewhere.stderr).toContain('relay.extraEnv sets RELAY_BIND_HANDOVER_MS from a valueFrom but relay.bindHandOverMs is "0"');
+    const same = renderWithFile('relay:\n  aheadColdAfterMs: 120000\n  extraEnv:\n    - { name: RELAY_AHEAD_COLD_AFTER_MS, value: "120000" }\n');
+    expect(same.status).toBe(0);
+    expect(loadRelayConfig(relayEnvironment(parseObjects(same.stdout))).ahead.coldAfterMs).toBe(120_000);
+    const extraOnly = renderChart(['--set', 'relay.extraEnv[0].name=RELAY_AHEAD_MAX_BATCHES', '--set-string', 'relay.extraEnv[0].value=2']);
+    expect(Object.keys(configData(extraOnly))).not.toContain('RELAY_AHEAD_MAX_BATCHES');
+    expect(loadRelayConfig(relayEnvironment(extraOnly)).ahead.maxBatches).toBe(2);
+  });
+
+  it('refuses a bind hand-over not below the extender deadline at install time, as the relay would at its start', () => {
+    const refused = helm(['template', 'hami-explain', CHART, '--namespace', 'hami-system', ...REQUIRED_VALUES, '--set', 'relay.extenderDeadlineMs=20000', '--set', 'relay.bindHandOverMs=20000']);
+    expect(refused.status).not.toBe(0);
+    expect(refused.stderr).toContain('relay.bindHandOverMs is 20000 but must be below relay.extenderDeadlineMs (20000)');
+    expect(() => loadRelayConfig({ ...relayBase, RELAY_EXTENDER_DEADLINE_MS: '20000', RELAY_BIND_HANDOVER_MS: '20000' })).toThrow('RELAY_BIND_HANDOVER_MS: must be below RELAY_EXTENDER_DEADLINE_MS (20000)');
+    expect(loadRelayConfig(relayEnvironment(renderChart(['--set', 'relay.extenderDeadlineMs=20000', '--set', 'relay.bindHandOverMs=19999']))).bindHandOverMs).toBe(19_999);
   });
 });
 

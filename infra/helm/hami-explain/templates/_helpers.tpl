@@ -13,6 +13,40 @@ gives the value that applies.
 {{- end -}}
 
 {{/*
+The relay's tuning values as the variables they set, as JSON ({"RELAY_AHEAD_MAX_BATCHES": "8"}): only the values
+given, so lib/relay/config.ts stays the one source of the defaults. An entry of relay.extraEnv naming one of these
+variables with another value (or a valueFrom) fails, naming the two: in the pod, env wins over the ConfigMap, so one
+of them would be dropped silently. A hand-over not below the extender deadline fails here, not at the relay's start
+(the relay's own rule; an extender deadline set through relay.extraEnv is left to that rule). `int64`: a number from a
+values file reaches the template as a float, which would print as 8.64e+07.
+*/}}
+{{- define "hami.relayTuning" -}}
+{{- $relay := .Values.relay -}}
+{{- $extra := dict -}}
+{{- range $relay.extraEnv }}{{ $_ := set $extra (toString .name) . }}{{ end -}}
+{{- $out := dict -}}
+{{- range $var, $key := dict "RELAY_AHEAD_MAX_BATCHES" "aheadMaxBatches" "RELAY_AHEAD_COLD_AFTER_MS" "aheadColdAfterMs" "RELAY_BIND_HANDOVER_MS" "bindHandOverMs" -}}
+{{- $given := index $relay $key -}}
+{{- if not (kindIs "invalid" $given) -}}
+{{- $value := $given | int64 | toString -}}
+{{- with index $extra $var -}}
+{{- $theirs := ternary (printf "to %q" (toString (index . "value"))) "from a valueFrom" (hasKey . "value") -}}
+{{- if or (not (hasKey . "value")) (ne (toString (index . "value")) $value) -}}
+{{- fail (printf "relay.extraEnv sets %s %s but relay.%s is %q: set only one of them (relay.%s sets %s; in the pod, relay.extraEnv would win)" $var $theirs $key $value $key $var) -}}
+{{- end -}}
+{{- end -}}
+{{- $_ := set $out $var $value -}}
+{{- end -}}
+{{- end -}}
+{{- with $out.RELAY_BIND_HANDOVER_MS -}}
+{{- if and (not (hasKey $extra "RELAY_EXTENDER_DEADLINE_MS")) (ge (int64 .) (int64 $relay.extenderDeadlineMs)) -}}
+{{- fail (printf "relay.bindHandOverMs is %s but must be below relay.extenderDeadlineMs (%d), with room for the control plane's own wait (docs/relay.md, \"Bind hand-over\")" . (int64 $relay.extenderDeadlineMs)) -}}
+{{- end -}}
+{{- end -}}
+{{- toJson $out -}}
+{{- end -}}
+
+{{/*
 The prefix of every object's name: HAMi's fullnameOverride, else HAMi's nameOverride as HAMi's chart names its
 objects (the release name when it contains it, else <release>-<nameOverride>), else namePrefix (default hami).
 At most 40 characters, so every name, label value and Service DNS label stays within Kubernetes' limits.
