@@ -9,6 +9,10 @@
  * hand-over meets a lock still held with `held`, stays first in its node's queue and goes again at the node's next
  * change. A bind still queued after `holdMs` is sent as before the hand-over existed (the control plane waits for the
  * lock a little, then refuses and nudges the pod when the lock ends). No timer runs but the injected delay.
+ *
+ * A node's state lasts while it matters: a delivered deletion of the Node drops it (binds still queued for it go at
+ * once without the hand-over, since no lock on a deleted node will ever be seen to end, and the control plane
+ * answers them), and a node with no bind, no lock known and nothing blocked is forgotten, exactly as if never seen.
  */
 import type { ClusterWatchEvent } from './forwarder';
 import type { DelayFn } from './delay';
@@ -29,6 +33,8 @@ interface Entry {
   readonly pod: string;
   /** Resolves the wait of the bind: its turn has come. */
   go?: () => void;
+  /** Ends the wait of the bind as its hold time would: its node was deleted. */
+  drop?: () => void;
 }
 
 interface NodeState {
@@ -41,6 +47,10 @@ interface NodeState {
   busy: boolean;
   /** The last hand-over met the lock held: wait for the node's next change. */
   blocked: boolean;
+  /** Binds on this node not yet answered: queued, at the control plane, or sent without the hand-over. */
+  binds: number;
+  /** The Node's deletion was delivered: no turn is given any more, and its binds still running finish on their own. */
+  gone: boolean;
 }
 
 /** Pods whose end was delivered, remembered so a Node naming one of them later reads free (a bounded memory). */
@@ -65,24 +75,28 @@ export class NodeBindQueue {
     const state = this.state(node);
     const entry: Entry = { pod };
     state.queue.push(entry);
+    state.binds++;
     const expiry = new AbortController();
     const onAbort = () => expiry.abort();
     signal?.addEventListener('abort', onAbort, { once: true });
-    const expired = this.opts.delay(this.opts.holdMs, expiry.signal).then(() => 'expired' as const);
+    const dropped = new Promise<void>((resolve) => {
+      entry.drop = resolve;
+    });
+    const expired = Promise.race([this.opts.delay(this.opts.holdMs, expiry.signal), dropped]).then(() => 'expired' as const);
     try {
       for (;;) {
         const turn = new Promise<'turn'>((resolve) => {
           entry.go = () => resolve('turn');
         });
-        this.pump(node);
+        this.pump(state);
         if ((await Promise.race([turn, expired])) === 'expired') {
           // Its turn may have come in the same moment: the node is not left busy for a bind that went elsewhere.
           if (entry.go === undefined) state.busy = false;
-          this.leave(node, entry);
-          this.pump(node);
+          this.leave(state, entry);
+          this.pump(state);
           const last = await attempt(false);
           if (last.outcome === 'held') throw new Error('a bind sent without the hand-over cannot be answered held');
-          this.settled(node, pod, last.outcome);
+          this.settled(node, state, pod, last.outcome);
           return last.value;
         }
         const tried = await attempt(true);
@@ -91,13 +105,20 @@ export class NodeBindQueue {
           state.blocked = true;
           continue;
         }
-        this.leave(node, entry);
-        this.settled(node, pod, tried.outcome);
+        this.leave(state, entry);
+        this.settled(node, state, pod, tried.outcome);
         return tried.value;
       }
     } finally {
       expiry.abort();
       signal?.removeEventListener('abort', onAbort);
+      // Still queued only when its try threw: it gives up its place (and the node, if its turn had come).
+      if (this.leave(state, entry)) {
+        if (entry.go === undefined) state.busy = false;
+        this.pump(state);
+      }
+      state.binds--;
+      this.forgetIfIdle(node, state);
     }
   }
 
@@ -113,10 +134,14 @@ export class NodeBindQueue {
       if (typeof name !== 'string') return false;
       const value = event.type === 'DELETED' ? null : lockAnnotation(event.object);
       const before = this.watchedAnnotation.get(name);
-      this.watchedAnnotation.set(name, value);
+      // Only annotations are kept: a node without one reads as never seen.
+      if (value === null) this.watchedAnnotation.delete(name);
+      else this.watchedAnnotation.set(name, value);
       const holder = nodeLockHolder(value ?? undefined);
       if (holder !== undefined) remember(this.watchedHolders, holder, name);
-      return before !== undefined && before !== null && value !== before && this.waiting(name) > 0;
+      // A deleted node's waiting binds are sent when the deletion is delivered: it goes at once too.
+      const ends = event.type === 'DELETED' || (before !== undefined && value !== before);
+      return ends && this.waiting(name) > 0;
     }
     if (kind !== 'Pod') return false;
     const ref = podRef(event.object);
@@ -133,8 +158,14 @@ export class NodeBindQueue {
       if (event.object.kind === 'Node') {
         const name = objectField(event.object, 'metadata').name;
         if (typeof name !== 'string') continue;
+        if (event.type === 'DELETED') {
+          this.forgetDeleted(name);
+          continue;
+        }
+        const value = lockAnnotation(event.object);
+        // A node never seen (or forgotten) without a lock has nothing to learn from a Node without one.
+        if (value === null && !this.nodes.has(name)) continue;
         const state = this.state(name);
-        const value = event.type === 'DELETED' ? null : lockAnnotation(event.object);
         if (value === state.annotation) continue;
         state.annotation = value;
         const holder = nodeLockHolder(value ?? undefined);
@@ -152,15 +183,19 @@ export class NodeBindQueue {
         const node = this.holders.get(ref);
         if (node === undefined) continue;
         this.holders.delete(ref);
-        const state = this.state(node);
+        const state = this.nodes.get(node);
+        if (state === undefined) continue;
         if (state.local?.pod === ref) state.local = undefined;
         changed.add(node);
       }
     }
     for (const node of changed) {
-      const state = this.state(node);
+      // Deleted later in the same batch: nothing left to wake.
+      const state = this.nodes.get(node);
+      if (state === undefined) continue;
       state.blocked = false;
-      this.pump(node);
+      this.pump(state);
+      this.forgetIfIdle(node, state);
     }
   }
 
@@ -169,13 +204,37 @@ export class NodeBindQueue {
     return this.nodes.get(node)?.queue.length ?? 0;
   }
 
+  /** Nodes the queue keeps state for, from binds and delivered events, and from watched events (for tests and measurement). */
+  stats(): { readonly nodes: number; readonly watchedNodes: number } {
+    return { nodes: this.nodes.size, watchedNodes: this.watchedAnnotation.size };
+  }
+
   private state(node: string): NodeState {
     let state = this.nodes.get(node);
     if (state === undefined) {
-      state = { queue: [], busy: false, blocked: false };
+      state = { queue: [], busy: false, blocked: false, binds: 0, gone: false };
       this.nodes.set(node, state);
     }
     return state;
+  }
+
+  /**
+   * The Node's deletion was delivered: its state goes, so a Node created again under the name starts afresh. Its
+   * queued binds stop waiting for a lock nobody will be seen to release and go as if their hold time had passed
+   * (the control plane answers them); binds already at the control plane finish with the dropped state.
+   */
+  private forgetDeleted(node: string): void {
+    const state = this.nodes.get(node);
+    if (state === undefined) return;
+    this.nodes.delete(node);
+    state.gone = true;
+    for (const entry of state.queue) entry.drop?.();
+  }
+
+  /** Forgets a node with no bind, no lock known and nothing blocked: a new state for it behaves exactly the same. */
+  private forgetIfIdle(node: string, state: NodeState): void {
+    if (state.binds > 0 || state.blocked || state.local !== undefined || nodeLockHolder(state.annotation ?? undefined) !== undefined) return;
+    if (this.nodes.get(node) === state) this.nodes.delete(node);
   }
 
   /** Whether the node's lock looks free from what was delivered (unknown counts as free: the control plane decides). */
@@ -185,9 +244,8 @@ export class NodeBindQueue {
     return holder === undefined || this.ended.has(holder);
   }
 
-  private pump(node: string): void {
-    const state = this.state(node);
-    if (state.busy || state.blocked || !this.free(state)) return;
+  private pump(state: NodeState): void {
+    if (state.gone || state.busy || state.blocked || !this.free(state)) return;
     const head = state.queue[0];
     if (head?.go === undefined) return;
     state.busy = true;
@@ -196,21 +254,25 @@ export class NodeBindQueue {
     go();
   }
 
-  private leave(node: string, entry: Entry): void {
-    const state = this.state(node);
+  /** Takes `entry` out of the queue; false when it was not in it. */
+  private leave(state: NodeState, entry: Entry): boolean {
     const at = state.queue.indexOf(entry);
-    if (at >= 0) state.queue.splice(at, 1);
+    if (at < 0) return false;
+    state.queue.splice(at, 1);
+    return true;
   }
 
-  /** A bind that took the lock holds the node until its end is delivered; any other outcome lets the next one go. */
-  private settled(node: string, pod: string, outcome: 'locked' | 'done'): void {
-    const state = this.state(node);
-    if (outcome === 'locked') {
+  /**
+   * A bind that took the lock holds the node until its end is delivered; any other outcome lets the next one go. A
+   * lock taken on a node deleted since is not kept: the node's state is gone.
+   */
+  private settled(node: string, state: NodeState, pod: string, outcome: 'locked' | 'done'): void {
+    if (outcome === 'locked' && !state.gone) {
       state.local = { pod, seen: nodeLockHolder(state.annotation ?? undefined) === pod };
       this.ended.delete(pod);
       remember(this.holders, pod, node);
     }
-    this.pump(node);
+    this.pump(state);
   }
 }
 

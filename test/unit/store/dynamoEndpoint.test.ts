@@ -3,14 +3,14 @@
  * against exact hosts and against the AWS SDK's own DynamoDB endpoint resolver; the variables that choose it
  * (DDB_ENDPOINT first, then the AWS SDK's); and the refusals of impossible combinations.
  */
-import { createServer, type IncomingHttpHeaders, type Server } from 'node:http';
-import type { AddressInfo } from 'node:net';
+import type { IncomingHttpHeaders } from 'node:http';
 import { DynamoDBClient } from '@aws-sdk/client-dynamodb';
 import { loadConfig } from '../../../lib/config';
 import { ConfigError } from '../../../lib/errors';
 import { createDocumentClient } from '../../../lib/store/dynamo';
 import { DynamoEndpointError, resolveDynamoEndpoint, type PartitionInfo } from '../../../lib/store/dynamoEndpoint';
 import { DynamoHttpClient } from '../../../lib/store/dynamoHttp';
+import { answerDynamo, startFakeDynamo, type FakeDynamo } from '../../support/fakeDynamo';
 
 type Case = [region: string, fips: boolean, dualStack: boolean, url: string];
 
@@ -202,27 +202,19 @@ describe('the store endpoint in the configuration', () => {
 });
 
 describe('the client on its resolved endpoint', () => {
-  let server: Server;
+  let dynamo: FakeDynamo;
   let url: string;
   const seen: IncomingHttpHeaders[] = [];
 
   beforeAll(async () => {
-    server = createServer((req, res) => {
-      seen.push(req.headers);
-      req.resume();
-      req.on('end', () => {
-        res.writeHead(200, { 'content-type': 'application/x-amz-json-1.0' });
-        res.end('{}');
-      });
+    dynamo = await startFakeDynamo(({ headers }, res) => {
+      seen.push(headers);
+      answerDynamo(res, 200, '{}');
     });
-    await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', () => resolve()));
-    url = `http://127.0.0.1:${(server.address() as AddressInfo).port}`;
+    url = dynamo.endpoint;
   });
 
-  afterAll(async () => {
-    server.closeAllConnections();
-    await new Promise<void>((resolve) => server.close(() => resolve()));
-  });
+  afterAll(() => dynamo.close());
 
   it('reaches the endpoint AWS_ENDPOINT_URL_DYNAMODB names, signing for AWS_REGION', async () => {
     const config = loadConfig({ AWS_ENDPOINT_URL_DYNAMODB: url, AWS_REGION: 'eu-central-1' });

@@ -3,12 +3,11 @@
  * headers, attribute values), how DynamoDB's answers and failures come back, and which failures it tries again.
  * The adapters' suites run it against dynalite and DynamoDB Local.
  */
-import { createServer, type IncomingMessage, type Server } from 'node:http';
-import type { AddressInfo } from 'node:net';
 import { crc32 } from 'node:zlib';
 import { DynamoHttpClient, DynamoServiceError, isTransientStoreError, marshalMap, unmarshalMap } from '../../../lib/store/dynamoHttp';
 import { classifyStoreError } from '../../../lib/store/dynamo';
 import { StoreFaultError, StoreUnavailableError } from '../../../lib/errors';
+import { answerDynamo, startFakeDynamo, type FakeDynamo } from '../../support/fakeDynamo';
 
 interface Seen {
   readonly target: string;
@@ -19,33 +18,24 @@ interface Seen {
 type Answer = { status: number; body: string; crc?: number | 'omit' } | 'hang';
 
 describe('DynamoHttpClient', () => {
-  let server: Server;
+  let dynamo: FakeDynamo;
   let endpoint: string;
   let answers: Answer[];
   let seen: Seen[];
   let slept: number[];
 
   beforeAll(async () => {
-    server = createServer((req: IncomingMessage, res) => {
-      const chunks: Buffer[] = [];
-      req.on('data', (c: Buffer) => chunks.push(c));
-      req.on('end', () => {
-        seen.push({ target: String(req.headers['x-amz-target']), authorization: String(req.headers.authorization), body: JSON.parse(Buffer.concat(chunks).toString()) as Record<string, unknown> });
-        const answer = answers.shift() ?? { status: 200, body: '{}' };
-        if (answer === 'hang') return;
-        const crc = answer.crc === 'omit' ? undefined : String(answer.crc ?? crc32(Buffer.from(answer.body)));
-        res.writeHead(answer.status, { 'content-type': 'application/x-amz-json-1.0', ...(crc !== undefined ? { 'x-amz-crc32': crc } : {}) });
-        res.end(answer.body);
-      });
+    dynamo = await startFakeDynamo(({ headers, body }, res) => {
+      seen.push({ target: String(headers['x-amz-target']), authorization: String(headers.authorization), body });
+      const answer = answers.shift() ?? { status: 200, body: '{}' };
+      if (answer === 'hang') return;
+      const crc = answer.crc === 'omit' ? undefined : String(answer.crc ?? crc32(Buffer.from(answer.body)));
+      answerDynamo(res, answer.status, answer.body, crc !== undefined ? { 'x-amz-crc32': crc } : {});
     });
-    await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', () => resolve()));
-    endpoint = `http://127.0.0.1:${(server.address() as AddressInfo).port}`;
+    endpoint = dynamo.endpoint;
   });
 
-  afterAll(async () => {
-    server.closeAllConnections();
-    await new Promise<void>((resolve) => server.close(() => resolve()));
-  });
+  afterAll(() => dynamo.close());
 
   beforeEach(() => {
     answers = [];

@@ -4,32 +4,22 @@
  * error named only by the `x-amzn-errortype` header, and numbers past a JavaScript number's precision.
  * The delays asked of the injected sleep are recorded, never slept.
  */
-import { createServer, type IncomingHttpHeaders, type Server, type ServerResponse } from 'node:http';
-import type { AddressInfo } from 'node:net';
+import type { ServerResponse } from 'node:http';
 import { parseAmzDate } from '../../../lib/aws/clockSkew';
 import { classifyStoreError, isConditionFailed } from '../../../lib/store/dynamo';
 import { DynamoHttpClient, DynamoServiceError, unmarshalMap, type DynamoHttpOptions } from '../../../lib/store/dynamoHttp';
 import { StoreFaultError, StoreUnavailableError } from '../../../lib/errors';
-
-interface Received {
-  readonly headers: IncomingHttpHeaders;
-  readonly body: Record<string, unknown>;
-}
+import { answerDynamo as json, startFakeDynamo, type DynamoCall as Received, type FakeDynamo } from '../../support/fakeDynamo';
 
 type Handler = (req: Received, res: ServerResponse) => void;
 
 const MINUTE = 60_000;
 const QUERY = { TableName: 't', KeyConditionExpression: 'pk = :p', ExpressionAttributeValues: { ':p': 'a' } };
 
-const json = (res: ServerResponse, status: number, body: unknown, headers: Record<string, string> = {}) => {
-  res.writeHead(status, { 'content-type': 'application/x-amz-json-1.0', ...headers });
-  res.end(typeof body === 'string' ? body : JSON.stringify(body));
-};
-
 const throttled = (res: ServerResponse) => json(res, 400, { __type: 'com.amazonaws.dynamodb.v20120810#ThrottlingException', message: 'Rate of requests exceeds the allowed throughput.' });
 
 describe('DynamoHttpClient against AWS edge cases', () => {
-  let server: Server;
+  let server: FakeDynamo;
   let endpoint: string;
   let handle: Handler;
   let received: Received[];
@@ -37,23 +27,14 @@ describe('DynamoHttpClient against AWS edge cases', () => {
   const clients: DynamoHttpClient[] = [];
 
   beforeAll(async () => {
-    server = createServer((req, res) => {
-      const chunks: Buffer[] = [];
-      req.on('data', (c: Buffer) => chunks.push(c));
-      req.on('end', () => {
-        const seen = { headers: req.headers, body: JSON.parse(Buffer.concat(chunks).toString()) as Record<string, unknown> };
-        received.push(seen);
-        handle(seen, res);
-      });
+    server = await startFakeDynamo((seen, res) => {
+      received.push(seen);
+      handle(seen, res);
     });
-    await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', () => resolve()));
-    endpoint = `http://127.0.0.1:${(server.address() as AddressInfo).port}`;
+    endpoint = server.endpoint;
   });
 
-  afterAll(async () => {
-    server.closeAllConnections();
-    await new Promise<void>((resolve) => server.close(() => resolve()));
-  });
+  afterAll(() => server.close());
 
   beforeEach(() => {
     received = [];
@@ -234,7 +215,7 @@ describe('DynamoHttpClient against AWS edge cases', () => {
     });
 
     it('charges 10 tokens for a retry after no answer (a dropped connection)', async () => {
-      handle = () => server.closeAllConnections();
+      handle = () => server.dropConnections();
       const err = await client({ maxAttempts: 1_000 }).send('Query', QUERY).catch((e: unknown) => e);
       expect(err).toMatchObject({ code: 'ECONNRESET' });
       expect(received).toHaveLength(51);
