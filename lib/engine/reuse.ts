@@ -38,16 +38,21 @@ interface RememberedRows extends NodeOutcome {
 }
 
 /** What a plan keeps: its nodes' rows by node name, and how many decisions it has had. */
-interface RememberedPlan {
-  readonly rows: Map<string, RememberedRows>;
-  decisions: number;
+/**
+ * What a memo keeps for one plan. A class, not an object literal: the decision's per-node look-ups read it, and plans
+ * made by a literal in a fresh process's first decisions came with several hidden classes, which left those look-ups
+ * generic for good (docs/performance.md, "Hidden classes in a fresh process").
+ */
+class RememberedPlan {
+  readonly rows = new Map<string, RememberedRows>();
+  decisions = 0;
   /**
    * The candidate list of the plan's last decision and, by position in it, the rows that decision noted: a decision
    * given the very same list (the same array, as the control plane's view passes a list it has seen before) finds each
    * node's rows by position, without a lookup by name. An array must not change once a decision has seen it.
    */
-  list: readonly string[] | undefined;
-  byPosition: (RememberedRows | undefined)[];
+  list: readonly string[] | undefined = undefined;
+  byPosition: (RememberedRows | undefined)[] = [];
 }
 
 /** Plans remembered at once: a few pod shapes (a deployment's, a job's) cover most of a burst. */
@@ -76,7 +81,7 @@ export class EvaluationMemo {
       this.plans.clear();
       this.config = config;
     }
-    const plan = this.plans.get(key) ?? { rows: new Map<string, RememberedRows>(), decisions: 0, list: undefined, byPosition: [] };
+    const plan = this.plans.get(key) ?? new RememberedPlan();
     this.plans.delete(key);
     this.plans.set(key, plan);
     if (this.plans.size > REMEMBERED_PLANS) {
