@@ -37,7 +37,7 @@ export function lifecycle(per: Lifetime, setUp: (closeLater: CloseLater) => Prom
 
 /** What a rig holds between its hooks; reading it outside them is a mistake in the suite, said as such. */
 export function running<T>(value: T | undefined, what: string): T {
-  if (value === undefined) throw new Error(`${what} runs only inside the tests and hooks of the suite that set it up`);
+  if (value === undefined) throw new Error(`${what} is not running here: only the tests and hooks of the suite that set it up see it`);
   return value;
 }
 

@@ -51,7 +51,10 @@ export function useRelayOnFakeControlPlane(options: RelayRigOptions<FakeControlP
     async (closeLater) => {
       const started = await startFakeControlPlane();
       cp = started;
-      closeLater(() => started.close());
+      closeLater(async () => {
+        cp = undefined;
+        await started.close();
+      });
       return started.url;
     },
     {},
@@ -64,7 +67,7 @@ export interface LocalControlPlaneOptions extends RelayRigOptions<LocalControlPl
   readonly token: string;
   /** The control plane's configuration, as environment variables. */
   readonly env?: Readonly<Record<string, string>>;
-  /** Nodes (created in `prepare`) the control plane must have registered through the relay before the tests run. */
+  /** Nodes (created in `prepare`) the control plane must have registered through the rig's relay before the tests run. */
   readonly registered?: readonly string[];
 }
 
@@ -76,7 +79,10 @@ export function useRelayOnLocalControlPlane(options: LocalControlPlaneOptions): 
     async (closeLater) => {
       const started = await startLocalServer({ token: options.token, env: options.env ?? {} });
       local = started;
-      closeLater(() => started.close());
+      closeLater(async () => {
+        local = undefined;
+        await started.close();
+      });
       return started.url;
     },
     { HAMI_API_TOKEN: options.token },
@@ -122,7 +128,7 @@ function relayRig<Rig extends RelayRig>(
       return running(kube, 'the fake API server');
     },
     get relay() {
-      return running(relay, 'the relay (this suite starts none by itself)');
+      return running(relay, "the rig's relay (option `relay`, or `restartRelay`)");
     },
     startRelay: launch,
     async restartRelay(relayOptions?: TestRelayOptions) {
