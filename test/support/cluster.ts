@@ -177,10 +177,14 @@ export function forwardedPod(
   };
 }
 
-/** Minimal JSON-over-HTTP client for the control plane. */
-export function controlClient(baseUrl: string, token?: string) {
+/**
+ * Minimal JSON-over-HTTP client for the control plane. `baseUrl` may be read at each call, for a client of whichever
+ * server a suite's hooks started for the current test (test/support/controlPlaneRig.ts).
+ */
+export function controlClient(baseUrl: string | (() => string), token?: string) {
+  const base = typeof baseUrl === 'string' ? () => baseUrl : baseUrl;
   const call = async (method: string, path: string, body?: unknown, raw?: string) => {
-    const res = await fetch(`${baseUrl}${path}`, {
+    const res = await fetch(`${base()}${path}`, {
       method,
       headers: { 'content-type': 'application/json', ...(token ? { authorization: `Bearer ${token}` } : {}) },
       ...(body !== undefined || raw !== undefined ? { body: raw ?? JSON.stringify(body) } : {}),
@@ -207,6 +211,8 @@ export function controlClient(baseUrl: string, token?: string) {
     devices: (node: string) => call('GET', `/api/v1/nodes/${node}/devices`),
   };
 }
+
+export type ControlClient = ReturnType<typeof controlClient>;
 
 /** The annotations a filter answer asks the relay to patch. */
 export function patchedAnnotations(answer: { Effects: { kind: string; annotations?: Record<string, string | null> }[] }) {

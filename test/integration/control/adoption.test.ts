@@ -5,20 +5,10 @@
  * really used and raised (Warnings on the pod and the Node in the answer's Effects), the devices view marks the card
  * over-committed, and no pod is placed there until the adopted pod is gone.
  */
-import { startLocalServer, type LocalServer } from '../../../lib/local/server';
-import { card, controlClient, forwardedPod, gpuNode, gpuPod, patchedAnnotations } from '../../support/cluster';
+import { card, forwardedPod, gpuNode, gpuPod, patchedAnnotations } from '../../support/cluster';
+import { useControlPlane } from '../../support/controlPlaneRig';
 
-let server: LocalServer;
-let api: ReturnType<typeof controlClient>;
-
-beforeAll(async () => {
-  server = await startLocalServer({ env: {} });
-  api = controlClient(server.url);
-});
-
-afterAll(async () => {
-  await server.close();
-});
+const { api } = useControlPlane({ per: 'suite' });
 
 const UUID = 'GPU-8f2c1d4e-0000-4000-8000-000000000001';
 

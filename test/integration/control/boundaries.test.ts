@@ -3,21 +3,11 @@
  * namespaces and pod names as Kubernetes' own rules, the headers every answer carries, and the bearer scheme in any
  * letter case (RFC 7235).
  */
-import { startLocalServer, type LocalServer } from '../../../lib/local/server';
-import { card, controlClient, forwardedPod, gpuNode, gpuPod } from '../../support/cluster';
+import { card, forwardedPod, gpuNode, gpuPod } from '../../support/cluster';
+import { useControlPlane } from '../../support/controlPlaneRig';
 
-let server: LocalServer;
-let api: ReturnType<typeof controlClient>;
-
-beforeAll(async () => {
-  server = await startLocalServer({ env: {} });
-  api = controlClient(server.url);
-  await api.events([{ type: 'ADDED', object: gpuNode('node1', [card('GPU-1')]) }]);
-});
-
-afterAll(async () => {
-  await server.close();
-});
+const controlPlane = useControlPlane({ per: 'suite', nodes: [gpuNode('node1', [card('GPU-1')])] });
+const { api } = controlPlane;
 
 const segment = (value: string) => encodeURIComponent(value);
 
@@ -100,7 +90,7 @@ describe('answers’ headers', () => {
     ['a wrong method', 'DELETE', '/filter', 405],
     ['the health check', 'GET', '/healthz', 200],
   ])('%s carries nosniff and no-store', async (_label, method, path, status) => {
-    const res = await fetch(`${server.url}${path}`, { method, ...(method === 'POST' ? { body: '{}' } : {}) });
+    const res = await fetch(`${controlPlane.server.url}${path}`, { method, ...(method === 'POST' ? { body: '{}' } : {}) });
     await res.text();
     expect(res.status).toBe(status);
     expect(res.headers.get('x-content-type-options')).toBe('nosniff');
@@ -109,19 +99,11 @@ describe('answers’ headers', () => {
 });
 
 describe('the bearer scheme, in any letter case', () => {
-  let guarded: LocalServer;
   const TOKEN = 'correct-horse-battery';
-
-  beforeAll(async () => {
-    guarded = await startLocalServer({ env: {}, token: TOKEN });
-  });
-
-  afterAll(async () => {
-    await guarded.close();
-  });
+  const guarded = useControlPlane({ per: 'suite', token: TOKEN });
 
   const status = async (authorization: string | undefined) => {
-    const res = await fetch(`${guarded.url}/api/v1/nodes`, { headers: authorization === undefined ? {} : { authorization } });
+    const res = await fetch(`${guarded.server.url}/api/v1/nodes`, { headers: authorization === undefined ? {} : { authorization } });
     const body = (await res.json()) as { reason?: string };
     return { status: res.status, body, nosniff: res.headers.get('x-content-type-options') };
   };

@@ -4,27 +4,18 @@
  */
 import { nodeDevicesSchema } from '../../../lib/diagnostics/nodeDevices';
 import { schedulerLogSchema } from '../../../lib/diagnostics/schedulerLog';
-import { startLocalServer, type LocalServer } from '../../../lib/local/server';
+import { startLocalServer } from '../../../lib/local/server';
 import { card, controlClient, forwardedPod, gpuNode, gpuPod, patchedAnnotations } from '../../support/cluster';
+import { useControlPlane } from '../../support/controlPlaneRig';
 
 describe('control plane over HTTP', () => {
-  let server: LocalServer;
-  let api: ReturnType<typeof controlClient>;
-
-  beforeEach(async () => {
-    server = await startLocalServer({ env: {} });
-    api = controlClient(server.url);
-    const nodes = [
+  const { api } = useControlPlane({
+    per: 'test',
+    nodes: [
       gpuNode('node1', [card('GPU-1a'), card('GPU-1b')]),
       gpuNode('node2', [card('GPU-2a'), card('GPU-2b')]),
       gpuNode('node3', [card('GPU-3a', { devmem: 8192 })]),
-    ];
-    const res = await api.events(nodes.map((object) => ({ type: 'ADDED', object })));
-    if (res.json.accepted !== 3) throw new Error(`nodes not registered: ${res.text}`);
-  });
-
-  afterEach(async () => {
-    await server.close();
+    ],
   });
 
   it('places a GPU pod, answers HAMi annotations and events, and books the card', async () => {

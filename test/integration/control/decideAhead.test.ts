@@ -5,23 +5,13 @@
  */
 import { aheadAnswerSchema } from '../../../lib/wire/decidedAhead';
 import { schedulerLogSchema } from '../../../lib/diagnostics/schedulerLog';
-import { startLocalServer, type LocalServer } from '../../../lib/local/server';
-import { card, controlClient, forwardedPod, gpuNode, gpuPod, patchedAnnotations } from '../../support/cluster';
+import { card, forwardedPod, gpuNode, gpuPod, patchedAnnotations } from '../../support/cluster';
+import { useControlPlane } from '../../support/controlPlaneRig';
 
 describe('decide-ahead over HTTP', () => {
-  let server: LocalServer;
-  let api: ReturnType<typeof controlClient>;
-
-  beforeEach(async () => {
-    server = await startLocalServer({ env: {} });
-    api = controlClient(server.url);
-    const nodes = Array.from({ length: 4 }, (_, n) => gpuNode(`node${n}`, [card(`GPU-${n}a`, { devmem: 16000 }), card(`GPU-${n}b`, { devmem: 16000 })]));
-    const res = await api.events(nodes.map((object) => ({ type: 'ADDED', object })));
-    if (res.json.accepted !== 4) throw new Error(`nodes not registered: ${res.text}`);
-  });
-
-  afterEach(async () => {
-    await server.close();
+  const { api } = useControlPlane({
+    per: 'test',
+    nodes: Array.from({ length: 4 }, (_, n) => gpuNode(`node${n}`, [card(`GPU-${n}a`, { devmem: 16000 }), card(`GPU-${n}b`, { devmem: 16000 })])),
   });
 
   it('decides a batch in queue order, fills every card exactly, and leaves the rest to the live filter', async () => {

@@ -5,25 +5,15 @@
  * fails as a whole.
  */
 import { DynamoDBClient, UpdateItemCommand } from '@aws-sdk/client-dynamodb';
-import { startLocalServer, type LocalServer } from '../../../lib/local/server';
+import { startLocalServer } from '../../../lib/local/server';
 import { card, controlClient, forwardedPod, gpuNode, gpuPod, patchedAnnotations } from '../../support/cluster';
+import { useControlPlane } from '../../support/controlPlaneRig';
 
-let server: LocalServer;
-let api: ReturnType<typeof controlClient>;
-
-beforeEach(async () => {
-  server = await startLocalServer({ env: {} });
-  api = controlClient(server.url);
-  const res = await api.events([
-    { type: 'ADDED', object: gpuNode('node1', [card('GPU-1a'), card('GPU-1b')]) },
-    { type: 'ADDED', object: gpuNode('node2', [card('GPU-2a'), card('GPU-2b')]) },
-  ]);
-  if (res.json.accepted !== 2) throw new Error(`nodes not registered: ${res.text}`);
+const controlPlane = useControlPlane({
+  per: 'test',
+  nodes: [gpuNode('node1', [card('GPU-1a'), card('GPU-1b')]), gpuNode('node2', [card('GPU-2a'), card('GPU-2b')])],
 });
-
-afterEach(async () => {
-  await server.close();
-});
+const { api } = controlPlane;
 
 /** What must hold after any hostile input. */
 async function stillHealthy(): Promise<void> {
@@ -86,10 +76,10 @@ describe('hostile state and nodes', () => {
     const placed = await api.filter(gpuPod('victim', [{ name: 'c', gpu: 1, mem: 1000 }]), ['node1']);
     expect(placed.json.NodeNames).toEqual(['node1']);
     // What the previous layout stored for a pod asking gpucores 4294967196 (wrapped to -100).
-    const raw = new DynamoDBClient({ endpoint: server.deps.config.ddbEndpoint, region: 'local', credentials: { accessKeyId: 'x', secretAccessKey: 'x' } });
+    const raw = new DynamoDBClient({ endpoint: controlPlane.server.deps.config.ddbEndpoint, region: 'local', credentials: { accessKeyId: 'x', secretAccessKey: 'x' } });
     await raw.send(
       new UpdateItemCommand({
-        TableName: server.deps.config.stateTable,
+        TableName: controlPlane.server.deps.config.stateTable,
         Key: { pk: { S: 'NODE#node1' }, sk: { S: 'N' } },
         UpdateExpression: 'SET #b.#u = :bad, #v = #v + :one',
         ExpressionAttributeNames: { '#b': 'b', '#u': 'uid-old', '#v': 'v' },
@@ -98,7 +88,7 @@ describe('hostile state and nodes', () => {
     );
     raw.destroy();
     // A fresh environment reads it (the running one learns of it from its next refresh).
-    const fresh = await startLocalServer({ ddbEndpoint: server.deps.config.ddbEndpoint, env: {} });
+    const fresh = await startLocalServer({ ddbEndpoint: controlPlane.server.deps.config.ddbEndpoint, env: {} });
     try {
       const other = controlClient(fresh.url);
       const res = await other.filter(gpuPod('next', [{ name: 'c', gpu: 1, mem: 1000 }]), ['node1', 'node2']);

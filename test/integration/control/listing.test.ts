@@ -2,31 +2,23 @@
  * The listing routes (docs/api.md §10) over real HTTP and dynalite: every node's devices view and the latest
  * attempt per pod, paginated with limit and continue, Kubernetes style.
  */
-import { startLocalServer, type LocalServer } from '../../../lib/local/server';
-import { card, controlClient, gpuNode, gpuPod } from '../../support/cluster';
+import { card, gpuNode, gpuPod } from '../../support/cluster';
+import { useControlPlane } from '../../support/controlPlaneRig';
 
-let server: LocalServer;
-let api: ReturnType<typeof controlClient>;
-
-beforeAll(async () => {
-  server = await startLocalServer({ env: {} });
-  api = controlClient(server.url);
-  const nodes = Array.from({ length: 7 }, (_, i) => gpuNode(`node${i}`, [card(`GPU-${i}a`), card(`GPU-${i}b`, { devmem: 8192, type: 'NVIDIA-A10' })]));
-  const res = await api.events(nodes.map((object) => ({ type: 'ADDED', object })));
-  if (res.json.accepted !== 7) throw new Error(`nodes not registered: ${res.text}`);
+const { api } = useControlPlane({
+  per: 'suite',
+  nodes: Array.from({ length: 7 }, (_, i) => gpuNode(`node${i}`, [card(`GPU-${i}a`), card(`GPU-${i}b`, { devmem: 8192, type: 'NVIDIA-A10' })])),
   // team-a: three placed pods (one bound, one whose bind failed) and one that fits nowhere; team-b: one.
-  for (const name of ['a1', 'a2', 'a3']) {
-    const placed = await api.filter(gpuPod(name, [{ name: 'main', gpu: 1, mem: 1000 }], { namespace: 'team-a' }), ['node0']);
-    if (placed.json.NodeNames?.length !== 1) throw new Error(`not placed: ${placed.text}`);
-  }
-  await api.outcome(gpuPod('a1', [], { namespace: 'team-a' }), 'node0');
-  await api.outcome(gpuPod('a2', [], { namespace: 'team-a' }), 'node0', 'pods "a2" is forbidden');
-  await api.filter(gpuPod('huge', [{ name: 'main', gpu: 1, mem: 100_000 }], { namespace: 'team-a' }), ['node0', 'node1', 'node2']);
-  await api.filter(gpuPod('b1', [{ name: 'main', gpu: 1, mem: 1000 }], { namespace: 'team-b' }), ['node3']);
-});
-
-afterAll(async () => {
-  await server.close();
+  prepare: async (api) => {
+    for (const name of ['a1', 'a2', 'a3']) {
+      const placed = await api.filter(gpuPod(name, [{ name: 'main', gpu: 1, mem: 1000 }], { namespace: 'team-a' }), ['node0']);
+      if (placed.json.NodeNames?.length !== 1) throw new Error(`not placed: ${placed.text}`);
+    }
+    await api.outcome(gpuPod('a1', [], { namespace: 'team-a' }), 'node0');
+    await api.outcome(gpuPod('a2', [], { namespace: 'team-a' }), 'node0', 'pods "a2" is forbidden');
+    await api.filter(gpuPod('huge', [{ name: 'main', gpu: 1, mem: 100_000 }], { namespace: 'team-a' }), ['node0', 'node1', 'node2']);
+    await api.filter(gpuPod('b1', [{ name: 'main', gpu: 1, mem: 1000 }], { namespace: 'team-b' }), ['node3']);
+  },
 });
 
 /** Every page of a list, following `continue`. */

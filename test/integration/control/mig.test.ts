@@ -3,8 +3,8 @@
  * kube-scheduler drive it: each pod lands on the kind of card it asks for with the annotations HAMi's device plugin
  * reads, MIG instances are freed when their pod goes, and a pod that fits nowhere is told why, by code, with a hint.
  */
-import { startLocalServer, type LocalServer } from '../../../lib/local/server';
-import { card, controlClient, forwardedPod, gpuNode, gpuPod, patchedAnnotations } from '../../support/cluster';
+import { card, forwardedPod, gpuNode, gpuPod, patchedAnnotations } from '../../support/cluster';
+import { useControlPlane } from '../../support/controlPlaneRig';
 
 const a100Profiles = [
   { name: '1g.5gb', memoryMB: 4864, core: 14, sliceCount: 1, placements: [0, 1, 2, 3, 4, 5, 6].map((start) => ({ start, size: 1 })) },
@@ -12,22 +12,12 @@ const a100Profiles = [
 ];
 
 describe('MIG and HAMi-core cards over HTTP', () => {
-  let server: LocalServer;
-  let api: ReturnType<typeof controlClient>;
-
-  beforeEach(async () => {
-    server = await startLocalServer({ env: {} });
-    api = controlClient(server.url);
-    const nodes = [
+  const { api } = useControlPlane({
+    per: 'test',
+    nodes: [
       gpuNode('core1', [card('GPU-core1-0', { devmem: 40960, type: 'NVIDIA-A100-PCIE-40GB' })]),
       gpuNode('mig1', [card('GPU-mig1-0', { count: 7, devmem: 40960, type: 'NVIDIA-A100-PCIE-40GB', mode: 'mig', migProfiles: a100Profiles })]),
-    ];
-    const res = await api.events(nodes.map((object) => ({ type: 'ADDED', object })));
-    if (res.json.accepted !== 2) throw new Error(`nodes not registered: ${res.text}`);
-  });
-
-  afterEach(async () => {
-    await server.close();
+    ],
   });
 
   it('places a MIG pod on the MIG card with its instance, and a HAMi-core pod on the other; an instance is freed with its pod', async () => {

@@ -6,8 +6,8 @@
  */
 import { nodeDevicesSchema } from '../../../lib/diagnostics/nodeDevices';
 import { schedulerLogSchema } from '../../../lib/diagnostics/schedulerLog';
-import { startLocalServer, type LocalServer } from '../../../lib/local/server';
-import { card, controlClient, forwardedPod, gpuNode, gpuPod, neuronNode, neuronPod, patchedAnnotations } from '../../support/cluster';
+import { card, forwardedPod, gpuNode, gpuPod, neuronNode, neuronPod, patchedAnnotations } from '../../support/cluster';
+import { useControlPlane } from '../../support/controlPlaneRig';
 
 const NODES = ['gpu-a', 'gpu-b', 'mig-a', 'inf2-a', 'trn1-a'];
 const a100Profiles = [
@@ -17,25 +17,15 @@ const a100Profiles = [
 const coreMode = { 'nvidia.com/vgpu-mode': 'hami-core' };
 
 describe('a mixed NVIDIA and AWS Neuron cluster over HTTP', () => {
-  let server: LocalServer;
-  let api: ReturnType<typeof controlClient>;
-
-  beforeEach(async () => {
-    server = await startLocalServer({ env: {} });
-    api = controlClient(server.url);
-    const nodes = [
+  const { api } = useControlPlane({
+    per: 'test',
+    nodes: [
       gpuNode('gpu-a', [card('GPU-a0'), card('GPU-a1')]),
       gpuNode('gpu-b', [card('GPU-b0')]),
       gpuNode('mig-a', [card('GPU-mig0', { count: 7, devmem: 40960, type: 'NVIDIA-A100-PCIE-40GB', mode: 'mig', migProfiles: a100Profiles })]),
       neuronNode('inf2-a', 12, 24, 'inf2.48xlarge'),
       neuronNode('trn1-a', 16, 32, 'trn1.32xlarge'),
-    ];
-    const res = await api.events(nodes.map((object) => ({ type: 'ADDED', object })));
-    if (res.json.accepted !== 5 || res.json.rejected.length !== 0) throw new Error(`nodes not registered: ${res.text}`);
-  });
-
-  afterEach(async () => {
-    await server.close();
+    ],
   });
 
   /** Every failed node of the pod's scheduler log, with its reason, and the hint codes. */

@@ -5,27 +5,21 @@
  * `/preemption/refused` ends the hold.
  */
 import { schedulerLogSchema } from '../../../lib/diagnostics/schedulerLog';
-import { startLocalServer, type LocalServer } from '../../../lib/local/server';
-import { card, controlClient, forwardedPod, gpuNode, gpuPod, patchedAnnotations } from '../../support/cluster';
+import { card, forwardedPod, gpuNode, gpuPod, patchedAnnotations } from '../../support/cluster';
+import { useControlPlane } from '../../support/controlPlaneRig';
 
 describe('preemption over HTTP', () => {
-  let server: LocalServer;
-  let api: ReturnType<typeof controlClient>;
-
-  beforeEach(async () => {
-    server = await startLocalServer({ env: {} });
-    api = controlClient(server.url);
-    await api.events([{ type: 'ADDED', object: gpuNode('n1', [card('GPU-a', { devmem: 16384 })]) }]);
+  const { api } = useControlPlane({
+    per: 'test',
+    nodes: [gpuNode('n1', [card('GPU-a', { devmem: 16384 })])],
     // Two running pods fill the card: 12 GiB at priority 0, 4 GiB at priority 10.
-    for (const [name, mem, priority] of [['batch', 12288, 0], ['service', 4096, 10]] as const) {
-      const pod = gpuPod(name, [{ name: 'c', gpu: 1, mem }], { priority });
-      const placed = await api.filter(pod, ['n1']);
-      await api.events([{ type: 'MODIFIED', object: forwardedPod(pod, patchedAnnotations(placed.json), { phase: 'Running' }) }]);
-    }
-  });
-
-  afterEach(async () => {
-    await server.close();
+    prepare: async (api) => {
+      for (const [name, mem, priority] of [['batch', 12288, 0], ['service', 4096, 10]] as const) {
+        const pod = gpuPod(name, [{ name: 'c', gpu: 1, mem }], { priority });
+        const placed = await api.filter(pod, ['n1']);
+        await api.events([{ type: 'MODIFIED', object: forwardedPod(pod, patchedAnnotations(placed.json), { phase: 'Running' }) }]);
+      }
+    },
   });
 
   const usedmem = async () => ((await api.devices('n1')).json.devices as { usedmem: number }[]).map((d) => d.usedmem);

@@ -3,23 +3,15 @@
  * /cluster/events as the relay's first list does (nodes, then pods sorted by node, in batches): nothing is
  * rejected, no item grows with the cluster, the ledger shows the right usage, and new pods are placed.
  */
-import { startLocalServer, type LocalServer } from '../../../lib/local/server';
-import { card, controlClient, gpuNode, gpuPod } from '../../support/cluster';
+import { card, gpuNode, gpuPod } from '../../support/cluster';
+import { useControlPlane } from '../../support/controlPlaneRig';
 
 const NODES = 1000;
 const CARDS = 8;
 const PODS_PER_CARD = 5;
 const BATCH = 500;
 
-let server: LocalServer;
-
-beforeAll(async () => {
-  server = await startLocalServer({ env: {} });
-});
-
-afterAll(async () => {
-  await server.close();
-});
+const { api } = useControlPlane({ per: 'suite' });
 
 function runningPod(node: string, c: number, k: number) {
   const pod = gpuPod(`run-${node}-${c}-${k}`, [{ name: 'main', gpu: 1, mem: 8000, cores: 10 }], { namespace: 'prod' });
@@ -39,7 +31,6 @@ function runningPod(node: string, c: number, k: number) {
 it(
   'takes 40,000 running pods on 1,000 nodes through /cluster/events, then places new pods',
   async () => {
-    const api = controlClient(server.url);
     const names = Array.from({ length: NODES }, (_, i) => `gpu-${String(i).padStart(4, '0')}`);
     const events: { type: string; object: unknown }[] = names.map((name) => ({
       type: 'ADDED',

@@ -5,10 +5,8 @@
  * and deletes the annotation. The control plane refuses a bind that meets the lock at once
  * (HAMI_BIND_LOCK_WAIT_SECONDS=0), so only the relay's queue can absorb a burst.
  */
-import { startLocalServer, type LocalServer } from '../../../lib/local/server';
-import type { RunningRelay } from '../../../lib/relay/relay';
-import { startFakeKube, type FakeKube } from '../../support/fakeKube';
-import { eventually, gpuNode, gpuPod, postJson, recordingLogger, startTestRelay } from './harness';
+import { useRelayOnLocalControlPlane } from '../../support/relayRig';
+import { eventually, gpuNode, gpuPod, postJson, recordingLogger } from './harness';
 
 const TOKEN = 'handover-e2e-token';
 const LOCK = 'hami.io/mutex.lock';
@@ -16,41 +14,29 @@ const NODES = ['node-h', 'node-i'];
 const cards = (node: string) =>
   JSON.stringify([0, 1, 2].map((index) => ({ id: `GPU-${node}-${index}`, count: 10, devmem: 16384, devcore: 100, type: 'NVIDIA-A100', numa: 0, health: true, index, mode: 'hami-core' })));
 
-let kube: FakeKube;
-let local: LocalServer;
-let relay: RunningRelay;
-
-beforeAll(async () => {
-  kube = await startFakeKube({ requiredToken: 'relay-token' });
-  local = await startLocalServer({ port: 0, host: '127.0.0.1', token: TOKEN, env: { HAMI_BIND_LOCK_WAIT_SECONDS: '0' } });
-  for (const node of NODES) kube.create('Node', gpuNode(node, cards(node)));
+const rig = useRelayOnLocalControlPlane({
+  per: 'suite',
+  token: TOKEN,
+  env: { HAMI_BIND_LOCK_WAIT_SECONDS: '0' },
+  prepare: ({ kube }) => {
+    for (const node of NODES) kube.create('Node', gpuNode(node, cards(node)));
+  },
   // A batch window as deployed: the events that end a lock must not wait it out.
-  relay = await startTestRelay(kube, local.url, { logger: recordingLogger(), env: { HAMI_API_TOKEN: TOKEN, RELAY_BATCH_MAX_DELAY_MS: '200' } });
-  await eventually(async () => {
-    for (const node of NODES) {
-      const res = await fetch(`${local.url}/api/v1/nodes/${node}/devices`, { headers: { authorization: `Bearer ${TOKEN}` } });
-      if (!((await res.json()) as { registered?: boolean }).registered) throw new Error(`${node} is not registered yet`);
-    }
-  });
+  relay: { logger: recordingLogger(), env: { RELAY_BATCH_MAX_DELAY_MS: '200' } },
+  registered: NODES,
 });
 
-afterAll(async () => {
-  await relay.close();
-  await local.close();
-  await kube.close();
-});
-
-const lockOn = (node: string): string | undefined => (kube.get('Node', '', node)?.metadata?.annotations as Record<string, string> | undefined)?.[LOCK];
-const nodeOf = (name: string): string | undefined => (kube.get('Pod', 'team-a', name)?.spec as { nodeName?: string } | undefined)?.nodeName;
+const lockOn = (node: string): string | undefined => (rig.kube.get('Node', '', node)?.metadata?.annotations as Record<string, string> | undefined)?.[LOCK];
+const nodeOf = (name: string): string | undefined => (rig.kube.get('Pod', 'team-a', name)?.spec as { nodeName?: string } | undefined)?.nodeName;
 
 /** kube-scheduler's filter for one pod, then its bind, not awaited (kube-scheduler binds asynchronously). */
 async function schedule(name: string, candidates: readonly string[] = NODES): Promise<{ node: string | undefined; bind: Promise<string> }> {
-  const pod = kube.get('Pod', 'team-a', name)!;
+  const pod = rig.kube.get('Pod', 'team-a', name)!;
   const { kind: _kind, apiVersion: _apiVersion, ...asSeen } = pod as Record<string, unknown>;
-  const filter = await postJson(`${relay.extenderUrl}/filter`, { Pod: asSeen, Nodes: null, NodeNames: candidates });
+  const filter = await postJson(`${rig.relay.extenderUrl}/filter`, { Pod: asSeen, Nodes: null, NodeNames: candidates });
   const node = (filter.body.NodeNames as string[] | null)?.[0];
   if (node === undefined) return { node, bind: Promise.resolve(`not filtered: ${JSON.stringify(filter.body)}`) };
-  const bind = postJson(`${relay.extenderUrl}/bind`, { PodName: name, PodNamespace: 'team-a', PodUID: pod.metadata?.uid, Node: node }).then((res) => String(res.body.Error ?? ''));
+  const bind = postJson(`${rig.relay.extenderUrl}/bind`, { PodName: name, PodNamespace: 'team-a', PodUID: pod.metadata?.uid, Node: node }).then((res) => String(res.body.Error ?? ''));
   return { node, bind };
 }
 
@@ -64,8 +50,8 @@ async function devicePlugin(node: string, allocations: number): Promise<string[]
       return current;
     });
     const [, namespace = '', name = ''] = value.split(',');
-    kube.patch('Pod', namespace, name, { metadata: { annotations: { 'hami.io/bind-phase': 'success' } }, status: { phase: 'Running' } });
-    kube.patch('Node', '', node, { metadata: { annotations: { [LOCK]: null } } });
+    rig.kube.patch('Pod', namespace, name, { metadata: { annotations: { 'hami.io/bind-phase': 'success' } }, status: { phase: 'Running' } });
+    rig.kube.patch('Node', '', node, { metadata: { annotations: { [LOCK]: null } } });
     served.push(name);
   }
   return served;
@@ -74,7 +60,7 @@ async function devicePlugin(node: string, allocations: number): Promise<string[]
 describe('bind hand-over through the relay', () => {
   it('binds 20 pods created at once on 2 nodes with no refused bind, each in turn as the device plugin ends the last allocation', async () => {
     const names = Array.from({ length: 20 }, (_, i) => `burst-${String(i).padStart(2, '0')}`);
-    for (const name of names) kube.create('Pod', gpuPod(name));
+    for (const name of names) rig.kube.create('Pod', gpuPod(name));
     const placed: { name: string; node: string | undefined; bind: Promise<string> }[] = [];
     for (const name of names) placed.push({ name, ...(await schedule(name)) });
     const perNode = new Map(NODES.map((node) => [node, placed.filter((p) => p.node === node).length]));
@@ -89,24 +75,24 @@ describe('bind hand-over through the relay', () => {
   });
 
   it('a force-deleted lock holder leaves no lock annotation on the Node, and the bind waiting behind it takes the lock', async () => {
-    kube.create('Pod', gpuPod('holder'));
+    rig.kube.create('Pod', gpuPod('holder'));
     const holder = await schedule('holder');
     expect(await holder.bind).toBe('');
     const node = holder.node!;
     expect(lockOn(node)).toMatch(/,team-a,holder$/);
 
-    kube.create('Pod', gpuPod('next'));
+    rig.kube.create('Pod', gpuPod('next'));
     // The next pod fits only that node, and kube-scheduler binds it while the holder's allocation is under way: it waits.
     const next = await schedule('next', [node]);
     expect(next.node).toBe(node);
     // The holder is force-deleted before the device plugin ever allocates for it.
-    kube.remove('Pod', 'team-a', 'holder');
+    rig.kube.remove('Pod', 'team-a', 'holder');
     expect(await next.bind).toBe('');
     expect(nodeOf('next')).toBe(node);
     expect(lockOn(node)).toMatch(/,team-a,next$/);
 
     // And without a bind behind it: the control plane's end of the lock clears the Node's annotation.
-    kube.remove('Pod', 'team-a', 'next');
+    rig.kube.remove('Pod', 'team-a', 'next');
     await eventually(() => expect(lockOn(node)).toBeUndefined());
   });
 });

@@ -4,11 +4,9 @@
  * filters are answered from those decisions and every pod is bound. A pod whose decided node kube-scheduler filtered
  * out is placed elsewhere by the live path, and its scheduler log says why.
  */
-import { startLocalServer, type LocalServer } from '../../../lib/local/server';
-import type { RunningRelay } from '../../../lib/relay/relay';
 import { DECIDED_AHEAD_ANNOTATION, markedDecision } from '../../../lib/wire/decidedAhead';
-import { startFakeKube, type FakeKube } from '../../support/fakeKube';
-import { eventually, gpuNode, postJson, recordingLogger, startTestRelay } from './harness';
+import { useRelayOnLocalControlPlane } from '../../support/relayRig';
+import { eventually, gpuNode, postJson, recordingLogger } from './harness';
 
 const TOKEN = 'ahead-control-plane-token';
 const cards = (prefix: string) =>
@@ -16,9 +14,6 @@ const cards = (prefix: string) =>
     [0, 1].map((index) => ({ id: `GPU-${prefix}-${index}`, count: 10, devmem: 8192, devcore: 100, type: 'NVIDIA-A100', numa: 0, health: true, index, mode: 'hami-core' })),
   );
 
-let kube: FakeKube;
-let local: LocalServer;
-let relay: RunningRelay | undefined;
 let logger: ReturnType<typeof recordingLogger>;
 
 function pendingPod(name: string) {
@@ -38,77 +33,75 @@ function schedulerView(pod: Record<string, unknown>): Record<string, unknown> {
   return rest;
 }
 
-const annotationsOf = (name: string) => (kube.get('Pod', 'team-a', name)?.metadata?.annotations ?? {}) as Record<string, string>;
+const annotationsOf = (name: string) => (rig.kube.get('Pod', 'team-a', name)?.metadata?.annotations ?? {}) as Record<string, string>;
 
 async function usage(node: string): Promise<{ used: number; usedmem: number }[]> {
-  const res = await fetch(`${local.url}/api/v1/nodes/${node}/devices`, { headers: { authorization: `Bearer ${TOKEN}` } });
+  const res = await fetch(`${rig.local.url}/api/v1/nodes/${node}/devices`, { headers: { authorization: `Bearer ${TOKEN}` } });
   return ((await res.json()) as { devices: { used: number; usedmem: number }[] }).devices;
 }
 
-beforeEach(async () => {
-  kube = await startFakeKube({ requiredToken: 'relay-token' });
-  local = await startLocalServer({ port: 0, host: '127.0.0.1', token: TOKEN, env: {} });
-  kube.create('Node', gpuNode('node-1', cards('a')));
-  kube.create('Node', gpuNode('node-2', cards('b')));
-  logger = recordingLogger();
-  relay = await startTestRelay(kube, local.url, { logger, env: { HAMI_API_TOKEN: TOKEN, HAMI_DECIDE_AHEAD: 'true', RELAY_AHEAD_WINDOW_MS: '20' } });
-  await eventually(async () => {
-    if ((await usage('node-2')).length !== 2) throw new Error('node-2 not registered yet');
-  }, 15000);
-});
+const AHEAD = { HAMI_DECIDE_AHEAD: 'true', RELAY_AHEAD_WINDOW_MS: '20' };
 
-afterEach(async () => {
-  await relay?.close();
-  await local.close();
-  await kube.close();
+const rig = useRelayOnLocalControlPlane({
+  per: 'test',
+  token: TOKEN,
+  prepare: ({ kube }) => {
+    kube.create('Node', gpuNode('node-1', cards('a')));
+    kube.create('Node', gpuNode('node-2', cards('b')));
+  },
+  relay: () => {
+    logger = recordingLogger();
+    return { logger, env: AHEAD };
+  },
+  registered: ['node-1', 'node-2'],
 });
 
 describe('decide-ahead through the relay', () => {
   it('decides a burst of pods before kube-scheduler asks, answers every filter from those decisions, and binds them all', async () => {
     // 4 cards of 8,192 MiB hold two 3,000 MiB pods each: a burst of 8 fills them exactly.
     const names = Array.from({ length: 8 }, (_, i) => `burst-${i}`);
-    const created = names.map((name) => kube.create('Pod', pendingPod(name)));
+    const created = names.map((name) => rig.kube.create('Pod', pendingPod(name)));
     await eventually(() => {
       for (const name of names) expect(markedDecision(annotationsOf(name))).toBeDefined();
     }, 15000);
 
     for (const pod of created) {
       const name = pod.metadata?.name as string;
-      const filter = await postJson(`${relay!.extenderUrl}/filter`, { Pod: schedulerView(pod), Nodes: null, NodeNames: ['node-1', 'node-2'] });
+      const filter = await postJson(`${rig.relay.extenderUrl}/filter`, { Pod: schedulerView(pod), Nodes: null, NodeNames: ['node-1', 'node-2'] });
       expect(filter.body.Error ?? '').toBe('');
       expect(filter.body.NodeNames).toEqual([markedDecision(annotationsOf(name))!.node]);
-      const bind = await postJson(`${relay!.extenderUrl}/bind`, { PodName: name, PodNamespace: 'team-a', PodUID: pod.metadata?.uid, Node: (filter.body.NodeNames as string[])[0] });
+      const bind = await postJson(`${rig.relay.extenderUrl}/bind`, { PodName: name, PodNamespace: 'team-a', PodUID: pod.metadata?.uid, Node: (filter.body.NodeNames as string[])[0] });
       expect(bind.body).toEqual({ Error: '' });
       // HAMi's device plugin allocates and reports it, which ends the node lock for the next bind there.
-      kube.patch('Pod', 'team-a', name, { metadata: { annotations: { 'hami.io/bind-phase': 'success' } }, status: { phase: 'Running' } });
+      rig.kube.patch('Pod', 'team-a', name, { metadata: { annotations: { 'hami.io/bind-phase': 'success' } }, status: { phase: 'Running' } });
     }
     // Every filter was answered ahead: none reached the control plane's /filter.
     expect(logger.lines.filter((l) => l.message === 'FilterAnsweredAhead')).toHaveLength(8);
     expect(logger.lines.filter((l) => l.message === 'FilterRelayed')).toHaveLength(0);
-    expect(relay!.ahead!.stats()).toEqual({ answeredAhead: 8, asked: 8 });
-    for (const name of names) expect((kube.get('Pod', 'team-a', name)?.spec as { nodeName?: string }).nodeName).toMatch(/^node-[12]$/);
+    expect(rig.relay.ahead!.stats()).toEqual({ answeredAhead: 8, asked: 8 });
+    for (const name of names) expect((rig.kube.get('Pod', 'team-a', name)?.spec as { nodeName?: string }).nodeName).toMatch(/^node-[12]$/);
     await eventually(async () => {
       for (const node of ['node-1', 'node-2']) for (const card of await usage(node)) expect(card).toMatchObject({ used: 2, usedmem: 6000 });
     }, 10000);
   });
 
   it('with two replicas, each pod is claimed and decided once, and either replica answers its filter from that decision', async () => {
-    const second = await startTestRelay(kube, local.url, { logger: recordingLogger(), env: { HAMI_API_TOKEN: TOKEN, HAMI_DECIDE_AHEAD: 'true', RELAY_AHEAD_WINDOW_MS: '20' } });
+    const second = await rig.startRelay({ logger: recordingLogger(), env: AHEAD });
     try {
       const names = Array.from({ length: 4 }, (_, i) => `pair-${i}`);
-      const created = names.map((name) => kube.create('Pod', pendingPod(name)));
+      const created = names.map((name) => rig.kube.create('Pod', pendingPod(name)));
       await eventually(() => {
         for (const name of names) expect(markedDecision(annotationsOf(name))).toBeDefined();
       }, 15000);
       // Both replicas saw every pod; each decision was written once (the claim's precondition let one replica decide it).
-      const decisionPatches = kube.writes().filter((w) => w.method === 'PATCH' && JSON.stringify(w.body).includes('hami.io/decided-ahead-pod'));
+      const decisionPatches = rig.kube.writes().filter((w) => w.method === 'PATCH' && JSON.stringify(w.body).includes('hami.io/decided-ahead-pod'));
       expect(decisionPatches.map((w) => w.path).sort()).toEqual(names.map((name) => `/api/v1/namespaces/team-a/pods/${name}`).sort());
       for (const [i, pod] of created.entries()) {
-        const to = i % 2 === 0 ? relay! : second;
+        const to = i % 2 === 0 ? rig.relay : second;
         const filter = await postJson(`${to.extenderUrl}/filter`, { Pod: schedulerView(pod), Nodes: null, NodeNames: ['node-1', 'node-2'] });
         expect(filter.body.NodeNames).toEqual([markedDecision(annotationsOf(pod.metadata?.name as string))!.node]);
       }
-      expect(relay!.ahead!.stats().answeredAhead + second.ahead!.stats().answeredAhead).toBe(4);
+      expect(rig.relay.ahead!.stats().answeredAhead + second.ahead!.stats().answeredAhead).toBe(4);
       // One booking per pod: 4 pods of 3,000 MiB in all.
       await eventually(async () => {
         const used = [...(await usage('node-1')), ...(await usage('node-2'))].reduce((n, c) => n + c.usedmem, 0);
@@ -120,19 +113,19 @@ describe('decide-ahead through the relay', () => {
   });
 
   it('a pod whose decided node kube-scheduler filtered out is placed elsewhere live, and its scheduler log says why', async () => {
-    const pod = kube.create('Pod', pendingPod('tainted'));
+    const pod = rig.kube.create('Pod', pendingPod('tainted'));
     await eventually(() => expect(markedDecision(annotationsOf('tainted'))).toBeDefined(), 15000);
     const decided = markedDecision(annotationsOf('tainted'))!.node;
     const other = decided === 'node-1' ? 'node-2' : 'node-1';
     // A taint added to the decided node since: kube-scheduler's own filter leaves it out of NodeNames.
-    const filter = await postJson(`${relay!.extenderUrl}/filter`, { Pod: schedulerView(pod), Nodes: null, NodeNames: [other] });
+    const filter = await postJson(`${rig.relay.extenderUrl}/filter`, { Pod: schedulerView(pod), Nodes: null, NodeNames: [other] });
     expect(filter.body.NodeNames).toEqual([other]);
     expect(annotationsOf('tainted')['hami.io/vgpu-node']).toBe(other);
     // The mark no longer names the pod's booking: no replica uses it.
     expect(markedDecision(annotationsOf('tainted'))).toBeUndefined();
     expect(annotationsOf('tainted')[DECIDED_AHEAD_ANNOTATION]).toMatch(new RegExp(`^${decided}@`));
 
-    const res = await fetch(`${local.url}/api/v1/namespaces/team-a/pods/tainted/schedulerlog?history=true`, { headers: { authorization: `Bearer ${TOKEN}` } });
+    const res = await fetch(`${rig.local.url}/api/v1/namespaces/team-a/pods/tainted/schedulerlog?history=true`, { headers: { authorization: `Bearer ${TOKEN}` } });
     const log = (await res.json()) as { ahead?: { kind: string; reason?: string }; filter: { status: string }; history: { ahead?: { kind: string } }[] };
     expect(log.filter.status).toBe('passed');
     expect(log.ahead?.kind).toBe('notUsed');

@@ -3,10 +3,9 @@
  * kube-scheduler is played by this test, calling the relay exactly as it would (POST /filter with
  * NodeNames, then POST /bind).
  */
-import { startLocalServer, type LocalServer } from '../../../lib/local/server';
 import type { RunningRelay } from '../../../lib/relay/relay';
-import { startFakeKube, type FakeKube } from '../../support/fakeKube';
-import { eventually, gpuNode, postJson, recordingLogger, startTestRelay } from './harness';
+import { useRelayOnLocalControlPlane } from '../../support/relayRig';
+import { eventually, gpuNode, postJson } from './harness';
 
 const TOKEN = 'e2e-control-plane-token';
 const REGISTER = (prefix: string) =>
@@ -20,16 +19,12 @@ interface DeviceView {
   devices: { id: string; used: number; usedmem: number; pods: string[] }[];
 }
 
-let kube: FakeKube;
-let local: LocalServer;
+const rig = useRelayOnLocalControlPlane({ per: 'suite', token: TOKEN });
+/** The relay while one runs: the tests stop and start it. */
 let relay: RunningRelay | undefined;
 
-async function startRelay(): Promise<RunningRelay> {
-  return startTestRelay(kube, local.url, { logger: recordingLogger(), env: { HAMI_API_TOKEN: TOKEN } });
-}
-
 async function devices(node: string): Promise<DeviceView> {
-  const res = await fetch(`${local.url}/api/v1/nodes/${node}/devices`, { headers: { authorization: `Bearer ${TOKEN}` } });
+  const res = await fetch(`${rig.local.url}/api/v1/nodes/${node}/devices`, { headers: { authorization: `Bearer ${TOKEN}` } });
   expect(res.status).toBe(200);
   return (await res.json()) as DeviceView;
 }
@@ -54,28 +49,17 @@ function schedulerView(pod: Record<string, unknown>): Record<string, unknown> {
   return rest;
 }
 
-beforeAll(async () => {
-  kube = await startFakeKube({ requiredToken: 'relay-token' });
-  local = await startLocalServer({ port: 0, host: '127.0.0.1', token: TOKEN, env: {} });
-});
-
-afterAll(async () => {
-  await relay?.close();
-  await local.close();
-  await kube.close();
-});
-
 describe('relay + local control plane', () => {
   it('registers nodes, filters and binds a GPU pod, frees its cards on deletion, and survives a relay restart', async () => {
     // Nodes with HAMi registrations appear in the ledger.
-    kube.create('Node', gpuNode('node-1', REGISTER('a')));
-    kube.create('Node', gpuNode('node-2', REGISTER('b')));
-    relay = await startRelay();
+    rig.kube.create('Node', gpuNode('node-1', REGISTER('a')));
+    rig.kube.create('Node', gpuNode('node-2', REGISTER('b')));
+    relay = await rig.startRelay();
     await eventually(async () => expect((await devices('node-1')).registered).toBe(true), 15000);
     await eventually(async () => expect((await devices('node-2')).registered).toBe(true), 15000);
 
     // Filter, as kube-scheduler calls it with nodeCacheCapable: true.
-    const created = kube.create('Pod', gpuPodSpec('train-0'));
+    const created = rig.kube.create('Pod', gpuPodSpec('train-0'));
     const filter = await postJson(`${relay.extenderUrl}/filter`, { Pod: schedulerView(created), Nodes: null, NodeNames: ['node-1', 'node-2'] });
     expect(filter.status).toBe(200);
     expect(filter.body.Error ?? '').toBe('');
@@ -84,7 +68,7 @@ describe('relay + local control plane', () => {
     expect(nodeNames).toHaveLength(1);
     const chosen = nodeNames[0] as string;
 
-    const filtered = kube.get('Pod', 'team-a', 'train-0');
+    const filtered = rig.kube.get('Pod', 'team-a', 'train-0');
     const annotations = filtered?.metadata?.annotations as Record<string, string>;
     expect(annotations['hami.io/vgpu-node']).toBe(chosen);
     expect(annotations['hami.io/vgpu-devices-allocated']).toMatch(/^GPU-[ab]-[01],NVIDIA,3000,30:;$/);
@@ -93,22 +77,22 @@ describe('relay + local control plane', () => {
     // Bind.
     const bind = await postJson(`${relay.extenderUrl}/bind`, { PodName: 'train-0', PodNamespace: 'team-a', PodUID: created.metadata?.uid, Node: chosen });
     expect(bind).toEqual({ status: 200, body: { Error: '' } });
-    const bound = kube.get('Pod', 'team-a', 'train-0');
+    const bound = rig.kube.get('Pod', 'team-a', 'train-0');
     expect((bound?.spec as { nodeName: string }).nodeName).toBe(chosen);
     expect(bound?.metadata?.annotations).toEqual(expect.objectContaining({ 'hami.io/bind-phase': 'allocating' }));
-    expect(kube.writes().filter((w) => w.path === '/api/v1/namespaces/team-a/pods/train-0/binding')).toHaveLength(1);
-    expect(kube.list('Event').map((e) => e.reason)).toEqual(expect.arrayContaining(['FilteringSucceed', 'BindingSucceed']));
+    expect(rig.kube.writes().filter((w) => w.path === '/api/v1/namespaces/team-a/pods/train-0/binding')).toHaveLength(1);
+    expect(rig.kube.list('Event').map((e) => e.reason)).toEqual(expect.arrayContaining(['FilteringSucceed', 'BindingSucceed']));
 
     // The card is booked; deleting the pod frees it.
     await eventually(async () => expect(usedOn(await devices(chosen))).toBe(1), 10000);
-    kube.remove('Pod', 'team-a', 'train-0');
+    rig.kube.remove('Pod', 'team-a', 'train-0');
     await eventually(async () => expect(usedOn(await devices(chosen))).toBe(0), 10000);
 
     // Kill the relay; a pod placed while it is down is accounted once it is back.
     await relay.close();
     relay = undefined;
-    kube.create('Pod', gpuPodSpec('train-1', { nodeName: chosen, annotations: { ...annotations, 'hami.io/bind-phase': 'success' } }));
-    relay = await startRelay();
+    rig.kube.create('Pod', gpuPodSpec('train-1', { nodeName: chosen, annotations: { ...annotations, 'hami.io/bind-phase': 'success' } }));
+    relay = await rig.startRelay();
     await eventually(async () => {
       const view = await devices(chosen);
       expect(usedOn(view)).toBe(1);
@@ -118,8 +102,8 @@ describe('relay + local control plane', () => {
 
   it('keeps counting what the scheduler decided when a pod owner edits the allocation annotation, and warns on the pod', async () => {
     const oneCard = JSON.stringify([{ id: 'GPU-t-0', count: 10, devmem: 16384, devcore: 100, type: 'NVIDIA-A100', numa: 0, health: true, index: 0, mode: 'hami-core' }]);
-    kube.create('Node', gpuNode('node-t', oneCard));
-    relay ??= await startRelay();
+    rig.kube.create('Node', gpuNode('node-t', oneCard));
+    relay ??= await rig.startRelay();
     await eventually(async () => expect((await devices('node-t')).registered).toBe(true), 15000);
     const asking = (name: string) => {
       const spec = gpuPodSpec(name);
@@ -128,48 +112,48 @@ describe('relay + local control plane', () => {
     };
 
     // t1 is placed with 12,000 MiB of the 16,384 MiB card, bound and allocated.
-    const t1 = kube.create('Pod', asking('t1'));
+    const t1 = rig.kube.create('Pod', asking('t1'));
     const filter = await postJson(`${relay.extenderUrl}/filter`, { Pod: schedulerView(t1), Nodes: null, NodeNames: ['node-t'] });
     expect(filter.body.NodeNames).toEqual(['node-t']);
     expect((await postJson(`${relay.extenderUrl}/bind`, { PodName: 't1', PodNamespace: 'team-a', PodUID: t1.metadata?.uid, Node: 'node-t' })).body).toEqual({ Error: '' });
-    kube.patch('Pod', 'team-a', 't1', { metadata: { annotations: { 'hami.io/bind-phase': 'success' } }, status: { phase: 'Running' } });
+    rig.kube.patch('Pod', 'team-a', 't1', { metadata: { annotations: { 'hami.io/bind-phase': 'success' } }, status: { phase: 'Running' } });
     await eventually(async () => expect((await devices('node-t')).devices[0]?.usedmem).toBe(12000), 10000);
 
     // The owner rewrites the allocation to 1 MiB (what `kubectl annotate --overwrite` does).
-    kube.patch('Pod', 'team-a', 't1', { metadata: { annotations: { 'hami.io/vgpu-devices-allocated': 'GPU-t-0,NVIDIA,1,0:;' } } });
-    await eventually(() => expect(kube.list('Event').filter((e) => e.reason === 'SchedulerAnnotationsChanged').map((e) => (e.involvedObject as { name: string }).name)).toEqual(['t1']), 10000);
+    rig.kube.patch('Pod', 'team-a', 't1', { metadata: { annotations: { 'hami.io/vgpu-devices-allocated': 'GPU-t-0,NVIDIA,1,0:;' } } });
+    await eventually(() => expect(rig.kube.list('Event').filter((e) => e.reason === 'SchedulerAnnotationsChanged').map((e) => (e.involvedObject as { name: string }).name)).toEqual(['t1']), 10000);
     expect((await devices('node-t')).devices[0]).toMatchObject({ usedmem: 12000, pods: ['team-a/t1'] });
 
     // The next 12,000 MiB pod is not promised the same card.
-    const t2 = kube.create('Pod', asking('t2'));
+    const t2 = rig.kube.create('Pod', asking('t2'));
     const second = await postJson(`${relay.extenderUrl}/filter`, { Pod: schedulerView(t2), Nodes: null, NodeNames: ['node-t'] });
     expect(second.body.NodeNames ?? []).toEqual([]);
     expect(second.body.FailedNodes).toEqual({ 'node-t': '1/1 CardInsufficientMemory' });
     // Another change to the same value is not reported twice.
-    kube.patch('Pod', 'team-a', 't1', { metadata: { labels: { touched: 'yes' } }, status: { phase: 'Running', podIP: '10.0.0.9' } });
-    kube.patch('Pod', 'team-a', 't1', { metadata: { annotations: { 'hami.io/bind-time': '1' } } });
+    rig.kube.patch('Pod', 'team-a', 't1', { metadata: { labels: { touched: 'yes' } }, status: { phase: 'Running', podIP: '10.0.0.9' } });
+    rig.kube.patch('Pod', 'team-a', 't1', { metadata: { annotations: { 'hami.io/bind-time': '1' } } });
     // The relay has seen the last patch and forwarded all it had: only then does the count say anything.
     const running = relay;
     await eventually(() => expect(running.watcher.cachedObject('Pod', 'team-a', 't1')?.metadata?.annotations?.['hami.io/bind-time']).toBe('1'), 10000);
     await running.forwarder.idle();
     expect((await devices('node-t')).devices[0]?.usedmem).toBe(12000);
-    expect(kube.list('Event').filter((e) => e.reason === 'SchedulerAnnotationsChanged')).toHaveLength(1);
+    expect(rig.kube.list('Event').filter((e) => e.reason === 'SchedulerAnnotationsChanged')).toHaveLength(1);
   });
 
   it('raises a pod adopted past a card’s capacity with Warnings on the pod and on its Node', async () => {
     const oneCard = JSON.stringify([{ id: 'GPU-o-0', count: 10, devmem: 16384, devcore: 100, type: 'NVIDIA-A100', numa: 0, health: true, index: 0, mode: 'hami-core' }]);
-    kube.create('Node', gpuNode('node-o', oneCard));
-    relay ??= await startRelay();
+    rig.kube.create('Node', gpuNode('node-o', oneCard));
+    relay ??= await rig.startRelay();
     await eventually(async () => expect((await devices('node-o')).registered).toBe(true), 15000);
     // o1 is placed by the scheduler with 12,000 MiB of the 16,384 MiB card.
     const spec = gpuPodSpec('o1');
     spec.spec.containers[0]!.resources.limits['nvidia.com/gpumem'] = '12000';
-    const o1 = kube.create('Pod', spec);
+    const o1 = rig.kube.create('Pod', spec);
     expect((await postJson(`${relay.extenderUrl}/filter`, { Pod: schedulerView(o1), Nodes: null, NodeNames: ['node-o'] })).body.NodeNames).toEqual(['node-o']);
     await eventually(async () => expect((await devices('node-o')).devices[0]?.usedmem).toBe(12000), 10000);
 
     // A pod of another namespace arrives bound to the node, its annotations claiming the whole card.
-    kube.create('Pod', {
+    rig.kube.create('Pod', {
       metadata: {
         name: 'squatter',
         namespace: 'team-b',
@@ -178,7 +162,7 @@ describe('relay + local control plane', () => {
       spec: { schedulerName: 'hami-scheduler', nodeName: 'node-o', containers: [{ name: 'main', image: 'cuda:12', resources: { limits: { 'nvidia.com/gpu': '1' } } }] },
       status: { phase: 'Running' },
     });
-    const adopted = () => kube.list('Event').filter((e) => e.reason === 'AdoptedPastCapacity').map((e) => [e.metadata?.namespace, (e.involvedObject as { kind: string; name: string }).kind, (e.involvedObject as { name: string }).name]);
+    const adopted = () => rig.kube.list('Event').filter((e) => e.reason === 'AdoptedPastCapacity').map((e) => [e.metadata?.namespace, (e.involvedObject as { kind: string; name: string }).kind, (e.involvedObject as { name: string }).name]);
     await eventually(() => expect(adopted().sort()).toEqual([['default', 'Node', 'node-o'], ['team-b', 'Pod', 'squatter']]), 10000);
     expect((await devices('node-o')).devices[0]).toMatchObject({ usedmem: 28384, usedcores: 130, overcommitted: ['memory', 'cores'] });
   });
@@ -192,7 +176,7 @@ describe('a relay restart or outage loses nothing', () => {
   const bookedPods = async (node: string) => (await devices(node)).devices.flatMap((d) => d.pods).sort();
 
   async function schedule(name: string, nodes: readonly string[]): Promise<string | undefined> {
-    const pod = kube.get('Pod', 'team-a', name)!;
+    const pod = rig.kube.get('Pod', 'team-a', name)!;
     const filter = await postJson(`${relay!.extenderUrl}/filter`, { Pod: schedulerView(pod), Nodes: null, NodeNames: nodes });
     const chosen = (filter.body.NodeNames as string[] | null)?.[0];
     if (chosen === undefined) return undefined;
@@ -205,14 +189,14 @@ describe('a relay restart or outage loses nothing', () => {
     // Prepare: one node with one card that holds two pods; the first is running, the second still allocating (lock held)
     await relay?.close();
     const oneCard = JSON.stringify([{ id: 'GPU-r-0', count: 10, devmem: 6500, devcore: 100, type: 'NVIDIA-A100', numa: 0, health: true, index: 0, mode: 'hami-core' }]);
-    kube.create('Node', gpuNode('node-r', oneCard));
-    relay = await startRelay();
+    rig.kube.create('Node', gpuNode('node-r', oneCard));
+    relay = await rig.startRelay();
     await eventually(async () => expect((await devices('node-r')).registered).toBe(true), 15000);
-    kube.create('Pod', gpuPodSpec('r-run'));
+    rig.kube.create('Pod', gpuPodSpec('r-run'));
     expect(await schedule('r-run', ['node-r'])).toBe('node-r');
-    kube.patch('Pod', 'team-a', 'r-run', { metadata: { annotations: { 'hami.io/bind-phase': 'success' } }, status: { phase: 'Running' } });
+    rig.kube.patch('Pod', 'team-a', 'r-run', { metadata: { annotations: { 'hami.io/bind-phase': 'success' } }, status: { phase: 'Running' } });
     await eventually(async () => expect(await lockOf('node-r')).toBeNull(), 10000);
-    kube.create('Pod', gpuPodSpec('r-alloc'));
+    rig.kube.create('Pod', gpuPodSpec('r-alloc'));
     expect(await schedule('r-alloc', ['node-r'])).toBe('node-r');
     await eventually(async () => expect(await bookedPods('node-r')).toEqual(['team-a/r-alloc', 'team-a/r-run']), 10000);
     expect((await lockOf('node-r'))?.holder).toBe('team-a/r-alloc');
@@ -220,10 +204,10 @@ describe('a relay restart or outage loses nothing', () => {
     // Act: the relay dies; both pods are force-deleted (nobody watches), another is created; the relay comes back
     await relay?.close();
     relay = undefined;
-    kube.remove('Pod', 'team-a', 'r-run', { silent: true });
-    kube.remove('Pod', 'team-a', 'r-alloc', { silent: true });
-    kube.create('Pod', gpuPodSpec('r-next'));
-    relay = await startRelay();
+    rig.kube.remove('Pod', 'team-a', 'r-run', { silent: true });
+    rig.kube.remove('Pod', 'team-a', 'r-alloc', { silent: true });
+    rig.kube.create('Pod', gpuPodSpec('r-next'));
+    relay = await rig.startRelay();
 
     // Assess: after its list, the ledger equals the cluster: no bookings, no lock; the new pod schedules
     await eventually(async () => {
@@ -245,8 +229,8 @@ describe('a relay restart or outage loses nothing', () => {
     await relay?.close();
     relay = undefined;
     const nodes = ['soak-1', 'soak-2'];
-    for (const n of nodes) kube.create('Node', gpuNode(n, REGISTER(n)));
-    relay = await startRelay();
+    for (const n of nodes) rig.kube.create('Node', gpuNode(n, REGISTER(n)));
+    relay = await rig.startRelay();
     await eventually(async () => {
       for (const n of nodes) expect((await devices(n)).registered).toBe(true);
     }, 15000);
@@ -260,26 +244,26 @@ describe('a relay restart or outage loses nothing', () => {
           await relay.close();
           relay = undefined;
         } else {
-          relay = await startRelay();
+          relay = await rig.startRelay();
         }
       } else if (roll < 0.55 || live.length === 0) {
         const name = `soak-${created++}`;
-        kube.create('Pod', gpuPodSpec(name));
+        rig.kube.create('Pod', gpuPodSpec(name));
         live.push(name);
         if (relay !== undefined) {
           const node = await schedule(name, nodes);
-          if (node !== undefined) kube.patch('Pod', 'team-a', name, { metadata: { annotations: { 'hami.io/bind-phase': 'success' } }, status: { phase: 'Running' } });
+          if (node !== undefined) rig.kube.patch('Pod', 'team-a', name, { metadata: { annotations: { 'hami.io/bind-phase': 'success' } }, status: { phase: 'Running' } });
         }
       } else {
         const name = live.splice(Math.floor(random() * live.length), 1)[0]!;
-        kube.remove('Pod', 'team-a', name, { silent: relay === undefined });
+        rig.kube.remove('Pod', 'team-a', name, { silent: relay === undefined });
       }
     }
-    relay ??= await startRelay();
+    relay ??= await rig.startRelay();
 
     // Whatever is still Pending and fits gets scheduled now (kube-scheduler's retries).
-    const pending = () => kube.list('Pod').filter((p) => String(p.metadata?.name).startsWith('soak-') && (p.spec as { nodeName?: string }).nodeName === undefined);
-    const bound = () => kube.list('Pod').filter((p) => String(p.metadata?.name).startsWith('soak-') && (p.spec as { nodeName?: string }).nodeName !== undefined);
+    const pending = () => rig.kube.list('Pod').filter((p) => String(p.metadata?.name).startsWith('soak-') && (p.spec as { nodeName?: string }).nodeName === undefined);
+    const bound = () => rig.kube.list('Pod').filter((p) => String(p.metadata?.name).startsWith('soak-') && (p.spec as { nodeName?: string }).nodeName !== undefined);
     // The ledger first converges on what the cluster holds (the relay's list, its complete list).
     const expected = async () => {
       for (const n of nodes) {
@@ -290,7 +274,7 @@ describe('a relay restart or outage loses nothing', () => {
     await eventually(expected, 20000);
     for (const p of pending()) {
       const node = await schedule(String(p.metadata?.name), nodes);
-      if (node !== undefined) kube.patch('Pod', 'team-a', String(p.metadata?.name), { metadata: { annotations: { 'hami.io/bind-phase': 'success' } }, status: { phase: 'Running' } });
+      if (node !== undefined) rig.kube.patch('Pod', 'team-a', String(p.metadata?.name), { metadata: { annotations: { 'hami.io/bind-phase': 'success' } }, status: { phase: 'Running' } });
     }
     await eventually(expected, 20000);
     // Nothing Pending that fits: each card holds two 3000 MiB pods, so Pending pods mean every card is full.

@@ -10,8 +10,8 @@ import { join } from 'node:path';
 import { X509Certificate } from 'node:crypto';
 import type { RunningRelay } from '../../../lib/relay/relay';
 import { createCertificateAuthority, issueCertificate, splitPemBundle } from '../../../lib/relay/tls/certificates';
-import { startFakeKube, type FakeKube } from '../../support/fakeKube';
-import { eventually, gatedDelay, gpuPod, recordingLogger, startFakeControlPlane, startTestRelay, type FakeControlPlane } from './harness';
+import { useRelayOnFakeControlPlane } from '../../support/relayRig';
+import { eventually, gatedDelay, gpuPod, recordingLogger } from './harness';
 
 const NAMESPACE = 'hami-system';
 const SERVER_NAME = `hami-relay.${NAMESPACE}.svc`;
@@ -20,23 +20,15 @@ const DAY_MS = 86_400_000;
 // Certificates are checked by the TLS stack against the real clock: the relay's starts a day earlier.
 const T0 = new Date(Date.now() - DAY_MS);
 
-let kube: FakeKube;
-let cp: FakeControlPlane;
-let relay: RunningRelay | undefined;
 let logger: ReturnType<typeof recordingLogger>;
 
-beforeEach(async () => {
-  kube = await startFakeKube({ requiredToken: 'relay-token' });
-  cp = await startFakeControlPlane();
-  cp.on('POST', '/filter', { body: { NodeNames: ['node-1'], FailedNodes: null, Error: '' } });
-  logger = recordingLogger();
+const rig = useRelayOnFakeControlPlane({
+  per: 'test',
+  prepare: ({ cp }) => cp.on('POST', '/filter', { body: { NodeNames: ['node-1'], FailedNodes: null, Error: '' } }),
 });
 
-afterEach(async () => {
-  await relay?.close();
-  relay = undefined;
-  await cp.close();
-  await kube.close();
+beforeEach(() => {
+  logger = recordingLogger();
 });
 
 interface Client {
@@ -65,19 +57,20 @@ const asClient = (ca: string, pair: { certPem: string; keyPem: string }): Client
 const decode = (b64: unknown) => Buffer.from(String(b64), 'base64').toString('utf8');
 
 function schedulerClient(): Client {
-  const data = kube.get('Secret', NAMESPACE, CLIENT_SECRET)?.data as Record<string, string>;
+  const data = rig.kube.get('Secret', NAMESPACE, CLIENT_SECRET)?.data as Record<string, string>;
   return { ca: decode(data['ca.crt']), cert: decode(data['tls.crt']), key: decode(data['tls.key']) };
 }
 
-async function selfManaged(): Promise<string> {
-  relay = await startTestRelay(kube, cp.url, {
+/** A relay whose extender port takes mutual TLS from its own CA, and that port's URL once it listens. */
+async function selfManaged(): Promise<{ relay: RunningRelay; url: string }> {
+  const relay = await rig.startRelay({
     logger,
     now: () => T0,
     webhookDelay: gatedDelay().delay,
     env: { RELAY_EXTENDER_TLS: 'self-managed', POD_NAMESPACE: NAMESPACE, RELAY_PORT: '0' },
   });
   expect(relay.extenderUrl).toBe('');
-  return relay.extenderTls!.ready();
+  return { relay, url: await relay.extenderTls!.ready() };
 }
 
 describe('mutual TLS on the extender port (self-managed)', () => {
@@ -89,18 +82,18 @@ describe('mutual TLS on the extender port (self-managed)', () => {
     expect(cert.keyUsage).toContain('1.3.6.1.5.5.7.3.2');
     const [ca] = splitPemBundle(client.ca);
     expect(cert.verify(new X509Certificate(ca!).publicKey)).toBe(true);
-    expect(kube.get('Secret', NAMESPACE, CLIENT_SECRET)?.type).toBe('kubernetes.io/tls');
+    expect(rig.kube.get('Secret', NAMESPACE, CLIENT_SECRET)?.type).toBe('kubernetes.io/tls');
     expect(logger.lines.map((l) => l.message)).toContain('ExtenderClientCertificateIssued');
   });
 
   it("serves /filter to kube-scheduler's certificate", async () => {
-    const url = await selfManaged();
-    const p = kube.create('Pod', gpuPod('job-0'));
+    const { url } = await selfManaged();
+    const p = rig.kube.create('Pod', gpuPod('job-0'));
 
     const answer = await post(url, '/filter', schedulerClient(), { Pod: p, NodeNames: ['node-1'] });
 
     expect(answer).toEqual({ status: 200, body: { NodeNames: ['node-1'], FailedNodes: null, Error: '' } });
-    expect(cp.callsTo('/filter')).toHaveLength(1);
+    expect(rig.cp.callsTo('/filter')).toHaveLength(1);
   });
 
   it.each([
@@ -116,16 +109,16 @@ describe('mutual TLS on the extender port (self-managed)', () => {
     [
       "the relay CA's certificate for another name",
       async (c: Client): Promise<Client> => {
-        const secret = kube.get('Secret', NAMESPACE, 'hami-relay-webhook-tls')?.data as Record<string, string>;
+        const secret = rig.kube.get('Secret', NAMESPACE, 'hami-relay-webhook-tls')?.data as Record<string, string>;
         const ca = { certPem: splitPemBundle(decode(secret['ca.crt']))[0]!, keyPem: decode(secret['ca.key']) };
         return asClient(c.ca, await issueCertificate(ca, { commonName: 'intruder', usage: 'client', validDays: 30, now: T0 }));
       },
       /^the client certificate is for "intruder", not "hami-scheduler"/,
     ],
   ])('refuses a request with %s: 401, a clear message, a log line, nothing forwarded or written', async (_label, clientOf, reason) => {
-    const url = await selfManaged();
-    const p = kube.create('Pod', gpuPod('job-1'));
-    const writesBefore = kube.writes().length;
+    const { url } = await selfManaged();
+    const p = rig.kube.create('Pod', gpuPod('job-1'));
+    const writesBefore = rig.kube.writes().length;
 
     const filter = await post(url, '/filter', await clientOf(schedulerClient()), { Pod: p, NodeNames: ['node-1'] });
     const bind = await post(url, '/bind', await clientOf(schedulerClient()), { PodName: 'job-1', PodNamespace: 'team-a', PodUID: p.metadata?.uid, Node: 'node-1' });
@@ -135,16 +128,16 @@ describe('mutual TLS on the extender port (self-managed)', () => {
       expect(answer.body).toEqual(expect.objectContaining({ kind: 'Status', code: 401, reason: 'Unauthorized', message: expect.stringMatching(reason) }));
       expect(String(answer.body.message)).toMatch(/this port serves kube-scheduler only/);
     }
-    expect(cp.callsTo('/filter')).toHaveLength(0);
-    expect(cp.callsTo('/bind')).toHaveLength(0);
-    expect(kube.writes().slice(writesBefore)).toEqual([]);
+    expect(rig.cp.callsTo('/filter')).toHaveLength(0);
+    expect(rig.cp.callsTo('/bind')).toHaveLength(0);
+    expect(rig.kube.writes().slice(writesBefore)).toEqual([]);
     expect(logger.lines.filter((l) => l.message === 'ExtenderClientRefused')).toHaveLength(2);
   });
 
   it('is not ready until the extender port listens, and the probes on the user port say so', async () => {
-    await selfManaged();
-    await eventually(async () => expect((await fetch(`${relay!.userUrl}/readyz`)).status).toBe(200));
-    const ready = (await (await fetch(`${relay!.userUrl}/readyz`)).json()) as { checks: Record<string, string> };
+    const { relay } = await selfManaged();
+    await eventually(async () => expect((await fetch(`${relay.userUrl}/readyz`)).status).toBe(200));
+    const ready = (await (await fetch(`${relay.userUrl}/readyz`)).json()) as { checks: Record<string, string> };
     expect(ready.checks.extender).toBe('ok');
   });
 });
@@ -159,9 +152,9 @@ describe('mutual TLS on the extender port (cert-manager files)', () => {
       writeFileSync(join(dir, 'tls.crt'), serving.certPem);
       writeFileSync(join(dir, 'tls.key'), serving.keyPem);
       writeFileSync(join(dir, 'ca.crt'), ca.certPem);
-      relay = await startTestRelay(kube, cp.url, { logger, webhookDelay: gatedDelay().delay, env: { RELAY_EXTENDER_TLS: 'files', RELAY_EXTENDER_CERT_DIR: dir, RELAY_PORT: '0' } });
+      const relay = await rig.startRelay({ logger, webhookDelay: gatedDelay().delay, env: { RELAY_EXTENDER_TLS: 'files', RELAY_EXTENDER_CERT_DIR: dir, RELAY_PORT: '0' } });
       const url = await relay.extenderTls!.ready();
-      const p = kube.create('Pod', gpuPod('job-2'));
+      const p = rig.kube.create('Pod', gpuPod('job-2'));
 
       const ok = await post(url, '/filter', asClient(ca.certPem, scheduler), { Pod: p, NodeNames: ['node-1'] });
       const other = await createCertificateAuthority({ commonName: 'other', validDays: 30, now: T0 });
@@ -169,7 +162,7 @@ describe('mutual TLS on the extender port (cert-manager files)', () => {
 
       expect(ok.status).toBe(200);
       expect(refused.status).toBe(401);
-      expect(kube.get('Secret', NAMESPACE, CLIENT_SECRET)).toBeUndefined();
+      expect(rig.kube.get('Secret', NAMESPACE, CLIENT_SECRET)).toBeUndefined();
     } finally {
       rmSync(dir, { recursive: true, force: true });
     }

@@ -188,23 +188,21 @@ export function relayConfig(controlPlaneUrl: string, env: Record<string, string>
   });
 }
 
-export async function startTestRelay(
-  kube: FakeKube,
-  controlPlaneUrl: string,
-  opts: {
-    env?: Record<string, string>;
-    logger?: AppLogger;
-    watcherDelay?: DelayFn;
-    forwarderDelay?: DelayFn;
-    extenderDelay?: DelayFn;
-    webhookDelay?: DelayFn;
-    /** Between probes of an unreachable control plane; by default the second probe never comes. */
-    reachabilityDelay?: DelayFn;
-    /** Between nudges; none by default. */
-    nudgeDelay?: DelayFn;
-    now?: () => Date;
-  } = {},
-): Promise<RunningRelay> {
+export interface TestRelayOptions {
+  env?: Record<string, string>;
+  logger?: AppLogger;
+  watcherDelay?: DelayFn;
+  forwarderDelay?: DelayFn;
+  extenderDelay?: DelayFn;
+  webhookDelay?: DelayFn;
+  /** Between probes of an unreachable control plane; by default the second probe never comes. */
+  reachabilityDelay?: DelayFn;
+  /** Between nudges; none by default. */
+  nudgeDelay?: DelayFn;
+  now?: () => Date;
+}
+
+export async function startTestRelay(kube: FakeKube, controlPlaneUrl: string, opts: TestRelayOptions = {}): Promise<RunningRelay> {
   return startRelay({
     config: relayConfig(controlPlaneUrl, opts.env),
     kubeConfig: kube.kubeConfig(),

@@ -6,13 +6,9 @@
  */
 import { createHash } from 'node:crypto';
 import { request } from 'node:http';
-import { startFakeKube, type FakeKube } from '../../support/fakeKube';
-import { gpuPod, recordingLogger, startFakeControlPlane, startTestRelay, type FakeControlPlane, type RecordedCall, type Responder } from './harness';
-import type { RunningRelay } from '../../../lib/relay/relay';
+import { useRelayOnFakeControlPlane } from '../../support/relayRig';
+import { gpuPod, recordingLogger, type RecordedCall, type Responder } from './harness';
 
-let kube: FakeKube;
-let cp: FakeControlPlane;
-let relay: RunningRelay;
 let logger: ReturnType<typeof recordingLogger>;
 
 const ADMIN = 'admin-token-5a1e';
@@ -45,31 +41,28 @@ function pagedSummaries(pods: readonly string[]): Responder {
   };
 }
 
-beforeEach(async () => {
-  kube = await startFakeKube({ requiredToken: 'relay-token' });
-  kube.addUser(ADMIN, { username: 'admin', groups: ['ops'] });
-  kube.addUser(ALICE, { username: 'alice' });
-  kube.addUser(NOBODY, { username: 'nobody' });
-  kube.addUser(VIEWER, { username: 'viewer' });
-  kube.addUser(TEAM_A_VIEWER, { username: 'team-a-viewer' });
-  kube.grant({ group: 'ops', verb: 'list', resource: 'nodes' });
-  kube.grant({ group: 'ops', verb: 'get', resource: 'pods' });
-  kube.grant({ user: 'alice', verb: 'get', resource: 'pods', namespace: 'team-a' });
-  kube.grant({ user: 'viewer', verb: 'list', resource: 'nodes' });
-  kube.grant({ user: 'team-a-viewer', verb: 'list', resource: 'nodes' });
-  kube.grant({ user: 'team-a-viewer', verb: 'get', resource: 'pods', namespace: 'team-a' });
-  cp = await startFakeControlPlane();
-  cp.on('GET', '/api/v1/nodes', { body: { kind: 'NodeDevicesList', apiVersion: 'v1', metadata: {}, items: [{ name: 'node1', devices: [] }] } });
-  cp.on('GET', '/api/v1/schedulerlogs', pagedSummaries(['team-a/a1', 'team-b/b1', 'team-a/a2']));
-  cp.on('GET', '/api/v1/namespaces/team-a/schedulerlogs', { body: { kind: 'SchedulerLogList', apiVersion: 'v1', metadata: {}, items: [summary('team-a', 'a1')] } });
-  logger = recordingLogger();
-  relay = await startTestRelay(kube, cp.url, { logger });
-});
-
-afterEach(async () => {
-  await relay.close();
-  await cp.close();
-  await kube.close();
+const rig = useRelayOnFakeControlPlane({
+  per: 'test',
+  prepare: ({ kube, cp }) => {
+    kube.addUser(ADMIN, { username: 'admin', groups: ['ops'] });
+    kube.addUser(ALICE, { username: 'alice' });
+    kube.addUser(NOBODY, { username: 'nobody' });
+    kube.addUser(VIEWER, { username: 'viewer' });
+    kube.addUser(TEAM_A_VIEWER, { username: 'team-a-viewer' });
+    kube.grant({ group: 'ops', verb: 'list', resource: 'nodes' });
+    kube.grant({ group: 'ops', verb: 'get', resource: 'pods' });
+    kube.grant({ user: 'alice', verb: 'get', resource: 'pods', namespace: 'team-a' });
+    kube.grant({ user: 'viewer', verb: 'list', resource: 'nodes' });
+    kube.grant({ user: 'team-a-viewer', verb: 'list', resource: 'nodes' });
+    kube.grant({ user: 'team-a-viewer', verb: 'get', resource: 'pods', namespace: 'team-a' });
+    cp.on('GET', '/api/v1/nodes', { body: { kind: 'NodeDevicesList', apiVersion: 'v1', metadata: {}, items: [{ name: 'node1', devices: [] }] } });
+    cp.on('GET', '/api/v1/schedulerlogs', pagedSummaries(['team-a/a1', 'team-b/b1', 'team-a/a2']));
+    cp.on('GET', '/api/v1/namespaces/team-a/schedulerlogs', { body: { kind: 'SchedulerLogList', apiVersion: 'v1', metadata: {}, items: [summary('team-a', 'a1')] } });
+  },
+  relay: () => {
+    logger = recordingLogger();
+    return { logger };
+  },
 });
 
 async function getAt(base: string, path: string, headers: Record<string, string> = {}): Promise<{ status: number; body: Record<string, unknown>; headers: Headers; text: string }> {
@@ -84,13 +77,13 @@ async function getAt(base: string, path: string, headers: Record<string, string>
   return { status: res.status, body, headers: res.headers, text };
 }
 
-const get = (path: string, headers: Record<string, string> = {}) => getAt(relay.userUrl, path, headers);
+const get = (path: string, headers: Record<string, string> = {}) => getAt(rig.relay.userUrl, path, headers);
 
 const bearer = (token: string) => ({ authorization: `Bearer ${token}` });
 
 describe('GET /api/v1/nodes on the user port', () => {
   it('answers a user who may list nodes, passing limit and the continue it sealed only', async () => {
-    cp.on('GET', '/api/v1/nodes', (call) =>
+    rig.cp.on('GET', '/api/v1/nodes', (call) =>
       call.query.continue === undefined
         ? { body: { kind: 'NodeDevicesList', apiVersion: 'v1', metadata: { continue: 'cp-after-node1', remainingItemCount: 1 }, items: [{ name: 'node1', devices: [] }] } }
         : { body: { kind: 'NodeDevicesList', apiVersion: 'v1', metadata: {}, items: [{ name: 'node2', devices: [] }] } },
@@ -102,14 +95,14 @@ describe('GET /api/v1/nodes on the user port', () => {
     expect(token).not.toContain('cp-after-node1');
     const second = await get(`/api/v1/nodes?limit=1&continue=${encodeURIComponent(token)}`, bearer(ADMIN));
     expect(second.body).toMatchObject({ metadata: {}, items: [{ name: 'node2', devices: [] }] });
-    expect(cp.callsTo('/api/v1/nodes').map((c) => c.query)).toEqual([{ limit: '1' }, { limit: '1', continue: 'cp-after-node1' }]);
+    expect(rig.cp.callsTo('/api/v1/nodes').map((c) => c.query)).toEqual([{ limit: '1' }, { limit: '1', continue: 'cp-after-node1' }]);
   });
 
   it('refuses a user who may not list nodes with 403 and kube-apiserver wording, without asking the control plane', async () => {
     const answer = await get('/api/v1/nodes', bearer(ALICE));
     expect(answer.status).toBe(403);
     expect(answer.body).toMatchObject({ kind: 'Status', reason: 'Forbidden', message: 'nodes is forbidden: User "alice" cannot list resource "nodes" in API group "" at the cluster scope' });
-    expect(cp.callsTo('/api/v1/nodes')).toHaveLength(0);
+    expect(rig.cp.callsTo('/api/v1/nodes')).toHaveLength(0);
     expect(logger.lines.filter((l) => l.message === 'UserRequestForbidden').map((l) => l.fields[0])).toEqual([{ user: 'alice', verb: 'list', resource: 'nodes' }]);
   });
 
@@ -135,7 +128,7 @@ describe('GET /api/v1/nodes on the user port', () => {
         { id: 'GPU-1', index: 1, used: 1, usedmem: 1000, usedcores: 0, freemem: 15384, pods: ['team-b/b-secret-3'], mig: { profiles: [], inUse: [{ start: 0, size: 1, pod: 'team-b/b-secret-3' }] } },
       ],
     };
-    cp.on('GET', '/api/v1/nodes', { body: { kind: 'NodeDevicesList', apiVersion: 'v1', metadata: {}, items: [node] } });
+    rig.cp.on('GET', '/api/v1/nodes', { body: { kind: 'NodeDevicesList', apiVersion: 'v1', metadata: {}, items: [node] } });
 
     const viewer = await get('/api/v1/nodes', bearer(VIEWER));
     expect(viewer.status).toBe(200);
@@ -163,11 +156,11 @@ describe('GET /api/v1/nodes on the user port', () => {
 
   it('answers 500 and names nothing when a review of a namespace cannot be made', async () => {
     const page = (pods: string[]) => ({ body: { kind: 'NodeDevicesList', apiVersion: 'v1', metadata: {}, items: [{ name: 'node1', devices: [{ id: 'GPU-0', pods }] }] } });
-    cp.on('GET', '/api/v1/nodes', page(['team-a/a1']));
+    rig.cp.on('GET', '/api/v1/nodes', page(['team-a/a1']));
     expect((await get('/api/v1/nodes', bearer(VIEWER))).status).toBe(200);
     // The reviews of list nodes and of the cluster scope are kept: the next one asked is team-c's.
-    cp.on('GET', '/api/v1/nodes', page(['team-c/c-secret']));
-    kube.failNext('POST', /subjectaccessreviews$/, 500, 1);
+    rig.cp.on('GET', '/api/v1/nodes', page(['team-c/c-secret']));
+    rig.kube.failNext('POST', /subjectaccessreviews$/, 500, 1);
     const answer = await get('/api/v1/nodes', bearer(VIEWER));
     expect(answer.status).toBe(500);
     expect(answer.body).toMatchObject({ kind: 'Status', reason: 'InternalError', message: 'could not check access' });
@@ -219,7 +212,7 @@ describe('scheduler-log listings on the user port', () => {
     expect(token).not.toContain(upstreamToken(storePosition('team-b', 'b1')));
     const second = await get(`/api/v1/schedulerlogs?limit=2&continue=${encodeURIComponent(token)}`, bearer(ADMIN));
     expect(second.body).toEqual({ kind: 'SchedulerLogList', apiVersion: 'v1', metadata: {}, items: [summary('team-a', 'a2')] });
-    expect(cp.callsTo('/api/v1/schedulerlogs').map((c) => c.query)).toEqual([{ limit: '2' }, { limit: '2', continue: upstreamToken(storePosition('team-b', 'b1')) }]);
+    expect(rig.cp.callsTo('/api/v1/schedulerlogs').map((c) => c.query)).toEqual([{ limit: '2' }, { limit: '2', continue: upstreamToken(storePosition('team-b', 'b1')) }]);
   });
 
   it('keeps only the items of namespaces where the user may get pods', async () => {
@@ -228,14 +221,14 @@ describe('scheduler-log listings on the user port', () => {
     expect(answer.body).toEqual({ kind: 'SchedulerLogList', apiVersion: 'v1', metadata: {}, items: [summary('team-a', 'a1'), summary('team-a', 'a2')] });
     expect(answer.text).not.toContain('team-b');
     // One review for the cluster scope, then one per namespace met.
-    const namespaces = kube.requests
+    const namespaces = rig.kube.requests
       .filter((r) => r.path.endsWith('/subjectaccessreviews'))
       .map((r) => (r.body as { spec: { resourceAttributes: { namespace?: string } } }).spec.resourceAttributes.namespace ?? '*');
     expect(namespaces).toEqual(['*', 'team-a', 'team-b']);
   });
 
   it('reuses the reviews of a user who asks again within seconds (the console polls): one TokenReview, one review per question', async () => {
-    const reviews = () => kube.requests.filter((r) => r.path.endsWith('/tokenreviews') || r.path.endsWith('/subjectaccessreviews')).length;
+    const reviews = () => rig.kube.requests.filter((r) => r.path.endsWith('/tokenreviews') || r.path.endsWith('/subjectaccessreviews')).length;
     await get('/api/v1/schedulerlogs?limit=3', bearer(ALICE));
     // A TokenReview, the cluster scope, then team-a and team-b.
     expect(reviews()).toBe(4);
@@ -280,9 +273,9 @@ describe('continue tokens of the all-namespaces list', () => {
   const decoded = (token: string) => Buffer.from(token, 'base64url').toString('latin1');
 
   it('pages a caller on what they may see alone: the same pages, and tokens alike, with or without hidden items', async () => {
-    cp.on('GET', '/api/v1/schedulerlogs', pagedSummaries(alone));
+    rig.cp.on('GET', '/api/v1/schedulerlogs', pagedSummaries(alone));
     const withoutHidden = await allPages(ALICE, 1);
-    cp.on('GET', '/api/v1/schedulerlogs', pagedSummaries(among));
+    rig.cp.on('GET', '/api/v1/schedulerlogs', pagedSummaries(among));
     const withHidden = await allPages(ALICE, 1);
     const shape = (pages: { items: string[]; continue?: string }[]) => pages.map((p) => ({ items: p.items, token: p.continue === undefined ? 'none' : `${p.continue.length} characters` }));
     expect(shape(withHidden)).toEqual(shape(withoutHidden));
@@ -301,12 +294,12 @@ describe('continue tokens of the all-namespaces list', () => {
   });
 
   it('gives a caller who may read nothing one empty page without a token, however many items there are', async () => {
-    cp.on('GET', '/api/v1/schedulerlogs', pagedSummaries(among));
+    rig.cp.on('GET', '/api/v1/schedulerlogs', pagedSummaries(among));
     expect(await allPages(NOBODY, 1)).toEqual([{ items: [] }]);
   });
 
   it("refuses a changed token and another list's with 400, and one sealed by another relay with 410", async () => {
-    cp.on('GET', '/api/v1/schedulerlogs', pagedSummaries(among));
+    rig.cp.on('GET', '/api/v1/schedulerlogs', pagedSummaries(among));
     const [first] = await allPages(ALICE, 1);
     const token = first?.continue ?? '';
     const changedAt = 60;
@@ -319,7 +312,7 @@ describe('continue tokens of the all-namespaces list', () => {
     expect(otherList.status).toBe(400);
     expect(otherList.body.message).toBe('continue token belongs to another list');
 
-    const other = await startTestRelay(kube, cp.url, { logger: recordingLogger() });
+    const other = await rig.startRelay({ logger: recordingLogger() });
     try {
       const elsewhere = await getAt(other.userUrl, `/api/v1/schedulerlogs?limit=1&continue=${token}`, bearer(ALICE));
       expect(elsewhere.status).toBe(410);
@@ -334,7 +327,7 @@ describe('continue tokens of the all-namespaces list', () => {
 describe('tokens nobody knows', () => {
   /** A GET from a given loopback address (the relay tells clients apart by it). */
   function getFrom(localAddress: string, path: string, token: string): Promise<{ status: number; retryAfter: string | undefined; body: Record<string, unknown> }> {
-    const url = new URL(relay.userUrl);
+    const url = new URL(rig.relay.userUrl);
     return new Promise((resolve, reject) => {
       const req = request({ host: url.hostname, port: url.port, path, localAddress, headers: bearer(token), agent: false }, (res) => {
         const chunks: Buffer[] = [];
@@ -347,10 +340,10 @@ describe('tokens nobody knows', () => {
   }
 
   it('cost a bounded number of TokenReviews per client and overall, answered 429 with Retry-After, while a signed-in user is served', async () => {
-    await relay.close();
+    await rig.relay.close();
     const clock = { ms: Date.parse('2025-05-01T10:00:00Z') };
-    relay = await startTestRelay(kube, cp.url, { logger, now: () => new Date(clock.ms), env: { RELAY_TOKEN_REVIEWS_PER_CLIENT: '5', RELAY_TOKEN_REVIEWS: '8' } });
-    const tokenReviews = () => kube.requests.filter((r) => r.path.endsWith('/tokenreviews')).length;
+    await rig.restartRelay({ logger, now: () => new Date(clock.ms), env: { RELAY_TOKEN_REVIEWS_PER_CLIENT: '5', RELAY_TOKEN_REVIEWS: '8' } });
+    const tokenReviews = () => rig.kube.requests.filter((r) => r.path.endsWith('/tokenreviews')).length;
     expect((await getFrom('127.0.0.1', '/api/v1/nodes', ADMIN)).status).toBe(200);
     const before = tokenReviews();
 
@@ -398,7 +391,7 @@ describe('a scheduler log on the user port', () => {
       filter: { status: 'passed', summary: 'fits', nodes: [], passedOver: [{ name: 'node1', holder: 'team-b/b-allocating' }, { name: 'node2', holder: 'team-a/a-allocating' }] },
       history: [{ filter: { status: 'passed', passedOver: [{ name: 'node3', holder: 'team-b/b-earlier' }] } }],
     };
-    cp.on('GET', 'schedulerlog', { body: log });
+    rig.cp.on('GET', 'schedulerlog', { body: log });
     const alice = await get('/api/v1/namespaces/team-a/pods/mine/schedulerlog?history=true', bearer(ALICE));
     expect(alice.status).toBe(200);
     expect(alice.text).not.toContain('team-b');
@@ -407,15 +400,15 @@ describe('a scheduler log on the user port', () => {
       filter: { ...log.filter, passedOver: [{ name: 'node1', holderHidden: true }, { name: 'node2', holder: 'team-a/a-allocating' }] },
       history: [{ filter: { status: 'passed', passedOver: [{ name: 'node3', holderHidden: true }] } }],
     });
-    expect(cp.callsTo('/api/v1/namespaces/team-a/pods/mine/schedulerlog').map((c) => c.query)).toEqual([{ history: 'true' }]);
+    expect(rig.cp.callsTo('/api/v1/namespaces/team-a/pods/mine/schedulerlog').map((c) => c.query)).toEqual([{ history: 'true' }]);
     expect((await get('/api/v1/namespaces/team-a/pods/mine/schedulerlog', bearer(ADMIN))).body).toEqual(log);
   });
 });
 
 describe('a pod without a scheduling record', () => {
   it("answers the control plane's 404 with the debugging decision tree, walked with the relay's view of the cluster", async () => {
-    kube.create('Pod', gpuPod('waiting', 'team-a'));
-    cp.on('GET', 'schedulerlog', { status: 404, body: { kind: 'Status', apiVersion: 'v1', status: 'Failure', reason: 'NotFound', code: 404, message: 'no scheduling record for pod team-a/waiting' } });
+    rig.kube.create('Pod', gpuPod('waiting', 'team-a'));
+    rig.cp.on('GET', 'schedulerlog', { status: 404, body: { kind: 'Status', apiVersion: 'v1', status: 'Failure', reason: 'NotFound', code: 404, message: 'no scheduling record for pod team-a/waiting' } });
     const answer = await get('/api/v1/namespaces/team-a/pods/waiting/schedulerlog', bearer(ALICE));
     expect(answer.status).toBe(404);
     expect(answer.body).toMatchObject({
@@ -440,7 +433,7 @@ describe('the console on the user port', () => {
   });
 
   it('is not served on the extender port', async () => {
-    const res = await fetch(`${relay.extenderUrl}/`);
+    const res = await fetch(`${rig.relay.extenderUrl}/`);
     expect(res.status).toBe(404);
   });
 });

@@ -4,37 +4,27 @@
  * skipped for pods nudged within the window, and safe with two replicas (the resourceVersion precondition).
  */
 import { podsToNudge } from '../../../lib/relay/nudger';
-import type { RunningRelay } from '../../../lib/relay/relay';
-import { startFakeKube, type FakeKube } from '../../support/fakeKube';
-import { eventually, gatedDelay, gpuPod, postJson, startFakeControlPlane, startTestRelay, type FakeControlPlane } from './harness';
+import { useRelayOnFakeControlPlane } from '../../support/relayRig';
+import { eventually, gatedDelay, gpuPod, postJson } from './harness';
 
-let kube: FakeKube;
-let cp: FakeControlPlane;
-const relays: RunningRelay[] = [];
 let clock = Date.parse('2026-03-01T10:00:00Z');
 const now = () => new Date(clock);
 const NUDGES_ON = { RELAY_NUDGE_PER_SECOND: '10' };
 
-beforeEach(async () => {
-  kube = await startFakeKube({ requiredToken: 'relay-token' });
-  cp = await startFakeControlPlane();
+const rig = useRelayOnFakeControlPlane({ per: 'test' });
+
+beforeEach(() => {
   clock = Date.parse('2026-03-01T10:00:00Z');
 });
 
-afterEach(async () => {
-  await Promise.all(relays.splice(0).map((r) => r.close()));
-  await cp.close();
-  await kube.close();
-});
-
-const requeued = (name: string) => (kube.get('Pod', 'team-a', name)?.metadata?.annotations as Record<string, string> | undefined)?.['hami.io/requeue'];
-const nudgePatches = () => kube.writes().filter((w) => w.method === 'PATCH' && JSON.stringify(w.body).includes('hami.io/requeue'));
+const requeued = (name: string) => (rig.kube.get('Pod', 'team-a', name)?.metadata?.annotations as Record<string, string> | undefined)?.['hami.io/requeue'];
+const nudgePatches = () => rig.kube.writes().filter((w) => w.method === 'PATCH' && JSON.stringify(w.body).includes('hami.io/requeue'));
 
 function cluster(): void {
-  for (const name of ['wait-0', 'wait-1', 'wait-2']) kube.create('Pod', gpuPod(name));
-  kube.create('Pod', gpuPod('bound', 'team-a', { nodeName: 'node-1' }));
-  kube.create('Pod', { ...gpuPod('other'), spec: { ...(gpuPod('other').spec as object), schedulerName: 'default-scheduler' } });
-  kube.create('Pod', gpuPod('fresh', 'team-a', { annotations: { 'hami.io/requeue': new Date(clock - 5_000).toISOString() } }));
+  for (const name of ['wait-0', 'wait-1', 'wait-2']) rig.kube.create('Pod', gpuPod(name));
+  rig.kube.create('Pod', gpuPod('bound', 'team-a', { nodeName: 'node-1' }));
+  rig.kube.create('Pod', { ...gpuPod('other'), spec: { ...(gpuPod('other').spec as object), schedulerName: 'default-scheduler' } });
+  rig.kube.create('Pod', gpuPod('fresh', 'team-a', { annotations: { 'hami.io/requeue': new Date(clock - 5_000).toISOString() } }));
 }
 
 describe('podsToNudge', () => {
@@ -68,8 +58,7 @@ describe('nudges', () => {
     const spacing = gatedDelay();
 
     // Act
-    const relay = await startTestRelay(kube, cp.url, { now, nudgeDelay: spacing.delay, env: { RELAY_NUDGE_PER_SECOND: '4' } });
-    relays.push(relay);
+    const relay = await rig.startRelay({ now, nudgeDelay: spacing.delay, env: { RELAY_NUDGE_PER_SECOND: '4' } });
     for (let i = 1; i <= 2; i++) {
       await eventually(() => expect(spacing.waiting()).toBe(1));
       expect(nudgePatches()).toHaveLength(i);
@@ -93,20 +82,19 @@ describe('nudges', () => {
     // Prepare
     cluster();
     const down = { status: 503, body: { message: 'down' } };
-    cp.on('GET', '/healthz', down);
-    cp.on('POST', '/cluster/events', down);
+    rig.cp.on('GET', '/healthz', down);
+    rig.cp.on('POST', '/cluster/events', down);
     const probes = gatedDelay();
     const retries = gatedDelay();
 
     // Act
-    const relay = await startTestRelay(kube, cp.url, { now, reachabilityDelay: probes.delay, forwarderDelay: retries.delay, env: NUDGES_ON });
-    relays.push(relay);
+    const relay = await rig.startRelay({ now, reachabilityDelay: probes.delay, forwarderDelay: retries.delay, env: NUDGES_ON });
     await eventually(() => expect(probes.waiting()).toBe(1));
     await eventually(() => expect(relay.watcher.status().synced).toBe(true));
     await eventually(() => expect(retries.waiting()).toBe(1));
     expect(nudgePatches()).toEqual([]);
-    cp.on('GET', '/healthz', { body: { status: 'ok' } });
-    cp.on('POST', '/cluster/events', (call) => ({ body: { accepted: (call.body as { events: unknown[] }).events.length, rejected: [] } }));
+    rig.cp.on('GET', '/healthz', { body: { status: 'ok' } });
+    rig.cp.on('POST', '/cluster/events', (call) => ({ body: { accepted: (call.body as { events: unknown[] }).events.length, rejected: [] } }));
     probes.release();
     retries.release();
 
@@ -122,9 +110,8 @@ describe('nudges', () => {
     const probesB = gatedDelay();
     // Retries of /cluster/events wait here until the control plane is back.
     const retries = gatedDelay();
-    const a = await startTestRelay(kube, cp.url, { now, reachabilityDelay: probesA.delay, forwarderDelay: retries.delay, env: NUDGES_ON });
-    const b = await startTestRelay(kube, cp.url, { now, reachabilityDelay: probesB.delay, forwarderDelay: retries.delay, env: NUDGES_ON });
-    relays.push(a, b);
+    const a = await rig.startRelay({ now, reachabilityDelay: probesA.delay, forwarderDelay: retries.delay, env: NUDGES_ON });
+    const b = await rig.startRelay({ now, reachabilityDelay: probesB.delay, forwarderDelay: retries.delay, env: NUDGES_ON });
     await eventually(() => expect(a.nudger.history().length + b.nudger.history().length).toBe(2));
     await Promise.all([a.nudger.idle(), b.nudger.idle()]);
     const firstRound = [...a.nudger.history(), ...b.nudger.history()];
@@ -133,11 +120,11 @@ describe('nudges', () => {
 
     // Act: the control plane goes away; kube-scheduler's filters fail through both replicas
     const down = { status: 503, body: { message: 'down' } };
-    cp.on('POST', '/cluster/events', down);
-    cp.on('GET', '/healthz', down);
-    cp.on('POST', '/filter', { status: 502, body: { message: 'bad gateway' } });
+    rig.cp.on('POST', '/cluster/events', down);
+    rig.cp.on('GET', '/healthz', down);
+    rig.cp.on('POST', '/filter', { status: 502, body: { message: 'bad gateway' } });
     const filterArgs = (name: string) => {
-      const p = kube.get('Pod', 'team-a', name);
+      const p = rig.kube.get('Pod', 'team-a', name);
       return { Pod: p, NodeNames: ['node-1'] };
     };
     expect((await postJson(`${a.extenderUrl}/filter`, filterArgs('wait-0'))).body.Error).toMatch(/HTTP 502/);
@@ -146,8 +133,8 @@ describe('nudges', () => {
     await eventually(() => expect(probesA.waiting() + probesB.waiting()).toBe(2));
     // A minute passes; then the control plane is back.
     clock += 60_000;
-    cp.on('GET', '/healthz', { body: { status: 'ok' } });
-    cp.on('POST', '/cluster/events', (call) => ({ body: { accepted: (call.body as { events: unknown[] }).events.length, rejected: [] } }));
+    rig.cp.on('GET', '/healthz', { body: { status: 'ok' } });
+    rig.cp.on('POST', '/cluster/events', (call) => ({ body: { accepted: (call.body as { events: unknown[] }).events.length, rejected: [] } }));
     probesA.release();
     probesB.release();
     retries.release();

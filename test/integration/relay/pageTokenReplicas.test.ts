@@ -4,49 +4,38 @@
  * such a token 410 Expired, never a wrong page.
  */
 import { request } from 'node:https';
-import type { RunningRelay } from '../../../lib/relay/relay';
-import { startFakeKube, type FakeKube } from '../../support/fakeKube';
-import { gatedDelay, recordingLogger, startFakeControlPlane, startTestRelay, type FakeControlPlane } from './harness';
+import { useRelayOnFakeControlPlane } from '../../support/relayRig';
+import { gatedDelay, recordingLogger } from './harness';
 
 const NAMESPACE = 'hami-system';
 // Certificates are checked by the TLS stack against the real clock: the relays start a day earlier.
 const T0 = new Date(Date.now() - 86_400_000);
 const ALICE = 'alice-token';
 
-let kube: FakeKube;
-let cp: FakeControlPlane;
-const relays: RunningRelay[] = [];
-
 const summary = (namespace: string, name: string) => ({ pod: { namespace, name, uid: `u-${name}` }, status: 'pending' });
 
-beforeEach(async () => {
-  kube = await startFakeKube({ requiredToken: 'relay-token' });
-  kube.addUser(ALICE, { username: 'alice' });
-  kube.grant({ user: 'alice', verb: 'get', resource: 'pods', namespace: 'team-a' });
-  cp = await startFakeControlPlane();
-  // team-a's pods among team-b's, a control-plane page at a time.
-  const items = [summary('team-a', 'a1'), summary('team-b', 'b1'), summary('team-a', 'a2'), summary('team-b', 'b2')];
-  cp.on('GET', '/api/v1/schedulerlogs', (call) => {
-    const from = Number(call.query.continue ?? '0');
-    const end = Math.min(items.length, from + Number(call.query.limit));
-    return { body: { kind: 'SchedulerLogList', apiVersion: 'v1', metadata: end < items.length ? { continue: String(end) } : {}, items: items.slice(from, end) } };
-  });
-});
-
-afterEach(async () => {
-  await Promise.all(relays.splice(0).map((r) => r.close()));
-  await cp.close();
-  await kube.close();
+const rig = useRelayOnFakeControlPlane({
+  per: 'test',
+  prepare: ({ kube, cp }) => {
+    kube.addUser(ALICE, { username: 'alice' });
+    kube.grant({ user: 'alice', verb: 'get', resource: 'pods', namespace: 'team-a' });
+    // team-a's pods among team-b's, a control-plane page at a time.
+    const items = [summary('team-a', 'a1'), summary('team-b', 'b1'), summary('team-a', 'a2'), summary('team-b', 'b2')];
+    cp.on('GET', '/api/v1/schedulerlogs', (call) => {
+      const from = Number(call.query.continue ?? '0');
+      const end = Math.min(items.length, from + Number(call.query.limit));
+      return { body: { kind: 'SchedulerLogList', apiVersion: 'v1', metadata: end < items.length ? { continue: String(end) } : {}, items: items.slice(from, end) } };
+    });
+  },
 });
 
 async function startReplica(env: Record<string, string>): Promise<string> {
-  const relay = await startTestRelay(kube, cp.url, { logger: recordingLogger(), now: () => T0, webhookDelay: gatedDelay().delay, env: { POD_NAMESPACE: NAMESPACE, RELAY_USER_PORT: '0', ...env } });
-  relays.push(relay);
+  const relay = await rig.startRelay({ logger: recordingLogger(), now: () => T0, webhookDelay: gatedDelay().delay, env: { POD_NAMESPACE: NAMESPACE, RELAY_USER_PORT: '0', ...env } });
   return relay.userTls?.ready() ?? relay.userUrl;
 }
 
 function caBundle(): string {
-  const data = kube.get('Secret', NAMESPACE, 'hami-relay-webhook-tls')?.data as Record<string, string>;
+  const data = rig.kube.get('Secret', NAMESPACE, 'hami-relay-webhook-tls')?.data as Record<string, string>;
   return Buffer.from(String(data['ca.crt']), 'base64').toString('utf8');
 }
 

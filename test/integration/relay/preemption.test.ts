@@ -4,30 +4,24 @@
  * /filter and /bind as it would; the kubelet's part (a pod marked for deletion goes once its containers stopped) is
  * played by removing the pod.
  */
-import { startLocalServer, type LocalServer } from '../../../lib/local/server';
-import type { RunningRelay } from '../../../lib/relay/relay';
 import { REQUEUE_ANNOTATION } from '../../../lib/control/effects';
-import { startFakeKube, type FakeKube } from '../../support/fakeKube';
-import { eventually, gpuNode, postJson, recordingLogger, startTestRelay } from './harness';
+import { useRelayOnLocalControlPlane } from '../../support/relayRig';
+import { eventually, gpuNode, postJson, recordingLogger } from './harness';
 
 const TOKEN = 'preemption-control-plane-token';
 const NS = 'ml';
-
-let kube: FakeKube;
-let local: LocalServer;
-let relay: RunningRelay;
 
 const cards = (prefix: string, n: number) =>
   JSON.stringify(Array.from({ length: n }, (_, i) => ({ id: `GPU-${prefix}-${i}`, count: 10, devmem: 16384, devcore: 100, type: 'NVIDIA-A100', numa: 0, health: true, index: i, mode: 'hami-core' })));
 
 async function usedMem(node: string): Promise<number[]> {
-  const res = await fetch(`${local.url}/api/v1/nodes/${node}/devices`, { headers: { authorization: `Bearer ${TOKEN}` } });
+  const res = await fetch(`${rig.local.url}/api/v1/nodes/${node}/devices`, { headers: { authorization: `Bearer ${TOKEN}` } });
   const view = (await res.json()) as { devices: { usedmem: number }[] };
   return view.devices.map((d) => d.usedmem);
 }
 
 async function schedulerLog(name: string): Promise<Record<string, unknown>> {
-  const res = await fetch(`${local.url}/api/v1/namespaces/${NS}/pods/${name}/schedulerlog`, { headers: { authorization: `Bearer ${TOKEN}` } });
+  const res = await fetch(`${rig.local.url}/api/v1/namespaces/${NS}/pods/${name}/schedulerlog`, { headers: { authorization: `Bearer ${TOKEN}` } });
   return (await res.json()) as Record<string, unknown>;
 }
 
@@ -45,47 +39,37 @@ function podSpec(name: string, mem: number, priority: number, labels: Record<str
 
 /** kube-scheduler's filter through the relay, with the pod as its informer holds it. */
 async function filter(name: string, nodes: string[]): Promise<Record<string, unknown>> {
-  const { kind: _k, apiVersion: _a, ...pod } = kube.get('Pod', NS, name)!;
-  const answer = await postJson(`${relay.extenderUrl}/filter`, { Pod: pod, Nodes: null, NodeNames: nodes });
+  const { kind: _k, apiVersion: _a, ...pod } = rig.kube.get('Pod', NS, name)!;
+  const answer = await postJson(`${rig.relay.extenderUrl}/filter`, { Pod: pod, Nodes: null, NodeNames: nodes });
   expect(answer.status).toBe(200);
   return answer.body;
 }
 
 /** Filter and bind, then the device plugin's allocation ends and the pod runs. */
 async function run(name: string, mem: number, priority: number, node: string, labels: Record<string, string> = {}): Promise<void> {
-  const created = kube.create('Pod', podSpec(name, mem, priority, labels));
+  const created = rig.kube.create('Pod', podSpec(name, mem, priority, labels));
   expect((await filter(name, [node])).NodeNames).toEqual([node]);
-  expect((await postJson(`${relay.extenderUrl}/bind`, { PodName: name, PodNamespace: NS, PodUID: created.metadata?.uid, Node: node })).body).toEqual({ Error: '' });
-  kube.patch('Pod', NS, name, { metadata: { annotations: { 'hami.io/bind-phase': 'success' } }, status: { phase: 'Running' } });
+  expect((await postJson(`${rig.relay.extenderUrl}/bind`, { PodName: name, PodNamespace: NS, PodUID: created.metadata?.uid, Node: node })).body).toEqual({ Error: '' });
+  rig.kube.patch('Pod', NS, name, { metadata: { annotations: { 'hami.io/bind-phase': 'success' } }, status: { phase: 'Running' } });
 }
 
-const evictions = () => kube.writes().filter((w) => w.method === 'POST' && w.path.endsWith('/eviction')).map((w) => w.path.split('/')[6]);
-const eventsOf = (reason: string) => kube.list('Event').filter((e) => e.reason === reason).map((e) => (e.involvedObject as { name: string }).name);
-const terminating = (name: string) => kube.get('Pod', NS, name)?.metadata?.deletionTimestamp !== undefined;
-const requeued = (name: string) => (kube.get('Pod', NS, name)?.metadata?.annotations as Record<string, string> | undefined)?.[REQUEUE_ANNOTATION] !== undefined;
+const evictions = () => rig.kube.writes().filter((w) => w.method === 'POST' && w.path.endsWith('/eviction')).map((w) => w.path.split('/')[6]);
+const eventsOf = (reason: string) => rig.kube.list('Event').filter((e) => e.reason === reason).map((e) => (e.involvedObject as { name: string }).name);
+const terminating = (name: string) => rig.kube.get('Pod', NS, name)?.metadata?.deletionTimestamp !== undefined;
+const requeued = (name: string) => (rig.kube.get('Pod', NS, name)?.metadata?.annotations as Record<string, string> | undefined)?.[REQUEUE_ANNOTATION] !== undefined;
 
-beforeAll(async () => {
-  kube = await startFakeKube({ requiredToken: 'relay-token' });
-  local = await startLocalServer({ port: 0, host: '127.0.0.1', token: TOKEN, env: {} });
-  relay = await startTestRelay(kube, local.url, { logger: recordingLogger(), env: { HAMI_API_TOKEN: TOKEN } });
-});
-
-afterAll(async () => {
-  await relay.close();
-  await local.close();
-  await kube.close();
-});
+const rig = useRelayOnLocalControlPlane({ per: 'suite', token: TOKEN, relay: { logger: recordingLogger() } });
 
 describe('GPU-aware preemption through the relay', () => {
   it('evicts the chosen victim, keeps the freed card from a third pod, and binds the preemptor there once the victim is gone', async () => {
-    kube.create('Node', gpuNode('full', cards('f', 1)));
+    rig.kube.create('Node', gpuNode('full', cards('f', 1)));
     await eventually(async () => expect(await usedMem('full')).toEqual([0]), 15000);
     await run('batch', 12288, 0, 'full');
     await run('service', 4096, 10, 'full');
     await eventually(async () => expect(await usedMem('full')).toEqual([16384]), 10000);
 
     // Full: the high-priority pod fits nowhere; the batch pod (priority 0) is evicted for it, the service reprieved.
-    kube.create('Pod', podSpec('urgent', 8192, 1000));
+    rig.kube.create('Pod', podSpec('urgent', 8192, 1000));
     const first = await filter('urgent', ['full']);
     expect(first.NodeNames).toBeNull();
     expect(first).not.toHaveProperty('Effects');
@@ -98,18 +82,18 @@ describe('GPU-aware preemption through the relay', () => {
     expect(await usedMem('full')).toEqual([4096 + 8192]);
 
     // A third pod finds no room meanwhile.
-    kube.create('Pod', podSpec('third', 8192, 0));
+    rig.kube.create('Pod', podSpec('third', 8192, 0));
     expect((await filter('third', ['full'])).NodeNames).toBeNull();
     expect(evictions()).toEqual(['batch']);
 
     // The kubelet is done with the victim: the preemptor is nudged, then placed and bound on the freed card.
-    kube.remove('Pod', NS, 'batch');
+    rig.kube.remove('Pod', NS, 'batch');
     await eventually(() => expect(requeued('urgent')).toBe(true), 10000);
     expect((await filter('urgent', ['full'])).NodeNames).toEqual(['full']);
-    const urgent = kube.get('Pod', NS, 'urgent')!;
+    const urgent = rig.kube.get('Pod', NS, 'urgent')!;
     expect((urgent.metadata?.annotations as Record<string, string>)['hami.io/vgpu-devices-allocated']).toBe('GPU-f-0,NVIDIA,8192,0:;');
-    expect((await postJson(`${relay.extenderUrl}/bind`, { PodName: 'urgent', PodNamespace: NS, PodUID: urgent.metadata?.uid, Node: 'full' })).body).toEqual({ Error: '' });
-    expect((kube.get('Pod', NS, 'urgent')?.spec as { nodeName?: string }).nodeName).toBe('full');
+    expect((await postJson(`${rig.relay.extenderUrl}/bind`, { PodName: 'urgent', PodNamespace: NS, PodUID: urgent.metadata?.uid, Node: 'full' })).body).toEqual({ Error: '' });
+    expect((rig.kube.get('Pod', NS, 'urgent')?.spec as { nodeName?: string }).nodeName).toBe('full');
     expect((await filter('third', ['full'])).NodeNames).toBeNull();
 
     // Explained on both sides.
@@ -118,21 +102,21 @@ describe('GPU-aware preemption through the relay', () => {
   });
 
   it('a PodDisruptionBudget that forbids the eviction: the refusal is explained and the next plan evicts another pod', async () => {
-    kube.create('Node', gpuNode('pdb', cards('p', 2)));
+    rig.kube.create('Node', gpuNode('pdb', cards('p', 2)));
     await eventually(async () => expect(await usedMem('pdb')).toEqual([0, 0]), 15000);
     await run('older', 16384, 0, 'pdb', { app: 'older' });
     await run('newer', 16384, 0, 'pdb', { app: 'db' });
     await eventually(async () => expect(await usedMem('pdb')).toEqual([16384, 16384]), 10000);
-    kube.create('PodDisruptionBudget', { metadata: { name: 'db', namespace: NS }, spec: { selector: { matchLabels: { app: 'db' } } }, status: { disruptionsAllowed: 0, desiredHealthy: 1, currentHealthy: 1 } });
+    rig.kube.create('PodDisruptionBudget', { metadata: { name: 'db', namespace: NS }, spec: { selector: { matchLabels: { app: 'db' } } }, status: { disruptionsAllowed: 0, desiredHealthy: 1, currentHealthy: 1 } });
     const before = evictions().length;
 
     // The less important pod (placed later) is chosen first; its budget refuses.
-    kube.create('Pod', podSpec('vip', 16384, 500));
+    rig.kube.create('Pod', podSpec('vip', 16384, 500));
     expect((await filter('vip', ['pdb'])).NodeNames).toBeNull();
     expect(evictions().slice(before)).toEqual(['newer']);
     expect(terminating('newer')).toBe(false);
     expect(eventsOf('PreemptionRefused')).toEqual(['vip']);
-    const refused = kube.list('Event').find((e) => e.reason === 'PreemptionRefused');
+    const refused = rig.kube.list('Event').find((e) => e.reason === 'PreemptionRefused');
     expect(refused?.message).toContain('refused by its PodDisruptionBudget');
     await eventually(() => expect(requeued('vip')).toBe(true), 10000);
     // Nothing is held any more: both cards count their pods again.
@@ -147,16 +131,16 @@ describe('GPU-aware preemption through the relay', () => {
   });
 
   it('when every plan would break a PodDisruptionBudget, the failure is explained and nothing more is evicted', async () => {
-    kube.create('Node', gpuNode('guarded', cards('g', 2)));
+    rig.kube.create('Node', gpuNode('guarded', cards('g', 2)));
     await eventually(async () => expect(await usedMem('guarded')).toEqual([0, 0]), 15000);
     await run('keep-a', 16384, 0, 'guarded', { keep: 'a' });
     await run('keep-b', 16384, 0, 'guarded', { keep: 'b' });
     await eventually(async () => expect(await usedMem('guarded')).toEqual([16384, 16384]), 10000);
     for (const which of ['a', 'b']) {
-      kube.create('PodDisruptionBudget', { metadata: { name: `keep-${which}`, namespace: NS }, spec: { selector: { matchLabels: { keep: which } } }, status: { disruptionsAllowed: 0 } });
+      rig.kube.create('PodDisruptionBudget', { metadata: { name: `keep-${which}`, namespace: NS }, spec: { selector: { matchLabels: { keep: which } } }, status: { disruptionsAllowed: 0 } });
     }
     const before = evictions().length;
-    kube.create('Pod', podSpec('boss', 16384, 900));
+    rig.kube.create('Pod', podSpec('boss', 16384, 900));
     // Each plan is tried once and refused; then no plan is left that a budget allows.
     expect((await filter('boss', ['guarded'])).NodeNames).toBeNull();
     expect((await filter('boss', ['guarded'])).NodeNames).toBeNull();

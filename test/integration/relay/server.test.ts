@@ -1,42 +1,35 @@
 /**
  * The user-facing scheduler-log route (TokenReview + SubjectAccessReview), probes, and log hygiene.
  */
-import { startFakeKube, type FakeKube } from '../../support/fakeKube';
-import { eventually, gatedDelay, recordingLogger, startFakeControlPlane, startTestRelay, type FakeControlPlane } from './harness';
-import type { RunningRelay } from '../../../lib/relay/relay';
+import { useRelayOnFakeControlPlane } from '../../support/relayRig';
+import { eventually, gatedDelay, recordingLogger } from './harness';
 
-let kube: FakeKube;
-let cp: FakeControlPlane;
-let relay: RunningRelay;
 let logger: ReturnType<typeof recordingLogger>;
 
 const ALICE_TOKEN = 'alice-secret-token-7f3a';
 const BOB_TOKEN = 'bob-secret-token-91c2';
 const LOG_PATH = '/api/v1/namespaces/team-a/pods/job-0/schedulerlog';
 
-beforeEach(async () => {
-  kube = await startFakeKube({ requiredToken: 'relay-token' });
-  kube.addUser(ALICE_TOKEN, { username: 'alice', groups: ['team-a-devs'] });
-  kube.addUser(BOB_TOKEN, { username: 'bob' });
-  kube.grant({ group: 'team-a-devs', verb: 'get', resource: 'pods', namespace: 'team-a' });
-  cp = await startFakeControlPlane();
-  cp.on('GET', 'schedulerlog', (call) =>
-    call.path === LOG_PATH
-      ? { body: { status: 'pending', filter: { status: 'passed', summary: 'find fit node(node-1)', nodes: [] }, bind: { status: 'pending', summary: '' } } }
-      : { status: 404, body: { kind: 'Status', status: 'Failure', reason: 'NotFound', code: 404, message: 'no scheduling record for this pod' } },
-  );
-  logger = recordingLogger();
-  relay = await startTestRelay(kube, cp.url, { logger });
-});
-
-afterEach(async () => {
-  await relay.close();
-  await cp.close();
-  await kube.close();
+const rig = useRelayOnFakeControlPlane({
+  per: 'test',
+  prepare: ({ kube, cp }) => {
+    kube.addUser(ALICE_TOKEN, { username: 'alice', groups: ['team-a-devs'] });
+    kube.addUser(BOB_TOKEN, { username: 'bob' });
+    kube.grant({ group: 'team-a-devs', verb: 'get', resource: 'pods', namespace: 'team-a' });
+    cp.on('GET', 'schedulerlog', (call) =>
+      call.path === LOG_PATH
+        ? { body: { status: 'pending', filter: { status: 'passed', summary: 'find fit node(node-1)', nodes: [] }, bind: { status: 'pending', summary: '' } } }
+        : { status: 404, body: { kind: 'Status', status: 'Failure', reason: 'NotFound', code: 404, message: 'no scheduling record for this pod' } },
+    );
+  },
+  relay: () => {
+    logger = recordingLogger();
+    return { logger };
+  },
 });
 
 async function getLog(path: string, token?: string): Promise<{ status: number; body: Record<string, unknown> }> {
-  const res = await fetch(`${relay.userUrl}${path}`, { headers: token ? { authorization: `Bearer ${token}` } : {} });
+  const res = await fetch(`${rig.relay.userUrl}${path}`, { headers: token ? { authorization: `Bearer ${token}` } : {} });
   return { status: res.status, body: (await res.json()) as Record<string, unknown> };
 }
 
@@ -49,7 +42,7 @@ describe('GET .../pods/{name}/schedulerlog', () => {
     const answer = await getLog(LOG_PATH, token);
     expect(answer.status).toBe(code);
     expect(answer.body).toEqual(expect.objectContaining({ kind: 'Status', apiVersion: 'v1', status: 'Failure', code, reason }));
-    expect(cp.callsTo(LOG_PATH)).toHaveLength(0);
+    expect(rig.cp.callsTo(LOG_PATH)).toHaveLength(0);
   });
 
   it('lets an allowed user through and passes only detail/history on', async () => {
@@ -58,9 +51,9 @@ describe('GET .../pods/{name}/schedulerlog', () => {
 
     // Assess
     expect(answer).toEqual({ status: 200, body: expect.objectContaining({ status: 'pending', filter: expect.objectContaining({ status: 'passed' }) }) });
-    expect(cp.callsTo(LOG_PATH).map((c) => c.query)).toEqual([{ detail: 'true', history: '3' }]);
-    expect(cp.callsTo(LOG_PATH)[0]?.authorization).toBe('Bearer cp-secret-token');
-    const sar = kube.requests.find((r) => r.path.endsWith('/subjectaccessreviews'));
+    expect(rig.cp.callsTo(LOG_PATH).map((c) => c.query)).toEqual([{ detail: 'true', history: '3' }]);
+    expect(rig.cp.callsTo(LOG_PATH)[0]?.authorization).toBe('Bearer cp-secret-token');
+    const sar = rig.kube.requests.find((r) => r.path.endsWith('/subjectaccessreviews'));
     expect((sar?.body as { spec: unknown }).spec).toEqual(
       expect.objectContaining({
         user: 'alice',
@@ -81,8 +74,8 @@ describe('GET .../pods/{name}/schedulerlog', () => {
   });
 
   it('is not served on the extender listener, and extender verbs are not served on the user listener', async () => {
-    const onExtender = await fetch(`${relay.extenderUrl}${LOG_PATH}`, { headers: { authorization: `Bearer ${ALICE_TOKEN}` } });
-    const onUser = await fetch(`${relay.userUrl}/filter`, { method: 'POST', body: '{}' });
+    const onExtender = await fetch(`${rig.relay.extenderUrl}${LOG_PATH}`, { headers: { authorization: `Bearer ${ALICE_TOKEN}` } });
+    const onUser = await fetch(`${rig.relay.userUrl}/filter`, { method: 'POST', body: '{}' });
     expect([onExtender.status, onUser.status]).toEqual([404, 404]);
   });
 
@@ -91,7 +84,7 @@ describe('GET .../pods/{name}/schedulerlog', () => {
     await getLog(LOG_PATH, ALICE_TOKEN);
     await getLog(LOG_PATH, BOB_TOKEN);
     await getLog(LOG_PATH, 'not-a-real-token');
-    await cp.close();
+    await rig.cp.close();
     await getLog(LOG_PATH, ALICE_TOKEN);
 
     const text = logger.text();
@@ -102,20 +95,20 @@ describe('GET .../pods/{name}/schedulerlog', () => {
 
 describe('probes', () => {
   it('is live at once and ready once informers synced and the control plane answers', async () => {
-    expect((await fetch(`${relay.extenderUrl}/healthz`)).status).toBe(200);
-    await eventually(async () => expect((await fetch(`${relay.userUrl}/readyz`)).status).toBe(200));
-    await cp.close();
-    const down = await fetch(`${relay.extenderUrl}/readyz`);
+    expect((await fetch(`${rig.relay.extenderUrl}/healthz`)).status).toBe(200);
+    await eventually(async () => expect((await fetch(`${rig.relay.userUrl}/readyz`)).status).toBe(200));
+    await rig.cp.close();
+    const down = await fetch(`${rig.relay.extenderUrl}/readyz`);
     expect(down.status).toBe(503);
     expect(((await down.json()) as { checks: Record<string, string> }).checks).toEqual({ informers: 'ok', controlPlane: expect.stringMatching(/unreachable/), extender: 'ok' });
   });
 
   it('is not ready while an informer has not listed yet', async () => {
     // Prepare: a second relay whose node list fails and whose retry waits for the test
-    await eventually(async () => expect((await fetch(`${relay.userUrl}/readyz`)).status).toBe(200));
+    await eventually(async () => expect((await fetch(`${rig.relay.userUrl}/readyz`)).status).toBe(200));
     const gate = gatedDelay();
-    kube.failNext('GET', /^\/api\/v1\/nodes$/, 500, 1);
-    const second = await startTestRelay(kube, cp.url, { watcherDelay: gate.delay });
+    rig.kube.failNext('GET', /^\/api\/v1\/nodes$/, 500, 1);
+    const second = await rig.startRelay({ watcherDelay: gate.delay });
     try {
       await eventually(() => expect(gate.requested).toHaveLength(1));
       const notReady = await fetch(`${second.extenderUrl}/readyz`);

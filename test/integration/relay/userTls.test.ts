@@ -4,41 +4,31 @@
  */
 import { request } from 'node:https';
 import { request as plainRequest } from 'node:http';
-import type { RunningRelay } from '../../../lib/relay/relay';
-import { startFakeKube, type FakeKube } from '../../support/fakeKube';
-import { gatedDelay, recordingLogger, startFakeControlPlane, startTestRelay, type FakeControlPlane } from './harness';
+import { useRelayOnFakeControlPlane } from '../../support/relayRig';
+import { gatedDelay, recordingLogger } from './harness';
 
 const NAMESPACE = 'hami-system';
 const DAY_MS = 86_400_000;
 // Certificates are checked by the TLS stack against the real clock: the relay's starts a day earlier.
 const T0 = new Date(Date.now() - DAY_MS);
 
-let kube: FakeKube;
-let cp: FakeControlPlane;
-let relay: RunningRelay;
-
-beforeEach(async () => {
-  kube = await startFakeKube({ requiredToken: 'relay-token' });
-  kube.addUser('ops-token', { username: 'ops' });
-  kube.grant({ user: 'ops', verb: 'list', resource: 'nodes' });
-  cp = await startFakeControlPlane();
-  cp.on('GET', '/api/v1/nodes', { body: { kind: 'NodeDevicesList', apiVersion: 'v1', metadata: {}, items: [] } });
-  relay = await startTestRelay(kube, cp.url, {
+const rig = useRelayOnFakeControlPlane({
+  per: 'test',
+  prepare: ({ kube, cp }) => {
+    kube.addUser('ops-token', { username: 'ops' });
+    kube.grant({ user: 'ops', verb: 'list', resource: 'nodes' });
+    cp.on('GET', '/api/v1/nodes', { body: { kind: 'NodeDevicesList', apiVersion: 'v1', metadata: {}, items: [] } });
+  },
+  relay: () => ({
     logger: recordingLogger(),
     now: () => T0,
     webhookDelay: gatedDelay().delay,
     env: { RELAY_USER_TLS: 'self-managed', POD_NAMESPACE: NAMESPACE, RELAY_USER_PORT: '0' },
-  });
-});
-
-afterEach(async () => {
-  await relay.close();
-  await cp.close();
-  await kube.close();
+  }),
 });
 
 function caBundle(): string {
-  const data = kube.get('Secret', NAMESPACE, 'hami-relay-webhook-tls')?.data as Record<string, string>;
+  const data = rig.kube.get('Secret', NAMESPACE, 'hami-relay-webhook-tls')?.data as Record<string, string>;
   return Buffer.from(String(data['ca.crt']), 'base64').toString('utf8');
 }
 
@@ -57,8 +47,8 @@ function get(url: string, path: string, headers: Record<string, string> = {}): P
 
 describe('the user port over HTTPS (self-managed)', () => {
   it('serves probes, the console and the checked routes with a certificate from the relay CA, for the Service name', async () => {
-    expect(relay.userUrl).toBe('');
-    const url = await relay.userTls!.ready();
+    expect(rig.relay.userUrl).toBe('');
+    const url = await rig.relay.userTls!.ready();
     expect(url).toMatch(/^https:\/\//);
     expect((await get(url, '/healthz')).status).toBe(200);
     const page = await get(url, '/');
@@ -69,7 +59,7 @@ describe('the user port over HTTPS (self-managed)', () => {
   });
 
   it('answers no plain HTTP on that port', async () => {
-    const url = new URL(await relay.userTls!.ready());
+    const url = new URL(await rig.relay.userTls!.ready());
     const outcome = await new Promise<string>((resolve) => {
       const req = plainRequest({ host: url.hostname, port: url.port, path: '/healthz', agent: false }, (res) => resolve(`HTTP ${res.statusCode}`));
       req.on('error', (err: NodeJS.ErrnoException) => resolve(err.code ?? err.message));

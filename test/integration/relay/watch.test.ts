@@ -1,33 +1,18 @@
 /**
  * Watch forwarding over real HTTP: informers on the fake API server, batches to the fake control plane.
  */
-import { startFakeKube, type FakeKube } from '../../support/fakeKube';
-import { eventually, gatedDelay, gpuNode, gpuPod, plainPod, startFakeControlPlane, startTestRelay, type FakeControlPlane } from './harness';
-import type { RunningRelay } from '../../../lib/relay/relay';
+import { useRelayOnFakeControlPlane } from '../../support/relayRig';
+import { eventually, gatedDelay, gpuNode, gpuPod, plainPod } from './harness';
 
 interface Forwarded {
   type: string;
   object: { kind: string; apiVersion: string; metadata: { name: string; namespace?: string; managedFields?: unknown; annotations?: Record<string, string>; labels?: Record<string, string> } };
 }
 
-let kube: FakeKube;
-let cp: FakeControlPlane;
-let relay: RunningRelay | undefined;
-
-beforeEach(async () => {
-  kube = await startFakeKube({ requiredToken: 'relay-token' });
-  cp = await startFakeControlPlane();
-});
-
-afterEach(async () => {
-  await relay?.close();
-  relay = undefined;
-  await cp.close();
-  await kube.close();
-});
+const rig = useRelayOnFakeControlPlane({ per: 'test' });
 
 function forwarded(): Forwarded[] {
-  return cp.callsTo('/cluster/events').flatMap((c) => (c.body as { events: Forwarded[] }).events);
+  return rig.cp.callsTo('/cluster/events').flatMap((c) => (c.body as { events: Forwarded[] }).events);
 }
 
 const summary = (f: Forwarded) => `${f.type} ${f.object.kind} ${f.object.metadata.namespace ? `${f.object.metadata.namespace}/` : ''}${f.object.metadata.name}`;
@@ -35,14 +20,14 @@ const summary = (f: Forwarded) => `${f.type} ${f.object.kind} ${f.object.metadat
 describe('watch forwarding', () => {
   it('lists at start and forwards GPU nodes, GPU pods and quotas with kind/apiVersion and without managedFields', async () => {
     // Prepare
-    kube.create('Node', gpuNode('node-1'));
-    kube.create('Pod', gpuPod('gpu-a'));
-    kube.create('Pod', plainPod('web'));
-    kube.create('Pod', { ...plainPod('placed'), metadata: { name: 'placed', namespace: 'team-a', annotations: { 'hami.io/vgpu-node': 'node-1' } } });
-    kube.create('ResourceQuota', { metadata: { name: 'gpu', namespace: 'team-a' }, spec: { hard: { 'limits.nvidia.com/gpumem': '30000' } } });
+    rig.kube.create('Node', gpuNode('node-1'));
+    rig.kube.create('Pod', gpuPod('gpu-a'));
+    rig.kube.create('Pod', plainPod('web'));
+    rig.kube.create('Pod', { ...plainPod('placed'), metadata: { name: 'placed', namespace: 'team-a', annotations: { 'hami.io/vgpu-node': 'node-1' } } });
+    rig.kube.create('ResourceQuota', { metadata: { name: 'gpu', namespace: 'team-a' }, spec: { hard: { 'limits.nvidia.com/gpumem': '30000' } } });
 
     // Act
-    relay = await startTestRelay(kube, cp.url);
+    await rig.startRelay();
 
     // Assess
     await eventually(() => expect(forwarded().map(summary).sort()).toEqual(['ADDED Node node-1', 'ADDED Pod team-a/gpu-a', 'ADDED Pod team-a/placed', 'ADDED ResourceQuota team-a/gpu']));
@@ -58,20 +43,20 @@ describe('watch forwarding', () => {
 
   it('forwards relevant node changes but not heartbeats, GPU pod deletion but not plain pods', async () => {
     // Prepare
-    kube.create('Node', gpuNode('node-1'));
-    relay = await startTestRelay(kube, cp.url);
+    rig.kube.create('Node', gpuNode('node-1'));
+    await rig.startRelay();
     await eventually(() => expect(forwarded()).toHaveLength(1));
-    await eventually(() => expect(kube.openWatches()).toBe(3));
+    await eventually(() => expect(rig.kube.openWatches()).toBe(3));
 
     // Act
-    kube.patch('Node', undefined, 'node-1', { status: { conditions: [{ type: 'Ready', status: 'True', lastHeartbeatTime: '2025-05-01T10:01:00Z' }] } });
-    kube.patch('Node', undefined, 'node-1', { metadata: { labels: { gpu: 'off' } } });
-    kube.create('Pod', plainPod('web'));
-    kube.create('Pod', gpuPod('gpu-b'));
-    kube.patch('Pod', 'team-a', 'gpu-b', { status: { conditions: [{ type: 'Ready', status: 'False' }] } });
-    kube.patch('Pod', 'team-a', 'gpu-b', { status: { phase: 'Running' } });
-    kube.remove('Pod', 'team-a', 'web');
-    kube.remove('Pod', 'team-a', 'gpu-b');
+    rig.kube.patch('Node', undefined, 'node-1', { status: { conditions: [{ type: 'Ready', status: 'True', lastHeartbeatTime: '2025-05-01T10:01:00Z' }] } });
+    rig.kube.patch('Node', undefined, 'node-1', { metadata: { labels: { gpu: 'off' } } });
+    rig.kube.create('Pod', plainPod('web'));
+    rig.kube.create('Pod', gpuPod('gpu-b'));
+    rig.kube.patch('Pod', 'team-a', 'gpu-b', { status: { conditions: [{ type: 'Ready', status: 'False' }] } });
+    rig.kube.patch('Pod', 'team-a', 'gpu-b', { status: { phase: 'Running' } });
+    rig.kube.remove('Pod', 'team-a', 'web');
+    rig.kube.remove('Pod', 'team-a', 'gpu-b');
 
     // Assess
     await eventually(() =>
@@ -83,20 +68,20 @@ describe('watch forwarding', () => {
   it('forwards AWS Neuron nodes with their capacity and instance type, their capacity changes, and Neuron pods', async () => {
     // Prepare
     const capacity = { cpu: '128', 'aws.amazon.com/neuron': '16', 'aws.amazon.com/neuroncore': '32' };
-    kube.create('Node', {
+    rig.kube.create('Node', {
       metadata: { name: 'trn-1', labels: { 'node.kubernetes.io/instance-type': 'trn1.32xlarge' } },
       status: { capacity, allocatable: capacity, conditions: [{ type: 'Ready', status: 'True', lastHeartbeatTime: '2025-05-01T10:00:00Z' }] },
     });
-    relay = await startTestRelay(kube, cp.url);
+    await rig.startRelay();
     await eventually(() => expect(forwarded()).toHaveLength(1));
-    await eventually(() => expect(kube.openWatches()).toBe(3));
+    await eventually(() => expect(rig.kube.openWatches()).toBe(3));
 
     // Act
-    kube.patch('Node', undefined, 'trn-1', { status: { capacity: { ...capacity, 'aws.amazon.com/neuroncore': '64' } } });
+    rig.kube.patch('Node', undefined, 'trn-1', { status: { capacity: { ...capacity, 'aws.amazon.com/neuroncore': '64' } } });
     const neuronPod = (name: string, limits: Record<string, string>) => ({ ...plainPod(name), spec: { schedulerName: 'hami-scheduler', containers: [{ name: 'main', image: 'neuron:2', resources: { limits } }] } });
-    kube.create('Pod', neuronPod('train', { 'aws.amazon.com/neuron': '4' }));
-    kube.create('Pod', neuronPod('infer', { 'aws.amazon.com/neuroncore': '1' }));
-    kube.create('Pod', plainPod('web'));
+    rig.kube.create('Pod', neuronPod('train', { 'aws.amazon.com/neuron': '4' }));
+    rig.kube.create('Pod', neuronPod('infer', { 'aws.amazon.com/neuroncore': '1' }));
+    rig.kube.create('Pod', plainPod('web'));
 
     // Assess
     await eventually(() => expect(forwarded().map(summary)).toEqual(['ADDED Node trn-1', 'MODIFIED Node trn-1', 'ADDED Pod team-a/train', 'ADDED Pod team-a/infer']));
@@ -107,59 +92,59 @@ describe('watch forwarding', () => {
   });
 
   it('asks for bookmarks and a server-side timeout on every watch', async () => {
-    relay = await startTestRelay(kube, cp.url, { env: { RELAY_WATCH_TIMEOUT_SECONDS: '120' } });
-    await eventually(() => expect(kube.openWatches()).toBe(3));
-    const watches = kube.requests.filter((r) => r.query.watch === 'true');
+    await rig.startRelay({ env: { RELAY_WATCH_TIMEOUT_SECONDS: '120' } });
+    await eventually(() => expect(rig.kube.openWatches()).toBe(3));
+    const watches = rig.kube.requests.filter((r) => r.query.watch === 'true');
     expect(watches.map((w) => w.path).sort()).toEqual(['/api/v1/nodes', '/api/v1/pods', '/api/v1/resourcequotas']);
     for (const w of watches) expect(w.query).toEqual(expect.objectContaining({ allowWatchBookmarks: 'true', timeoutSeconds: '120' }));
     // A bookmark moves the resource version forward: the next watch starts from it.
-    kube.create('Node', { metadata: { name: 'cpu-only' } });
-    kube.sendBookmarks();
-    const rvAtBookmark = String(kube.resourceVersion());
-    kube.closeWatches();
-    await eventually(() => expect(kube.requests.some((r) => r.path === '/api/v1/pods' && r.query.watch === 'true' && r.query.resourceVersion === rvAtBookmark)).toBe(true));
+    rig.kube.create('Node', { metadata: { name: 'cpu-only' } });
+    rig.kube.sendBookmarks();
+    const rvAtBookmark = String(rig.kube.resourceVersion());
+    rig.kube.closeWatches();
+    await eventually(() => expect(rig.kube.requests.some((r) => r.path === '/api/v1/pods' && r.query.watch === 'true' && r.query.resourceVersion === rvAtBookmark)).toBe(true));
   });
 
   it('restarts a failed watch with exponential backoff, then relists after 410 Gone and converges', async () => {
     // Prepare
-    kube.create('Pod', gpuPod('gpu-old'));
+    rig.kube.create('Pod', gpuPod('gpu-old'));
     const gate = gatedDelay();
-    relay = await startTestRelay(kube, cp.url, { watcherDelay: gate.delay, env: { RELAY_BACKOFF_INITIAL_MS: '100' } });
+    const relay = await rig.startRelay({ watcherDelay: gate.delay, env: { RELAY_BACKOFF_INITIAL_MS: '100' } });
     await eventually(() => expect(forwarded().map(summary)).toEqual(['ADDED Pod team-a/gpu-old']));
-    await eventually(() => expect(kube.openWatches('Pod')).toBe(1));
+    await eventually(() => expect(rig.kube.openWatches('Pod')).toBe(1));
 
     // Act 1: the pod watch breaks and re-watching fails (500) twice
-    kube.failNext('GET', /^\/api\/v1\/pods$/, 500, 2);
-    kube.closeWatches();
+    rig.kube.failNext('GET', /^\/api\/v1\/pods$/, 500, 2);
+    rig.kube.closeWatches();
     await eventually(() => expect(gate.requested).toEqual([100]));
     gate.release();
     await eventually(() => expect(gate.requested).toEqual([100, 200]));
 
     // Meanwhile the cluster changes and the API server compacts its history.
-    kube.remove('Pod', 'team-a', 'gpu-old');
-    kube.create('Pod', gpuPod('gpu-new'));
-    kube.compact();
+    rig.kube.remove('Pod', 'team-a', 'gpu-old');
+    rig.kube.create('Pod', gpuPod('gpu-new'));
+    rig.kube.compact();
     gate.release();
 
     // Assess: the watch from the old resourceVersion gets 410, the informer relists and the ledger converges.
     await eventually(() =>
       expect(forwarded().map(summary)).toEqual(['ADDED Pod team-a/gpu-old', 'DELETED Pod team-a/gpu-old', 'ADDED Pod team-a/gpu-new']),
     );
-    expect(kube.requests.filter((r) => r.path === '/api/v1/pods' && r.query.watch === undefined)).toHaveLength(2);
+    expect(rig.kube.requests.filter((r) => r.path === '/api/v1/pods' && r.query.watch === undefined)).toHaveLength(2);
     expect(relay.watcher.status().resources.find((r) => r.kind === 'Pod')?.failures).toBe(0);
   });
 
   it('relists from the informer caches: re-sends every relevant object as MODIFIED without asking the API server', async () => {
     // Prepare
-    kube.create('Node', gpuNode('node-1'));
-    kube.create('Pod', gpuPod('gpu-a'));
-    kube.create('Pod', plainPod('web'));
-    relay = await startTestRelay(kube, cp.url);
+    rig.kube.create('Node', gpuNode('node-1'));
+    rig.kube.create('Pod', gpuPod('gpu-a'));
+    rig.kube.create('Pod', plainPod('web'));
+    const relay = await rig.startRelay();
     await eventually(() => expect(forwarded()).toHaveLength(2));
-    kube.create('Pod', gpuPod('gpu-b'));
-    kube.remove('Pod', 'team-a', 'gpu-a');
+    rig.kube.create('Pod', gpuPod('gpu-b'));
+    rig.kube.remove('Pod', 'team-a', 'gpu-a');
     await eventually(() => expect(forwarded()).toHaveLength(4));
-    const requestsBefore = kube.requests.length;
+    const requestsBefore = rig.kube.requests.length;
 
     // Act
     await relay.watcher.relist();
@@ -167,16 +152,16 @@ describe('watch forwarding', () => {
 
     // Assess: what the watch showed (gpu-a deleted, gpu-b added), replayed; plain pods stay unforwarded
     expect(forwarded().slice(4).map(summary).sort()).toEqual(['MODIFIED Node node-1', 'MODIFIED Pod team-a/gpu-b']);
-    expect(kube.requests.slice(requestsBefore)).toEqual([]);
+    expect(rig.kube.requests.slice(requestsBefore)).toEqual([]);
   });
 });
 
 describe('batching and retry', () => {
   it('sends events in size-bounded batches and retries a failing control plane with backoff, in order', async () => {
     // Prepare: 5 GPU pods, batches of 2, the control plane fails the first two batches of events
-    for (let i = 0; i < 5; i++) kube.create('Pod', gpuPod(`gpu-${i}`));
+    for (let i = 0; i < 5; i++) rig.kube.create('Pod', gpuPod(`gpu-${i}`));
     let failuresLeft = 2;
-    cp.on('POST', '/cluster/events', (call) => {
+    rig.cp.on('POST', '/cluster/events', (call) => {
       const n = (call.body as { events: unknown[] }).events.length;
       if (n > 0 && failuresLeft-- > 0) return { status: 503, body: { message: 'busy' } };
       return { body: { accepted: n, rejected: [] } };
@@ -184,7 +169,7 @@ describe('batching and retry', () => {
     const gate = gatedDelay();
 
     // Act
-    relay = await startTestRelay(kube, cp.url, { forwarderDelay: gate.delay, env: { RELAY_BATCH_MAX_EVENTS: '2', RELAY_BACKOFF_INITIAL_MS: '50' } });
+    const relay = await rig.startRelay({ forwarderDelay: gate.delay, env: { RELAY_BATCH_MAX_EVENTS: '2', RELAY_BACKOFF_INITIAL_MS: '50' } });
     await eventually(() => expect(gate.requested).toEqual([50]));
     gate.release();
     await eventually(() => expect(gate.requested).toEqual([50, 100]));
@@ -193,7 +178,7 @@ describe('batching and retry', () => {
 
     // Assess
     // (The empty Node and ResourceQuota lists send their complete lists alone: batches without events.)
-    const withEvents = cp.callsTo('/cluster/events').map((c) => c.body as { events: unknown[]; complete?: { kind: string }[] }).filter((b) => b.events.length > 0);
+    const withEvents = rig.cp.callsTo('/cluster/events').map((c) => c.body as { events: unknown[]; complete?: { kind: string }[] }).filter((b) => b.events.length > 0);
     expect(withEvents.map((b) => b.events.length)).toEqual([2, 2, 2, 2, 1]);
     // The pods' complete list closes the batch that carries the list's last events.
     expect(withEvents.map((b) => b.complete?.map((c) => c.kind) ?? [])).toEqual([[], [], [], [], ['Pod']]);
@@ -208,21 +193,21 @@ describe('complete lists (re-lists converge)', () => {
     events: Forwarded[];
     complete?: { kind: string; resourceVersion: string; keys: string[] }[];
   }
-  const batches = () => cp.callsTo('/cluster/events').map((c) => c.body as Batch);
+  const batches = () => rig.cp.callsTo('/cluster/events').map((c) => c.body as Batch);
   const lists = (kind: string) => batches().flatMap((b) => (b.complete ?? []).filter((c) => c.kind === kind));
   const rv = (f: Forwarded) => Number((f.object.metadata as { resourceVersion?: string }).resourceVersion);
 
   it('follows each completed list with the full set of live objects of its kind, behind every event of that list', async () => {
     // Prepare
-    kube.create('Node', gpuNode('node-1'));
-    kube.create('Node', { metadata: { name: 'cpu-node' } });
-    const gpu = kube.create('Pod', gpuPod('gpu-a'));
-    const placed = kube.create('Pod', { ...plainPod('placed'), metadata: { name: 'placed', namespace: 'team-a', annotations: { 'hami.io/vgpu-node': 'node-1' } } });
-    kube.create('Pod', plainPod('web'));
-    kube.create('ResourceQuota', { metadata: { name: 'gpu', namespace: 'team-a' }, spec: { hard: { 'limits.nvidia.com/gpumem': '30000' } } });
+    rig.kube.create('Node', gpuNode('node-1'));
+    rig.kube.create('Node', { metadata: { name: 'cpu-node' } });
+    const gpu = rig.kube.create('Pod', gpuPod('gpu-a'));
+    const placed = rig.kube.create('Pod', { ...plainPod('placed'), metadata: { name: 'placed', namespace: 'team-a', annotations: { 'hami.io/vgpu-node': 'node-1' } } });
+    rig.kube.create('Pod', plainPod('web'));
+    rig.kube.create('ResourceQuota', { metadata: { name: 'gpu', namespace: 'team-a' }, spec: { hard: { 'limits.nvidia.com/gpumem': '30000' } } });
 
     // Act
-    relay = await startTestRelay(kube, cp.url);
+    await rig.startRelay();
 
     // Assess: pods by uid (only those the relay forwards), nodes by name, quotas as namespace/name
     await eventually(() => expect(['Pod', 'Node', 'ResourceQuota'].map((k) => lists(k).length)).toEqual([1, 1, 1]));
@@ -241,12 +226,12 @@ describe('complete lists (re-lists converge)', () => {
 
   it('sends none for a list that failed, and one once the list is retried and completes', async () => {
     // Prepare: the first pod list answers 500
-    kube.create('Pod', gpuPod('gpu-a'));
-    kube.failNext('GET', /^\/api\/v1\/pods$/, 500, 1);
+    rig.kube.create('Pod', gpuPod('gpu-a'));
+    rig.kube.failNext('GET', /^\/api\/v1\/pods$/, 500, 1);
     const gate = gatedDelay();
 
     // Act
-    relay = await startTestRelay(kube, cp.url, { watcherDelay: gate.delay });
+    await rig.startRelay({ watcherDelay: gate.delay });
     await eventually(() => expect(gate.waiting()).toBe(1));
     await eventually(() => expect(lists('Node')).toHaveLength(1));
     expect(lists('Pod')).toEqual([]);
@@ -259,10 +244,10 @@ describe('complete lists (re-lists converge)', () => {
 
   it('sends none when a batch of the list was refused for good', async () => {
     // Prepare: the control plane refuses the first batch of pods as malformed (400)
-    kube.create('Pod', gpuPod('gpu-a'));
-    kube.create('Pod', gpuPod('gpu-b'));
+    rig.kube.create('Pod', gpuPod('gpu-a'));
+    rig.kube.create('Pod', gpuPod('gpu-b'));
     let refuse = true;
-    cp.on('POST', '/cluster/events', (call) => {
+    rig.cp.on('POST', '/cluster/events', (call) => {
       const body = call.body as Batch;
       if (refuse && body.events.some((e) => e.object.kind === 'Pod')) {
         refuse = false;
@@ -272,7 +257,7 @@ describe('complete lists (re-lists converge)', () => {
     });
 
     // Act: pods go in batches of one, so the complete list travels after the refused batch
-    relay = await startTestRelay(kube, cp.url, { env: { RELAY_BATCH_MAX_EVENTS: '1' } });
+    const relay = await rig.startRelay({ env: { RELAY_BATCH_MAX_EVENTS: '1' } });
     await eventually(() => expect(relay?.forwarder.stats().rejected).toBe(1));
     await relay.forwarder.idle();
     await eventually(() => expect(batches().flatMap((b) => b.events).filter((e) => e.object.kind === 'Pod')).toHaveLength(2));
@@ -283,12 +268,12 @@ describe('complete lists (re-lists converge)', () => {
 
   it('follows a re-list of the caches with complete lists as of the informer\'s resourceVersion, whoever forwarded what', async () => {
     // Prepare
-    kube.create('Node', gpuNode('node-1'));
-    const a = kube.create('Pod', gpuPod('gpu-a'));
-    relay = await startTestRelay(kube, cp.url);
+    rig.kube.create('Node', gpuNode('node-1'));
+    const a = rig.kube.create('Pod', gpuPod('gpu-a'));
+    const relay = await rig.startRelay();
     await eventually(() => expect(lists('Pod')).toHaveLength(1));
-    const b = kube.create('Pod', gpuPod('gpu-b'));
-    kube.remove('Pod', 'team-a', 'gpu-a');
+    const b = rig.kube.create('Pod', gpuPod('gpu-b'));
+    rig.kube.remove('Pod', 'team-a', 'gpu-a');
     await eventually(() => expect(forwarded().map(summary)).toContain('DELETED Pod team-a/gpu-a'));
 
     // Act

@@ -13,9 +13,9 @@ import { join } from 'node:path';
 import type { TLSSocket } from 'node:tls';
 import type { RunningRelay } from '../../../lib/relay/relay';
 import { createCertificateAuthority, issueCertificate, signedBy, splitPemBundle } from '../../../lib/relay/tls/certificates';
-import { startFakeKube, type FakeKube } from '../../support/fakeKube';
 import { decodeAdmissionPatch } from '../../support/jsonPatch';
-import { eventually, gatedDelay, gpuNode, recordingLogger, startFakeControlPlane, startTestRelay, type FakeControlPlane } from './harness';
+import { useRelayOnFakeControlPlane } from '../../support/relayRig';
+import { eventually, gatedDelay, gpuNode, recordingLogger, type TestRelayOptions } from './harness';
 
 const NAMESPACE = 'hami-system';
 const SERVICE_NAME = `hami-relay.${NAMESPACE}.svc`;
@@ -24,10 +24,6 @@ const DAY_MS = 86_400_000;
 // The relay's clock is injected; it starts a day before the real one because the TLS client that checks the
 // served certificates validates them against the real clock.
 const T0 = new Date(Date.now() - DAY_MS);
-
-let kube: FakeKube;
-let cp: FakeControlPlane;
-const relays: RunningRelay[] = [];
 
 const selfManagedEnv = { RELAY_WEBHOOK_TLS: 'self-managed', POD_NAMESPACE: NAMESPACE, RELAY_WEBHOOK_PORT: '0' };
 
@@ -51,8 +47,8 @@ function webhookConfiguration(caBundle = ''): Record<string, unknown> {
 }
 
 const decode = (b64: unknown) => Buffer.from(String(b64), 'base64').toString('utf8');
-const secretData = () => kube.get('Secret', NAMESPACE, SECRET)?.data as Record<string, string> | undefined;
-const caBundle = () => ((kube.get('MutatingWebhookConfiguration', undefined, 'hami-webhook')?.webhooks as { clientConfig: { caBundle?: string } }[])[0]?.clientConfig.caBundle ?? '');
+const secretData = () => rig.kube.get('Secret', NAMESPACE, SECRET)?.data as Record<string, string> | undefined;
+const caBundle = () => ((rig.kube.get('MutatingWebhookConfiguration', undefined, 'hami-webhook')?.webhooks as { clientConfig: { caBundle?: string } }[])[0]?.clientConfig.caBundle ?? '');
 
 /** POSTs over TLS trusting only `ca` and verifying the certificate against the Service's DNS name; a string is sent as it is. */
 function postTls(url: string, ca: string, body: unknown): Promise<{ status: number; body: Record<string, unknown>; peer: X509Certificate }> {
@@ -90,24 +86,17 @@ function podReview(limits: Record<string, string>, uid = 'req-1'): Record<string
   };
 }
 
-async function start(env: Record<string, string>, extra: Parameters<typeof startTestRelay>[2] = {}): Promise<RunningRelay> {
-  const relay = await startTestRelay(kube, cp.url, { logger: recordingLogger(), ...extra, env: { ...env, ...(extra.env ?? {}) } });
-  relays.push(relay);
-  return relay;
+const rig = useRelayOnFakeControlPlane({
+  per: 'test',
+  prepare: ({ kube }) => {
+    kube.create('MutatingWebhookConfiguration', webhookConfiguration());
+    kube.create('Node', gpuNode('node-1'));
+  },
+});
+
+function start(env: Record<string, string>, extra: TestRelayOptions = {}): Promise<RunningRelay> {
+  return rig.startRelay({ logger: recordingLogger(), ...extra, env: { ...env, ...(extra.env ?? {}) } });
 }
-
-beforeEach(async () => {
-  kube = await startFakeKube({ requiredToken: 'relay-token' });
-  cp = await startFakeControlPlane();
-  kube.create('MutatingWebhookConfiguration', webhookConfiguration());
-  kube.create('Node', gpuNode('node-1'));
-});
-
-afterEach(async () => {
-  await Promise.all(relays.splice(0).map((r) => r.close()));
-  await cp.close();
-  await kube.close();
-});
 
 describe('self-managed TLS', () => {
   it('creates its CA and serving certificate in a Secret, patches the caBundle, and serves the certificate', async () => {
@@ -117,7 +106,7 @@ describe('self-managed TLS', () => {
 
     // Assess: the Secret
     const data = secretData();
-    expect(kube.get('Secret', NAMESPACE, SECRET)?.type).toBe('kubernetes.io/tls');
+    expect(rig.kube.get('Secret', NAMESPACE, SECRET)?.type).toBe('kubernetes.io/tls');
     expect(Object.keys(data ?? {}).sort()).toEqual(['ca.crt', 'ca.key', 'tls.crt', 'tls.key']);
     const caPem = decode(data?.['ca.crt']);
     const certPem = decode(data?.['tls.crt']);
@@ -141,7 +130,7 @@ describe('self-managed TLS', () => {
     const second = await start(selfManagedEnv, { webhookDelay: gatedDelay().delay, now: () => T0 });
     const url = await second.webhook!.ready();
 
-    expect(kube.writes().filter((w) => w.method === 'POST' && w.path.endsWith('/secrets'))).toHaveLength(1);
+    expect(rig.kube.writes().filter((w) => w.method === 'POST' && w.path.endsWith('/secrets'))).toHaveLength(1);
     expect(second.webhook!.serving()?.certPem).toBe(first.webhook!.serving()?.certPem);
     const answer = await postTls(url, decode(caBundle()), podReview({ 'nvidia.com/gpu': '1' }));
     expect(answer.status).toBe(200);
@@ -152,7 +141,7 @@ describe('self-managed TLS', () => {
     const relay = await start(selfManagedEnv, { webhookDelay: check.delay, now: () => T0 });
     await relay.webhook!.ready();
     const good = caBundle();
-    kube.update('MutatingWebhookConfiguration', webhookConfiguration());
+    rig.kube.update('MutatingWebhookConfiguration', webhookConfiguration());
     expect(caBundle()).toBe('');
 
     check.release();
@@ -203,7 +192,7 @@ describe('self-managed TLS', () => {
   });
 
   it('retries with backoff while the API server refuses, and serves once it accepts', async () => {
-    kube.failNext('GET', /\/secrets\//, 500, 1);
+    rig.kube.failNext('GET', /\/secrets\//, 500, 1);
     const check = gatedDelay();
     const relay = await start(selfManagedEnv, { webhookDelay: check.delay, now: () => T0, env: { RELAY_BACKOFF_INITIAL_MS: '250' } });
     await eventually(() => expect(check.requested).toEqual([250]));
@@ -244,7 +233,7 @@ describe('certificates from files (cert-manager)', () => {
       const url = await relay.webhook!.ready();
       const answer = await postTls(url, ca.certPem, podReview({ 'nvidia.com/gpu': '1' }));
       expect(answer.peer.fingerprint256).toBe(new X509Certificate(serving.certPem).fingerprint256);
-      expect(kube.get('Secret', NAMESPACE, SECRET)).toBeUndefined();
+      expect(rig.kube.get('Secret', NAMESPACE, SECRET)).toBeUndefined();
     } finally {
       rmSync(dir, { recursive: true, force: true });
     }
