@@ -6,7 +6,7 @@
 import { createServer, type IncomingMessage, type ServerResponse } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { randomUUID, timingSafeEqual } from 'node:crypto';
-import { startEmbeddedStore, type EmbeddedStoreMode } from './embeddedStore';
+import { startEmbeddedStore, type EmbeddedStore, type EmbeddedStoreMode } from './embeddedStore';
 import { DynamoDBClient } from '@aws-sdk/client-dynamodb';
 import type { APIGatewayProxyEventV2, Context } from 'aws-lambda';
 import { createDeps, dynamoStores, type AppDeps } from '../app';
@@ -56,6 +56,23 @@ export async function startLocalServer(options: LocalServerOptions = {}): Promis
   const external = options.ddbEndpoint ?? nonEmpty(env.DDB_ENDPOINT);
   const dataDir = options.dataDir ?? nonEmpty(env.HAMI_DATA_DIR);
   const embedded = external ? undefined : await startEmbeddedStore(dataDir ? { mode: 'child-process', dataDir } : { mode: options.storeMode ?? 'in-process' });
+  try {
+    return await serveOn(options, runtime, env, { external, dataDir, embedded });
+  } catch (error) {
+    // Nothing listens: the store started for this server must not outlive the failure (a bad configuration, a port
+    // in use), or the process that asked would never exit.
+    await embedded?.stop();
+    throw error;
+  }
+}
+
+/** The local server on a store already running (`embedded`, or the `external` endpoint). */
+async function serveOn(
+  options: LocalServerOptions,
+  runtime: Runtime,
+  env: NodeJS.ProcessEnv,
+  { external, dataDir, embedded }: { external: string | undefined; dataDir: string | undefined; embedded: EmbeddedStore | undefined },
+): Promise<LocalServer> {
   const endpoint = external ?? embedded?.endpoint ?? '';
   const config = loadConfig({ ...env, DDB_ENDPOINT: endpoint, ...(options.token !== undefined ? { HAMI_API_TOKEN: options.token } : {}) });
   const raw = new DynamoDBClient({
