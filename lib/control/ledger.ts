@@ -151,24 +151,45 @@ export function nodeLockHolder(value: string | undefined): string | undefined {
 
 /** Whether a pod's allocation on its node is still under way (placed by a filter, not yet reported done by the device plugin). */
 export function allocationInProgress(booking: Booking, nowMs: number, lockExpireMs: number): boolean {
-  if (!booking.holdsAppCards || !bookingCounts(booking, nowMs) || booking.placedAtMs === undefined) return false;
-  if (booking.bindPhase === 'success' || booking.bindPhase === 'failed') return false;
-  return nowMs - booking.placedAtMs < lockExpireMs;
+  return mayBeAllocating(booking) && allocatingNow(booking, nowMs, lockExpireMs);
+}
+
+/** What of `allocationInProgress` depends on the time: the booking counts, and was placed less than the lock's expiry ago. */
+function allocatingNow(booking: Booking, nowMs: number, lockExpireMs: number): boolean {
+  return bookingCounts(booking, nowMs) && booking.placedAtMs !== undefined && nowMs - booking.placedAtMs < lockExpireMs;
+}
+
+/** What of `allocationInProgress` a booking says on its own, whatever the time: placed by a filter, holding app cards, its bind not ended. */
+function mayBeAllocating(booking: Booking): boolean {
+  return booking.holdsAppCards && booking.placedAtMs !== undefined && booking.bindPhase !== 'success' && booking.bindPhase !== 'failed';
+}
+
+/**
+ * The node's bookings whose allocation may be under way (`mayBeAllocating`): those `allocatingOn` looks at. They depend
+ * on the ledger alone, so a caller that asks about the same ledger again and again keeps them (the view, per node).
+ */
+export function allocationCandidates(node: NodeLedger): readonly Booking[] {
+  const candidates: Booking[] = [];
+  for (const uid in node.bookings) {
+    const booking = node.bookings[uid]!;
+    if (mayBeAllocating(booking)) candidates.push(booking);
+  }
+  return candidates;
 }
 
 /**
  * Who occupies the node for an allocation, if anyone: the lock's live holder, or a pod placed on it whose
  * allocation has not ended yet (its bind may not have taken the lock yet). Lock-aware placement passes such
- * nodes over while others fit.
+ * nodes over while others fit. `candidates`: the node's `allocationCandidates`, when the caller keeps them.
  */
-export function allocatingOn(node: NodeLedger, nowMs: number, lockExpireMs: number): string | undefined {
+export function allocatingOn(node: NodeLedger, nowMs: number, lockExpireMs: number, candidates = allocationCandidates(node)): string | undefined {
   const lock = node.lock;
   if (lockIsLive(lock, nowMs)) {
     const holder = node.bookings[lock.holderUid];
     if (holder && holder.state !== 'gone' && holder.bindPhase !== 'success' && holder.bindPhase !== 'failed') return lock.holder;
   }
-  for (const booking of Object.values(node.bookings)) {
-    if (allocationInProgress(booking, nowMs, lockExpireMs)) return `${booking.namespace}/${booking.name}`;
+  for (const booking of candidates) {
+    if (allocatingNow(booking, nowMs, lockExpireMs)) return `${booking.namespace}/${booking.name}`;
   }
   return undefined;
 }

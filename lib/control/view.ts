@@ -20,7 +20,7 @@ import type { Clock } from '../clock';
 import { EvaluationMemo } from '../engine/reuse';
 import type { NodeState } from '../engine/types';
 import type { AppLogger } from '../powertools';
-import { bookingCounts, toNodeState, type NodeLedger, type QuotaLedger } from './ledger';
+import { allocatingOn, allocationCandidates, bookingCounts, toNodeState, type Booking, type NodeLedger, type QuotaLedger } from './ledger';
 import type { LedgerStore } from './ports';
 import { errorMessage } from '../errors';
 
@@ -50,6 +50,8 @@ interface NodeSlot {
   ledger: NodeLedger;
   state: NodeState | undefined;
   validUntilMs: number;
+  /** The ledger's `allocationCandidates`, made when first asked (lock-aware placement asks at every decision). */
+  allocationCandidates: readonly Booking[] | undefined;
 }
 
 export class ClusterView {
@@ -166,11 +168,12 @@ export class ClusterView {
     }
     this.index(known, node);
     if (slot === undefined) {
-      this.nodes.set(node.name, { ledger: node, state: undefined, validUntilMs: 0 });
+      this.nodes.set(node.name, { ledger: node, state: undefined, validUntilMs: 0, allocationCandidates: undefined });
       this.membership += 1;
     } else {
       slot.ledger = node;
       slot.state = undefined;
+      slot.allocationCandidates = undefined;
     }
     this.absent.delete(node.name);
   }
@@ -196,6 +199,17 @@ export class ClusterView {
 
   get(name: string): NodeLedger | undefined {
     return this.nodes.get(name)?.ledger;
+  }
+
+  /**
+   * Who occupies the node for an allocation (`allocatingOn`), for lock-aware placement. A decision may ask about every
+   * node that fits while pods decided ahead are still binding; the bookings worth a look are kept per ledger version.
+   */
+  allocatingOn(name: string, nowMs: number, lockExpireMs: number): string | undefined {
+    const slot = this.nodes.get(name);
+    if (slot === undefined) return undefined;
+    slot.allocationCandidates ??= allocationCandidates(slot.ledger);
+    return allocatingOn(slot.ledger, nowMs, lockExpireMs, slot.allocationCandidates);
   }
 
   *all(): IterableIterator<NodeLedger> {
