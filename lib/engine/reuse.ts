@@ -37,11 +37,11 @@ interface RememberedRows extends NodeOutcome {
   decision: number;
 }
 
-/** What a plan keeps: its nodes' rows by node name, and how many decisions it has had. */
 /**
- * What a memo keeps for one plan. A class, not an object literal: the decision's per-node look-ups read it, and plans
- * made by a literal in a fresh process's first decisions came with several hidden classes, which left those look-ups
- * generic for good (docs/performance.md, "Hidden classes in a fresh process").
+ * What a memo keeps for one plan: its nodes' rows by node name, and how many decisions it has had. A class, not an
+ * object literal: the decision's per-node look-ups read it, and plans made by a literal in a fresh process's first
+ * decisions came with several hidden classes, which left those look-ups generic for good (docs/performance.md,
+ * "Hidden classes in a fresh process").
  */
 class RememberedPlan {
   readonly rows = new Map<string, RememberedRows>();
