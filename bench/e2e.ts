@@ -689,6 +689,8 @@ async function runOnce(options: Options, mode: Mode, run?: AheadRun): Promise<Re
       storeWriteBytesPerPod: Math.round(storeCalls.filter((c) => !isRead(c)).reduce((sum, c) => sum + c.requestBytes, 0) / Math.max(placed, 1)),
       capacityUnitsPerPod: { read: perPod(storeCalls.reduce((s, c) => s + c.readUnits, 0)), write: perPod(storeCalls.reduce((s, c) => s + c.writeUnits, 0)) },
       storeCallsPerPod: perPod(storeCalls.length),
+      // The same by DynamoDB operation (`UpdateItem`, `Query`, …), to see where a pod's calls go.
+      storeCallsPerPodByOperation: callsPerPodByOperation(storeCalls, placed),
       filtersPerPod: round(filters / Math.max(placed, 1), 3),
       lockRetriesPerPod: round(lockRetries / Math.max(placed, 1), 3),
       cpuMsPerPod: cpuAfter && cpuBefore ? Object.fromEntries(Object.entries(cpuAfter.groups).map(([k, ms]) => [k, round((ms - (cpuBefore.groups[k as CpuShare] ?? 0)) / Math.max(placed, 1), 1)])) : null,
@@ -773,4 +775,11 @@ if (process.env[ROLE_ENV] === PROXY_ROLE) {
     process.stdout.write(`${JSON.stringify({ error: errorMessage(err) })}\n`);
     process.exit(1);
   });
+}
+
+/** How many calls of each operation a placed pod cost (two decimals), by operation name in order. */
+function callsPerPodByOperation(calls: readonly ObservedCall[], placed: number): Record<string, number> {
+  const counts = new Map<string, number>();
+  for (const call of calls) counts.set(call.operation, (counts.get(call.operation) ?? 0) + 1);
+  return Object.fromEntries([...counts].sort(([a], [b]) => a.localeCompare(b)).map(([operation, count]) => [operation, Math.round((count / Math.max(placed, 1)) * 100) / 100]));
 }
