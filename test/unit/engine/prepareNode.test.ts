@@ -30,6 +30,15 @@ describe('prepared nodes of equal cards', () => {
     expect(healthy.cardFacts[CardFact.devmem]).toBe(8192);
   });
 
+  it('tell apart facts that differ only where their hash does not look (a fraction of a MiB)', () => {
+    const whole = prepareNode(registration(cards('node-i', 2, { devmem: 8192 })));
+    const fraction = prepareNode(registration(cards('node-j', 2, { devmem: 8192.5 })));
+    const wholeAgain = prepareNode(registration(cards('node-k', 2, { devmem: 8192 })));
+    expect(fraction.cardFacts).not.toBe(whole.cardFacts);
+    expect(fraction.cardFacts[CardFact.devmem]).toBe(8192.5);
+    expect(wholeAgain.cardFacts).toBe(whole.cardFacts);
+  });
+
   it('book a UUID listed twice at its first position on every node alike', () => {
     const twice = (prefix: string): DeviceInfo[] => {
       const list = cards(prefix, 3);
