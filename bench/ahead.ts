@@ -1,15 +1,14 @@
 /**
  * `npm run bench` with the relay's own filter path (docs/performance.md, "Deciding ahead"): kube-scheduler's stand-in
  * calls `relayFilter` (lib/relay/extender.ts) in this process, with decide-ahead (lib/relay/aheadDecisions.ts) on or
- * off, exactly as the relay runs them. What stands in for the API server is here: the pods as it holds them, their
+ * off, exactly as the relay runs them. The API server's pods stand in memory (lib/relay/inMemoryPods.ts): their
  * patches and claims (conditional on the resourceVersion), and the watch events the relay's code observes.
  */
 import { createControlPlaneClient, unsignedRequests } from '../lib/relay/controlPlane';
 import { relayFilter, type ExtenderDeps } from '../lib/relay/extender';
 import { AheadDecisions } from '../lib/relay/aheadDecisions';
 import { DEFAULT_AHEAD_COLD_AFTER_MS, DEFAULT_AHEAD_MAX_BATCHES } from '../lib/relay/config';
-import type { ClusterWriter } from '../lib/relay/effects';
-import type { NudgeResult, NudgeTarget } from '../lib/relay/nudger';
+import { InMemoryPods } from '../lib/relay/inMemoryPods';
 import { realDelay } from '../lib/relay/delay';
 import type { AppLogger } from '../lib/powertools';
 import type { BenchPod } from './workload';
@@ -29,77 +28,21 @@ export interface AheadSettings {
 }
 
 /**
- * The API server's pods: patches bump the resourceVersion and reach every replica's Pod informer (decide-ahead), and
- * the relay's watch forwarding (`forward`, to the control plane's cluster events) once.
- */
-class BenchApiServer {
-  private readonly pods = new Map<string, ClusterPod>();
-  readonly informers: AheadDecisions[] = [];
-
-  constructor(private readonly forward: (event: { type: 'MODIFIED'; object: unknown }) => void) {}
-
-  get(name: string): ClusterPod | undefined {
-    return this.pods.get(name);
-  }
-
-  create(pod: BenchPod): void {
-    const created: ClusterPod = { ...pod, spec: { ...pod.spec, schedulerName: BENCH_SCHEDULER } };
-    this.pods.set(pod.metadata.name, created);
-    for (const informer of this.informers) informer.observe('ADDED', created);
-  }
-
-  bound(name: string, node: string): void {
-    const pod = this.pods.get(name);
-    if (pod) for (const informer of this.informers) informer.observe('MODIFIED', { ...pod, spec: { ...pod.spec, nodeName: node } });
-  }
-
-  patch(name: string, annotations: Readonly<Record<string, string | null>>): void {
-    const pod = this.pods.get(name);
-    if (!pod) return;
-    const merged = { ...pod.metadata.annotations };
-    for (const [key, value] of Object.entries(annotations)) {
-      if (value === null) delete merged[key];
-      else merged[key] = value;
-    }
-    const next: ClusterPod = { ...pod, metadata: { ...pod.metadata, annotations: merged, resourceVersion: String(Number(pod.metadata.resourceVersion) + 1) } };
-    this.pods.set(name, next);
-    for (const informer of this.informers) informer.observe('MODIFIED', next);
-    // Scheduler-owned annotations are what the ledger follows; a claim alone changes nothing it reads.
-    if (merged['hami.io/vgpu-node'] !== undefined) this.forward({ type: 'MODIFIED', object: { kind: 'Pod', apiVersion: 'v1', ...next } });
-  }
-
-  /** A merge patch conditional on the resourceVersion, as the relay's claim is. */
-  claim(target: NudgeTarget, annotations: Readonly<Record<string, string>>): NudgeResult {
-    const pod = this.pods.get(target.name);
-    if (!pod) return 'gone';
-    if (pod.metadata.resourceVersion !== target.resourceVersion) return 'changed';
-    this.patch(target.name, annotations);
-    return 'nudged';
-  }
-}
-
-/**
  * The relay under test: `replicas` relays over one API server, each with its own decide-ahead (when on) and its own
  * filter path; kube-scheduler's filters go to them in turn, as a Service spreads them. `filterUrls` holds one filter
  * control plane per kube-scheduler: their filters reach the function at the same time, so each is served by an
  * environment of its own, as Lambda's concurrency gives them.
  */
 export class RelayUnderTest {
-  private readonly api: BenchApiServer;
+  private readonly api: InMemoryPods<ClusterPod>;
   /** Per replica: its decide-ahead, and its filter path to each kube-scheduler's control plane. */
   private readonly replicas: { readonly deps: readonly ExtenderDeps[]; readonly ahead: AheadDecisions | undefined }[] = [];
   private next = 0;
 
   constructor(filterUrls: readonly string[], settings: AheadSettings | undefined, forward: (event: { type: 'MODIFIED'; object: unknown }) => void, viewSeq: () => number, replicas = 1) {
-    this.api = new BenchApiServer(forward);
-    const writer: ClusterWriter = {
-      patchPodMetadata: async (e) => this.api.patch(e.name, e.annotations),
-      bindPod: async () => undefined,
-      recordEvent: async () => undefined,
-      patchNodeMetadata: async () => undefined,
-      // The bench's workload never preempts; an eviction would be refused, as a PodDisruptionBudget would.
-      evictPod: async () => ({ kind: 'refused', message: 'the bench evicts nothing', disruptionBudget: false }),
-    };
+    this.api = new InMemoryPods<ClusterPod>((pod) => forward({ type: 'MODIFIED', object: { kind: 'Pod', apiVersion: 'v1', ...pod } }));
+    // The bench's workload never preempts: the writer refuses evictions, as a PodDisruptionBudget would.
+    const writer = this.api.writer();
     for (let r = 0; r < replicas; r++) {
       const ahead =
         settings === undefined
@@ -107,7 +50,7 @@ export class RelayUnderTest {
           : new AheadDecisions({
               controlPlane: createControlPlaneClient(settings.aheadUrl, unsignedRequests),
               writer,
-              claim: async (target, annotations) => this.api.claim(target, annotations),
+              claim: (target, annotations) => this.api.claim(target, annotations),
               logger: silentLogger,
               schedulerName: BENCH_SCHEDULER,
               managedResources: ['nvidia.com/gpu', 'nvidia.com/gpumem', 'nvidia.com/gpucores'],
@@ -130,7 +73,7 @@ export class RelayUnderTest {
           logger: silentLogger,
           deadlineMs: 25_000,
           viewSeq,
-          pods: { schedulerName: BENCH_SCHEDULER, cached: (_ns, name) => this.api.get(name), read: async (_ns, name) => this.api.get(name) },
+          pods: this.api.source(BENCH_SCHEDULER),
           ...(ahead ? { ahead } : {}),
         }),
       );
@@ -140,25 +83,25 @@ export class RelayUnderTest {
 
   /** A pod created: every replica's informer sees it. */
   create(pod: BenchPod): void {
-    this.api.create(pod);
+    this.api.create({ ...pod, spec: { ...pod.spec, schedulerName: BENCH_SCHEDULER } });
   }
 
   /** Kube-scheduler `scheduler`'s filter, answered by the relay's own code (the replicas in turn, whoever asks). */
-  filter(name: string, nodeNames: readonly string[], scheduler = 0): Promise<Record<string, unknown>> {
+  filter(pod: BenchPod, nodeNames: readonly string[], scheduler = 0): Promise<Record<string, unknown>> {
     const replica = this.replicas[this.next++ % this.replicas.length]!;
     const deps = replica.deps[scheduler];
     if (deps === undefined) throw new Error(`no filter control plane for scheduler ${scheduler}`);
-    return relayFilter(JSON.stringify({ Pod: this.api.get(name), Nodes: null, NodeNames: nodeNames }), deps);
+    return relayFilter(JSON.stringify({ Pod: this.api.get(pod.metadata.namespace, pod.metadata.name), Nodes: null, NodeNames: nodeNames }), deps);
   }
 
   /** The pod's annotations as the API server holds them now (what a bind forwards with the pod). */
-  annotations(name: string): Record<string, string> {
-    return { ...(this.api.get(name)?.metadata.annotations ?? {}) };
+  annotations(pod: BenchPod): Record<string, string> {
+    return { ...(this.api.get(pod.metadata.namespace, pod.metadata.name)?.metadata.annotations ?? {}) };
   }
 
   /** Bound: the pod leaves decide-ahead's sight, as a bound pod does. */
-  bound(name: string, node: string): void {
-    this.api.bound(name, node);
+  bound(pod: BenchPod, node: string): void {
+    this.api.bound(pod.metadata.namespace, pod.metadata.name, node);
   }
 
   /** Filters answered from a decision made ahead, over every replica. */

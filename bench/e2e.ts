@@ -424,7 +424,7 @@ async function runScheduler(queue: QueuedPod[], nodeNames: readonly string[], fi
     void relay.forward(podUpdate(p, annotations, node, 'allocating', '3'));
     out.placed += 1;
     out.lastPlacedAt = now();
-    via?.bound(p.metadata.name, node);
+    via?.bound(p, node);
     // The binding cycle ends here; the device plugin's work is the kubelet's, outside kube-scheduler's slots.
     const allocation: Promise<void> = allocate(p, node, annotations).finally(() => allocations.delete(allocation));
     allocations.add(allocation);
@@ -450,7 +450,7 @@ async function runScheduler(queue: QueuedPod[], nodeNames: readonly string[], fi
     const started = now();
     // Through the relay's own code when it is under test (it applies the Effects itself), else straight to the control plane.
     const answer = through
-      ? await through.relay.filter(item.pod.metadata.name, candidates(), through.scheduler)
+      ? await through.relay.filter(item.pod, candidates(), through.scheduler)
       : await post(`${filterUrl}/filter`, { Pod: item.pod, Nodes: null, NodeNames: candidates() }, relay.viewSeq > 0 ? { [MIN_VIEW_SEQ_HEADER]: String(relay.viewSeq) } : {});
     const ended = now();
     out.filterMs.push(ended - started);
@@ -467,7 +467,7 @@ async function runScheduler(queue: QueuedPod[], nodeNames: readonly string[], fi
       continue;
     }
     let patch: Record<string, string>;
-    if (via) patch = via.annotations(item.pod.metadata.name);
+    if (via) patch = via.annotations(item.pod);
     else {
       patch = (answer.Effects as { kind: string; annotations?: Record<string, string> }[]).find((e) => e.kind === 'PatchPodAnnotations')?.annotations ?? {};
       void relay.forward(podUpdate(item.pod, patch, undefined, undefined, '2'));

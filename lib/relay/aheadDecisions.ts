@@ -30,6 +30,7 @@ import {
   queueOrder,
   type AheadDecision,
 } from '../wire/decidedAhead';
+import type { RelayConfig } from './config';
 import type { ControlPlaneClient } from './controlPlane';
 import type { DelayFn } from './delay';
 import { applyEffects, type ClusterWriter } from './effects';
@@ -60,6 +61,25 @@ export interface AheadOptions {
   readonly delay: DelayFn;
   /** The journal entry the relay's forwarded cluster events last produced (the batch's view must include it). */
   readonly viewSeq: () => number;
+}
+
+/** What the caller wires into decide-ahead; the rest comes from the relay's configuration (`aheadOptionsFrom`). */
+export type AheadWiring = Pick<AheadOptions, 'controlPlane' | 'writer' | 'claim' | 'logger' | 'now' | 'delay' | 'viewSeq'>;
+
+/** Decide-ahead's options as the relay's configuration sets them (lib/relay/config.ts), with the caller's wiring. */
+export function aheadOptionsFrom(config: Pick<RelayConfig, 'admission' | 'managedResources' | 'ahead' | 'extenderDeadlineMs'>, wiring: AheadWiring): AheadOptions {
+  return {
+    ...wiring,
+    schedulerName: config.admission.schedulerName,
+    managedResources: config.managedResources,
+    windowMs: config.ahead.windowMs,
+    maxPods: config.ahead.maxPods,
+    maxBatches: config.ahead.maxBatches,
+    coldAfterMs: config.ahead.coldAfterMs,
+    waitMs: config.ahead.waitMs,
+    reservationTtlMs: config.ahead.reservationTtlMs,
+    requestTimeoutMs: config.extenderDeadlineMs,
+  };
 }
 
 /** What the filter does with a pod: answer `node` at once, or decide live (`note`: why a decision made ahead was not used). */

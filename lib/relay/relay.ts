@@ -27,7 +27,7 @@ import { closeServer, createRelayServer, listen, relayHandler } from './server';
 import { coalesced, startTlsListener, type RunningTlsListener } from './tls/listener';
 import { SelfManagedWebhookTls, defaultValidity } from './tls/webhookCertificates';
 import { ClusterWatcher } from './watcher';
-import { AheadDecisions } from './aheadDecisions';
+import { AheadDecisions, aheadOptionsFrom } from './aheadDecisions';
 import { filesSource, startWebhook, type RunningWebhook, type ServingSource } from './webhook';
 import { errorMessage } from '../errors';
 
@@ -136,24 +136,17 @@ export async function startRelay(opts: StartRelayOptions): Promise<RunningRelay>
   });
   // Decide-ahead (docs/relay.md, "Deciding ahead"): off with HAMI_DECIDE_AHEAD=false, every filter then decided live.
   const ahead = config.ahead.enabled
-    ? new AheadDecisions({
-        controlPlane,
-        writer,
-        claim: createNudgePatcher(core),
-        logger,
-        schedulerName: config.admission.schedulerName,
-        managedResources: config.managedResources,
-        windowMs: config.ahead.windowMs,
-        maxPods: config.ahead.maxPods,
-        maxBatches: config.ahead.maxBatches,
-        coldAfterMs: config.ahead.coldAfterMs,
-        waitMs: config.ahead.waitMs,
-        reservationTtlMs: config.ahead.reservationTtlMs,
-        requestTimeoutMs: config.extenderDeadlineMs,
-        now: () => now().getTime(),
-        delay: opts.aheadDelay ?? realDelay,
-        viewSeq: () => forwarder.viewSeq,
-      })
+    ? new AheadDecisions(
+        aheadOptionsFrom(config, {
+          controlPlane,
+          writer,
+          claim: createNudgePatcher(core),
+          logger,
+          now: () => now().getTime(),
+          delay: opts.aheadDelay ?? realDelay,
+          viewSeq: () => forwarder.viewSeq,
+        }),
+      )
     : undefined;
   const watcher = new ClusterWatcher({
     kubeConfig,
