@@ -3,12 +3,21 @@
  * relay (forwards the cluster, calls /filter, /bind, /bind/outcome) and HAMi's device plugin (every pod it binds is
  * forwarded allocated, so no lock or unconfirmed reservation is left behind), and then shows what a user sees:
  * the pod's events, as `kubectl describe pod` lists them, and `hami-diag pod` (the CLI itself, run
- * against the local server). Time and ids are fixed, so every run prints the same text.
+ * against the local server). Scenario 5 runs the relay's own filter path and decide-ahead instead of playing them.
+ * Time and ids are fixed, so every run prints the same text.
  */
 import type { Runtime } from '../clock';
 import { run as runCli, type CliDeps } from '../cli/run';
 import type { Effect } from '../control/effects';
 import { startLocalServer } from '../local/server';
+import type { AppLogger } from '../powertools';
+import { AheadDecisions, aheadOptionsFrom } from '../relay/aheadDecisions';
+import { loadRelayConfig } from '../relay/config';
+import { createControlPlaneClient, signerFromConfig } from '../relay/controlPlane';
+import { realDelay } from '../relay/delay';
+import { relayFilter, type ExtenderDeps } from '../relay/extender';
+import { InMemoryPods } from '../relay/inMemoryPods';
+import { markedDecision } from '../wire/decidedAhead';
 import { demoNodes, demoWorkloads, nodeObject, pendingPod, runningWorkload, withAnnotations, type PodObject } from './cluster';
 
 /** Something the demo expected did not happen: the product misbehaves, and the demo says how. */
@@ -121,6 +130,13 @@ export async function runDemo(out: Out, options: DemoOptions = {}): Promise<void
     const first = await secondPodAvoidsAllocatingNode(api, hamiDiag, out);
     clock.advance(2);
     await bindMeetsLockedNode(api, hamiDiag, out, first);
+    clock.advance(60);
+    const inProcess = inProcessRelay(api, server.url, options.token, clock, options.env ?? {});
+    try {
+      await jobDecidedAhead(api, inProcess, hamiDiag, out);
+    } finally {
+      inProcess.close();
+    }
     if (options.url !== undefined) {
       out('');
       out(`The records stay on ${server.url}; for example:`);
@@ -233,6 +249,117 @@ async function bindMeetsLockedNode(api: Relay, hamiDiag: HamiDiag, out: Out, fir
   // The device plugin allocates notebook-carol's card in turn: no node is left locked, every bound pod keeps its cards.
   await api.forward('MODIFIED', [allocated(carol, first.node, filterCarol, retry)]);
   out(`The device plugin then allocates notebook-carol (hami.io/bind-phase: success): its lock on ${first.node} ends too.`);
+}
+
+/**
+ * The relay's own filter path and decide-ahead (lib/relay/extender.ts, lib/relay/aheadDecisions.ts), configured as the
+ * relay configures itself, over the demo's pods held in memory as the API server would hold them
+ * (lib/relay/inMemoryPods.ts). Annotated pods reach the control plane as the relay's watch forwards them; Events are
+ * kept for `kubectl describe pod`; the relay's log messages are kept, not printed.
+ */
+function inProcessRelay(api: Relay, url: string, token: string | undefined, runtime: Pick<Runtime, 'clock'>, env: Readonly<Record<string, string>>) {
+  // No servers of its own here (kube-scheduler's and users' ports), so no certificates.
+  const config = loadRelayConfig({
+    ...env,
+    HAMI_CONTROL_PLANE_URL: url,
+    HAMI_CONTROL_PLANE_AUTH: token ? 'token' : 'none',
+    ...(token ? { HAMI_API_TOKEN: token } : {}),
+    RELAY_EXTENDER_TLS: 'off',
+    RELAY_USER_TLS: 'off',
+  });
+  const pods = new InMemoryPods<PodObject>(async (pod) => {
+    await api.forward('MODIFIED', [pod]);
+  });
+  const events: Effect[] = [];
+  const writer = pods.writer(async (event) => {
+    events.push(event);
+  });
+  const logged: string[] = [];
+  const keep = (message: unknown, ...fields: unknown[]): void => {
+    logged.push(`${String(message)} ${JSON.stringify(fields)}`);
+  };
+  const logger: AppLogger = { debug: keep, info: keep, warn: keep, error: keep };
+  const controlPlane = createControlPlaneClient(config.controlPlane.url, signerFromConfig(config.controlPlane));
+  // Real delays for the batch's window and a filter's wait for its batch: the demo's clock only dates the decisions.
+  const ahead = new AheadDecisions(
+    aheadOptionsFrom(config, { controlPlane, writer, claim: (target, annotations) => pods.claim(target, annotations), logger, now: () => runtime.clock.now(), delay: realDelay, viewSeq: () => 0 }),
+  );
+  pods.informers.push(ahead);
+  const deps: ExtenderDeps = { controlPlane, writer, logger, deadlineMs: config.extenderDeadlineMs, pods: pods.source(config.admission.schedulerName), ahead };
+  return {
+    pods,
+    events,
+    logged,
+    /** kube-scheduler's filter for the pod, with the nodes its own plugins left, answered by the relay's code. */
+    filter: async (pod: PodObject, nodeNames: readonly string[]): Promise<FilterAnswer> => {
+      const answer = await relayFilter(JSON.stringify({ Pod: pod, Nodes: null, NodeNames: nodeNames }), deps);
+      return { ...(answer as Omit<FilterAnswer, 'Effects'>), Effects: [] };
+    },
+    close: () => ahead.close(),
+  };
+}
+
+type InProcessRelay = ReturnType<typeof inProcessRelay>;
+
+/**
+ * Scenario 5 (decide-ahead, docs/relay.md "Deciding ahead"): a Job's pods are created at once. The relay decides them
+ * ahead, in one call, before kube-scheduler's queue pops them, and kube-scheduler's filter for the first is answered
+ * from its decision with no call to the control plane on its serial path. The second's decided node is tainted before
+ * its filter comes: kube-scheduler leaves that node out, the relay decides the pod live, and its scheduler log says why.
+ */
+async function jobDecidedAhead(api: Relay, relayIn: InProcessRelay, hamiDiag: HamiDiag, out: Out): Promise<void> {
+  const ask = [{ name: 'worker', gpu: 1, mem: 16384, cores: 25 }];
+  const first = pendingPod('batch', 'summarize-0', ask);
+  const second = pendingPod('batch', 'summarize-1', ask);
+  heading(out, 5, "a Job's two pods at once: decided ahead, before kube-scheduler asks; one decided node is tainted meanwhile");
+  relayIn.pods.create(first);
+  relayIn.pods.create(second);
+  // kube-scheduler's filter for the first pod waits (bounded) for the batch deciding it, as a filter that comes early does.
+  const firstAnswer = await relayIn.filter(held(relayIn, first), allNodes);
+  const decided = [first, second].map((pod) => ({ pod, mark: markedDecision(held(relayIn, pod).metadata.annotations) }));
+  const missing = decided.find((d) => d.mark === undefined);
+  if (missing) throw new DemoError(`scenario 5: ${missing.pod.metadata.name} was not decided ahead: ${relayIn.logged.join('; ')}`);
+  const [firstNode, secondNode] = decided.map((d) => d.mark!.node);
+  out(`The relay saw both pods created and decided them in one call to the control plane (POST /filter/ahead): summarize-0 on ${firstNode}, summarize-1 on ${secondNode}, booked and annotated (hami.io/decided-ahead) before kube-scheduler asked.`);
+  expectNodes(firstAnswer, [firstNode!], 'scenario 5');
+  out(`kube-scheduler's filter for summarize-0 (${allNodes.length} nodes): the relay answers [${firstNode}] from the decision at once, with no call to the control plane.`);
+  await bindAllocated(api, relayIn, first, firstNode!);
+  printEvents(out, first, eventsOf(relayIn, first));
+  await hamiDiag(out, ['pod', 'batch/summarize-0']);
+
+  // A taint on the second pod's node: kube-scheduler's TaintToleration plugin leaves it out of the nodes it sends.
+  const untainted = allNodes.filter((node) => node !== secondNode);
+  const secondAnswer = await relayIn.filter(held(relayIn, second), untainted);
+  const liveNode = secondAnswer.NodeNames?.[0];
+  if (liveNode === undefined || liveNode === secondNode) throw new DemoError(`scenario 5: expected summarize-1 on another node than ${secondNode}, got ${JSON.stringify(secondAnswer)}`);
+  out(`${secondNode} is tainted before kube-scheduler's filter for summarize-1 comes, so kube-scheduler sends the ${untainted.length} other nodes: the relay cannot use the decision, asks the control plane live (which gives the earlier booking back first), and says why; the pod goes to ${liveNode}.`);
+  await bindAllocated(api, relayIn, second, liveNode);
+  printEvents(out, second, eventsOf(relayIn, second));
+  await hamiDiag(out, ['pod', 'batch/summarize-1']);
+}
+
+/** The pod as the in-memory API server holds it now (annotations patched by the relay). */
+function held(relayIn: InProcessRelay, pod: PodObject): PodObject {
+  const now = relayIn.pods.get(pod.metadata.namespace, pod.metadata.name);
+  if (now === undefined) throw new DemoError(`scenario 5: ${pod.metadata.name} is not held`);
+  return now;
+}
+
+/** Binds the pod, reports the Binding made, and has the device plugin allocate it, as the relay forwards that. */
+async function bindAllocated(api: Relay, relayIn: InProcessRelay, pod: PodObject, node: string): Promise<void> {
+  const bind = await api.bind(pod, node);
+  if (bind.Error) throw new DemoError(`scenario 5: the bind of ${pod.metadata.name} to ${node} failed: ${bind.Error}`);
+  relayIn.events.push(...bind.Effects, ...(await api.outcome(pod, node)).Effects);
+  relayIn.pods.bound(pod.metadata.namespace, pod.metadata.name, node);
+  const bindPatch = bind.Effects.find((e) => e.kind === 'PatchPodAnnotations');
+  const annotated = withAnnotations(held(relayIn, pod), bindPatch?.kind === 'PatchPodAnnotations' ? bindPatch.annotations : {});
+  const running = withAnnotations(annotated, { 'hami.io/bind-phase': 'success' }, 'Running', '9');
+  await api.forward('MODIFIED', [{ ...running, spec: { ...running.spec, nodeName: node } }]);
+}
+
+/** The pod's Events as the relay recorded them, in order. */
+function eventsOf(relayIn: InProcessRelay, pod: PodObject): Effect[] {
+  return relayIn.events.filter((e) => e.kind === 'RecordEvent' && e.namespace === pod.metadata.namespace && e.name === pod.metadata.name);
 }
 
 type HamiDiag = (out: Out | undefined, args: readonly string[]) => Promise<string>;

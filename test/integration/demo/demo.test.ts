@@ -18,7 +18,10 @@ function scenario(lines: readonly string[], n: number): string[] {
   const start = lines.findIndex((line) => line.startsWith(`=== Scenario ${n}:`));
   const end = lines.findIndex((line, i) => i > start && line.startsWith('=== Scenario '));
   if (start < 0) throw new Error(`no scenario ${n} in the demo output`);
-  return lines.slice(start, end < 0 ? undefined : end);
+  const own = lines.slice(start, end < 0 ? undefined : end);
+  // The blank line before the next heading is that heading's.
+  while (own[own.length - 1] === '') own.pop();
+  return own;
 }
 
 /** The Events block of `kubectl describe pod`: [type, reason, message] per event. */
@@ -132,6 +135,33 @@ describe('npm run demo', () => {
     expect(s4[s4.length - 1]).toBe('The device plugin then allocates notebook-carol (hami.io/bind-phase: success): its lock on node1 ends too.');
   });
 
+  it("scenario 5: a Job's pods are decided ahead by the relay's own code; a decision kube-scheduler cannot use is replaced live, and hami-diag says why", () => {
+    const s5 = scenario(lines, 5);
+    expect(s5).toContain(
+      'The relay saw both pods created and decided them in one call to the control plane (POST /filter/ahead): summarize-0 on node1, summarize-1 on node3, booked and annotated (hami.io/decided-ahead) before kube-scheduler asked.',
+    );
+    expect(s5).toContain("kube-scheduler's filter for summarize-0 (10 nodes): the relay answers [node1] from the decision at once, with no call to the control plane.");
+    const first = s5.slice(0, s5.indexOf('$ kubectl describe pod -n batch summarize-1'));
+    expect(events(first)).toEqual([
+      ['Normal', 'FilteringSucceed', 'find fit node(node1), 4 nodes not fit, 6 nodes fit(node7:0.00,node4:0.50,node2:2.00,node9:6.75,node3:11.00,node1:16.75)'],
+      ['Normal', 'BindingSucceed', 'Successfully binding node [node1] to batch/summarize-0'],
+    ]);
+    expect(first).toContain("Ahead     decided ahead, before kube-scheduler's filter asked");
+    expect(first).toContain('Status    scheduled');
+
+    const second = s5.slice(s5.indexOf('$ kubectl describe pod -n batch summarize-1'));
+    // The decision made ahead (node3) and, after node3's taint, the live one (node1), which replaced its booking.
+    expect(events(second).map(([, reason, message]) => `${reason}: ${message}`)).toEqual([
+      expect.stringMatching(/^FilteringSucceed: find fit node\(node3\), /),
+      expect.stringMatching(/^FilteringSucceed: find fit node\(node1\), 4 nodes not fit, 5 nodes fit\(/),
+      'BindingSucceed: Successfully binding node [node1] to batch/summarize-1',
+    ]);
+    expect(second).toContain(
+      'Ahead     decided live: the decision made ahead at 2025-04-22T02:19:48.000Z (node node3) was not used: node node3 is not among the 9 nodes kube-scheduler sent (its own filters excluded it since, e.g. a taint, or its sampling left it out)',
+    );
+    expect(second).toContain('Bind      passed  Successfully binding node [node1] to batch/summarize-1  (node1, 2025-04-22T02:19:48.750Z)');
+  });
+
   it('names the server it fills in its first line', () => {
     expect(lines[0]).toBe('hami-explain demo: filling an in-process control plane (embedded store, gone when the demo ends) with 10 GPU nodes and 12 running GPU pods');
   });
@@ -201,13 +231,17 @@ describe('npm run demo -- --url (against a running server)', () => {
  */
 describe('npm run demo -- --url: the state it leaves on the server', () => {
   const RESERVATION_TTL_SECONDS = 600;
-  let nowMs = Date.UTC(2026, 0, 5, 9, 0, 0);
+  // From the real time: scenario 5's relay keeps the real clock, as a relay beside this server would, and uses a
+  // decision made ahead only while it is young by that clock.
+  let nowMs = Date.now();
   const runtime: Runtime = { ...systemRuntime, clock: { now: () => nowMs } };
   const bound = [
     { pod: 'llm/deepseek-5996b8569d-kgwgx', node: 'node3' },
     { pod: 'default/notebook-alice', node: 'node1' },
     { pod: 'default/notebook-bob', node: 'node3' },
     { pod: 'default/notebook-carol', node: 'node1' },
+    { pod: 'batch/summarize-0', node: 'node1' },
+    { pod: 'batch/summarize-1', node: 'node1' },
   ];
   let server: Awaited<ReturnType<typeof startLocalServer>>;
   let lines: string[];
