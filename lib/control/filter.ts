@@ -114,7 +114,7 @@ export async function decideAndReserve(deps: ControlDeps, req: FilterRequest, ca
     const freshness = view.freshness(nowMs);
     const quota = toQuotaView(pod.namespace, quotaLimits, view.all(), nowMs, pod.uid);
     const lockExpireMs = deps.config.nodeLockExpireSeconds * 1000;
-    const avoid = deps.config.lockAware ? (name: string) => view.allocatingOn(name, nowMs, lockExpireMs) : undefined;
+    const avoid = deps.config.lockAware ? (name: string) => view.allocationsOn(name, nowMs, lockExpireMs) : undefined;
     const resolved = view.engineCandidates(candidates, nowMs, pod.uid);
     const decision = decide({
       pod: req.pod,

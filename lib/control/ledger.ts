@@ -14,7 +14,7 @@ import { coresAreMasks, DEFAULT_KIND, DEVICE_KINDS, deviceKind, deviceKindOf, ve
 import { decodePodDevices } from '../engine/podAnnotations';
 import { saturatedInt32 } from '../engine/quantity';
 import { collapsePodUsage } from '../engine/usage';
-import { NodeFailure, UsageColumn, USAGE_WIDTH, type CardClaim, type DeviceInfo, type DeviceUsage, type MigPlacement, type NodeRegistration, type NodeState, type PodDevices, type QuotaView, type RealtimeReport } from '../engine/types';
+import { NodeFailure, UsageColumn, USAGE_WIDTH, type CardClaim, type DeviceInfo, type DeviceUsage, type MigPlacement, type NodeAllocations, type NodeRegistration, type NodeState, type PodDevices, type QuotaView, type RealtimeReport } from '../engine/types';
 
 /** One card's share of a booking after HAMi's init-container collapse. */
 export interface CardUse {
@@ -178,20 +178,28 @@ export function allocationCandidates(node: NodeLedger): readonly Booking[] {
 }
 
 /**
- * Who occupies the node for an allocation, if anyone: the lock's live holder, or a pod placed on it whose
- * allocation has not ended yet (its bind may not have taken the lock yet). Lock-aware placement passes such
- * nodes over while others fit. `candidates`: the node's `allocationCandidates`, when the caller keeps them.
+ * Who occupies the node for an allocation, if anyone, and how many allocations are under way there: the lock's live
+ * holder, and the pods placed on it whose allocation has not ended yet (their binds may not have taken the lock yet;
+ * the device plugin allocates them one after another). Lock-aware placement passes such nodes over while others fit,
+ * and among busy nodes prefers the one with the fewest (lib/engine/decision.ts, `avoid`). `candidates`: the node's
+ * `allocationCandidates`, when the caller keeps them.
  */
-export function allocatingOn(node: NodeLedger, nowMs: number, lockExpireMs: number, candidates = allocationCandidates(node)): string | undefined {
+export function allocationsOn(node: NodeLedger, nowMs: number, lockExpireMs: number, candidates = allocationCandidates(node)): NodeAllocations | undefined {
+  let holder: string | undefined;
+  let count = 0;
   const lock = node.lock;
-  if (lockIsLive(lock, nowMs)) {
-    const holder = node.bookings[lock.holderUid];
-    if (holder && holder.state !== 'gone' && holder.bindPhase !== 'success' && holder.bindPhase !== 'failed') return lock.holder;
+  const lockHolder = lockIsLive(lock, nowMs) ? node.bookings[lock.holderUid] : undefined;
+  if (lockIsLive(lock, nowMs) && lockHolder && lockHolder.state !== 'gone' && lockHolder.bindPhase !== 'success' && lockHolder.bindPhase !== 'failed') {
+    holder = lock.holder;
+    count = 1;
   }
   for (const booking of candidates) {
-    if (allocatingNow(booking, nowMs, lockExpireMs)) return `${booking.namespace}/${booking.name}`;
+    if (booking === lockHolder && holder !== undefined) continue;
+    if (!allocatingNow(booking, nowMs, lockExpireMs)) continue;
+    holder ??= `${booking.namespace}/${booking.name}`;
+    count += 1;
   }
-  return undefined;
+  return holder === undefined ? undefined : { holder, count };
 }
 
 /** A stored part that could not be decoded, kept as stored so that nothing is lost, and reported to operators. */

@@ -18,9 +18,9 @@
 import { sameItems } from '../arrays';
 import type { Clock } from '../clock';
 import { EvaluationMemo } from '../engine/reuse';
-import type { NodeState } from '../engine/types';
+import type { NodeAllocations, NodeState } from '../engine/types';
 import type { AppLogger } from '../powertools';
-import { allocatingOn, allocationCandidates, bookingCounts, toNodeState, type Booking, type NodeLedger, type QuotaLedger } from './ledger';
+import { allocationCandidates, allocationsOn, bookingCounts, toNodeState, type Booking, type NodeLedger, type QuotaLedger } from './ledger';
 import type { LedgerStore } from './ports';
 import { errorMessage } from '../errors';
 
@@ -202,14 +202,14 @@ export class ClusterView {
   }
 
   /**
-   * Who occupies the node for an allocation (`allocatingOn`), for lock-aware placement. A decision may ask about every
+   * The allocations under way on the node (`allocationsOn`), for lock-aware placement. A decision may ask about every
    * node that fits while pods decided ahead are still binding; the bookings worth a look are kept per ledger version.
    */
-  allocatingOn(name: string, nowMs: number, lockExpireMs: number): string | undefined {
+  allocationsOn(name: string, nowMs: number, lockExpireMs: number): NodeAllocations | undefined {
     const slot = this.nodes.get(name);
     if (slot === undefined) return undefined;
     slot.allocationCandidates ??= allocationCandidates(slot.ledger);
-    return allocatingOn(slot.ledger, nowMs, lockExpireMs, slot.allocationCandidates);
+    return allocationsOn(slot.ledger, nowMs, lockExpireMs, slot.allocationCandidates);
   }
 
   *all(): IterableIterator<NodeLedger> {

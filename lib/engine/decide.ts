@@ -109,17 +109,7 @@ export function decide(input: DecideInput): Decision {
   const passedOver: { name: string; holder: string }[] = [];
   const last = lastListedPosition(plan.nodePolicy, fit);
   let chosen = last ?? listing()[fit.names.length - 1]!;
-  if (input.avoid && input.avoid(fit.names[chosen]!) !== undefined) {
-    const listed = listing();
-    for (let i = listed.length - 1; i >= 0; i--) {
-      const name = fit.names[listed[i]!]!;
-      const holder = input.avoid(name);
-      if (holder === undefined) break;
-      passedOver.push({ name, holder });
-    }
-    if (passedOver.length === listed.length) passedOver.length = 0;
-    chosen = listed[listed.length - 1 - passedOver.length]!;
-  }
+  if (input.avoid && input.avoid(fit.names[chosen]!) !== undefined) chosen = leastBusy(listing(), fit.names, input.avoid, passedOver);
   const chosenName = fit.names[chosen]!;
   const devices = trace.podDevices(fit.rows[chosen]!);
   const chosenState = input.nodes.get(chosenName)!;
@@ -216,6 +206,29 @@ function fitCandidates(input: DecideInput, run: FitRun, reuse: MemoUse | undefin
     }
   }
   return fitCount;
+}
+
+/**
+ * Lock-aware placement (see `DecideInput.avoid`): from the node HAMi lists last, the first nobody allocates on; when
+ * every one is busy, the one with the fewest allocations under way (the latest listed among equals). Returns its
+ * position in `names`; `passedOver` gets the nodes listed after it, with who allocates there.
+ */
+function leastBusy(listed: readonly number[], names: readonly string[], avoid: NonNullable<DecideInput['avoid']>, passedOver: { name: string; holder: string }[]): number {
+  let fewest = -1;
+  let fewestCount = Infinity;
+  for (let i = listed.length - 1; i >= 0; i--) {
+    const name = names[listed[i]!]!;
+    const busy = avoid(name);
+    if (busy === undefined) return listed[i]!;
+    passedOver.push({ name, holder: busy.holder });
+    if (busy.count < fewestCount) {
+      fewest = i;
+      fewestCount = busy.count;
+    }
+  }
+  // Every one busy: those listed after the least busy one were passed over for having more under way.
+  passedOver.length = listed.length - 1 - fewest;
+  return listed[fewest]!;
 }
 
 /** The fitting nodes' lists, sized for every candidate, cut to the `count` that fit. */

@@ -5,7 +5,7 @@
 import type { DecisionArena } from './arena';
 import type { PackedEvidence } from './evidence';
 import type { EvaluationMemo } from './reuse';
-import type { CardClaim, EngineConfig, NodeEvidence, NodePolicy, NodeState, PodDevices, PodLike, QuotaView, RealtimeNote } from './types';
+import type { CardClaim, EngineConfig, NodeAllocations, NodeEvidence, NodePolicy, NodeState, PodDevices, PodLike, QuotaView, RealtimeNote } from './types';
 
 export interface DecideInput {
   readonly pod: PodLike;
@@ -23,10 +23,12 @@ export interface DecideInput {
   /** Epoch milliseconds, for real-time freshness only. */
   readonly nowMs: number;
   /**
-   * Lock-aware placement (ours): who is allocating on a node, or undefined when nobody is. Fitting nodes that
-   * are busy are passed over, in HAMi's order, while another one fits; HAMi's exact choice when absent.
+   * Lock-aware placement (ours): the allocations under way on a node, or undefined when there are none. Fitting nodes
+   * that are busy are passed over, in HAMi's order, while another one fits; when every one is busy, the one with the
+   * fewest is taken (HAMi's order among equals), so a burst larger than the nodes that fit waits on each node's
+   * allocations in turn rather than piling onto the best one. HAMi's exact choice when absent.
    */
-  readonly avoid?: (node: string) => string | undefined;
+  readonly avoid?: (node: string) => NodeAllocations | undefined;
   /** Working memory to reuse (see ./arena): callers that decide again and again keep one; a fresh one otherwise. */
   readonly arena?: DecisionArena;
   /** Outcomes of earlier decisions to reuse for unchanged node states (see ./reuse); Fit runs on every node without it. */

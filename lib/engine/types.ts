@@ -145,6 +145,14 @@ export interface NodeState {
   readonly failClosed?: readonly string[];
 }
 
+/** Allocations under way on a node, for lock-aware placement (ours; lib/control/ledger.ts `allocationsOn` counts them). */
+export interface NodeAllocations {
+  /** `namespace/name` of the lock's holder, else of the first pod placed there whose allocation has not ended. */
+  readonly holder: string;
+  /** How many are under way: the device plugin allocates them one after another. */
+  readonly count: number;
+}
+
 /** Columns of `NodeState.usageByPosition`, `USAGE_WIDTH` numbers per card. */
 export const UsageColumn = { used: 0, mem: 1, cores: 2 } as const;
 export const USAGE_WIDTH = 3;

@@ -323,6 +323,20 @@ describe('filter: lock-aware placement', () => {
     expect(b.result.NodeNames).toEqual(a.result.NodeNames);
   });
 
+  it('with every node busy, takes the one with the fewest allocations under way: a burst larger than the nodes waits on each in turn', async () => {
+    const w = world();
+    const env = w.environment();
+    await registered(env, 'n1', 'n2');
+    const placed: string[] = [];
+    for (const name of ['first', 'second', 'third', 'fourth']) placed.push((await filterPod(env.deps, filterOf(pod(name), ['n1', 'n2']))).result.NodeNames![0]!);
+    const [first, second, third, fourth] = placed;
+    expect(second).not.toBe(first);
+    // Both busy with one allocation each: HAMi's choice. Then its node has two, and the other node is taken.
+    expect(fourth).not.toBe(third);
+    const log = await readSchedulerLog(env.deps, { namespace: 'default', name: 'fourth', history: false });
+    expect(log.filter.passedOver).toEqual([{ name: third, holder: third === first ? 'default/first' : 'default/second' }]);
+  });
+
   it('a node is free again once the device plugin reports the allocation ended', async () => {
     const w = world();
     const env = w.environment();

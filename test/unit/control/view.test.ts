@@ -5,7 +5,7 @@
  */
 import { ingestClusterEvents } from '../../../lib/control/clusterEvents';
 import { filterPod } from '../../../lib/control/filter';
-import { allocatingOn } from '../../../lib/control/ledger';
+import { allocationsOn } from '../../../lib/control/ledger';
 import type { ClusterView } from '../../../lib/control/view';
 import { card, gpuNode, gpuPod } from '../../support/cluster';
 import { filterOf, world } from './fixtures';
@@ -74,30 +74,35 @@ describe('view: candidate lists', () => {
 });
 
 describe('view: who allocates on a node (lock-aware placement)', () => {
-  it('answers as allocatingOn does on the node’s ledger, as time passes and as the ledger changes', async () => {
+  it('answers as allocationsOn does on the node’s ledger, as time passes and as the ledger changes', async () => {
     const w = world();
     const env = w.environment();
     await ingestClusterEvents(env.deps, ['n1', 'n2'].map((n) => node('ADDED', n)));
     const view = env.deps.view;
     await view.prepare();
     const lockExpireMs = env.deps.config.nodeLockExpireSeconds * 1000;
-    const asLedger = (name: string, nowMs: number) => allocatingOn(view.get(name)!, nowMs, lockExpireMs);
-    expect(view.allocatingOn('n1', w.clock.now, lockExpireMs)).toBeUndefined();
-    expect(view.allocatingOn('unknown', w.clock.now, lockExpireMs)).toBeUndefined();
+    const asLedger = (name: string, nowMs: number) => allocationsOn(view.get(name)!, nowMs, lockExpireMs);
+    const ask = [{ name: 'c', gpu: 1, mem: 4000, cores: 20 }];
+    expect(view.allocationsOn('n1', w.clock.now, lockExpireMs)).toBeUndefined();
+    expect(view.allocationsOn('unknown', w.clock.now, lockExpireMs)).toBeUndefined();
 
     // A pod placed on n1: n1 is busy with its allocation, n2 is not.
-    await filterPod(env.deps, filterOf(gpuPod('first', [{ name: 'c', gpu: 1, mem: 4000, cores: 20 }]), ['n1']));
-    expect(view.allocatingOn('n1', w.clock.now, lockExpireMs)).toBe('default/first');
-    expect(view.allocatingOn('n2', w.clock.now, lockExpireMs)).toBeUndefined();
+    await filterPod(env.deps, filterOf(gpuPod('first', ask), ['n1']));
+    expect(view.allocationsOn('n1', w.clock.now, lockExpireMs)).toEqual({ holder: 'default/first', count: 1 });
+    expect(view.allocationsOn('n2', w.clock.now, lockExpireMs)).toBeUndefined();
     // The same ledger asked later: the time rules still apply (at each moment as the ledger's own answer).
     for (const later of [1, lockExpireMs - 1, lockExpireMs, 10 * lockExpireMs]) {
-      expect(view.allocatingOn('n1', w.clock.now + later, lockExpireMs)).toBe(asLedger('n1', w.clock.now + later));
+      expect(view.allocationsOn('n1', w.clock.now + later, lockExpireMs)).toEqual(asLedger('n1', w.clock.now + later));
     }
-    expect(view.allocatingOn('n1', w.clock.now + 10 * lockExpireMs, lockExpireMs)).toBeUndefined();
+    expect(view.allocationsOn('n1', w.clock.now + 10 * lockExpireMs, lockExpireMs)).toBeUndefined();
 
     // n2's ledger changes after it was asked about: the answer follows the new ledger.
-    await filterPod(env.deps, filterOf(gpuPod('second', [{ name: 'c', gpu: 1, mem: 4000, cores: 20 }]), ['n2']));
-    expect(view.allocatingOn('n2', w.clock.now, lockExpireMs)).toBe('default/second');
-    expect(view.allocatingOn('n2', w.clock.now, lockExpireMs)).toBe(asLedger('n2', w.clock.now));
+    await filterPod(env.deps, filterOf(gpuPod('second', ask), ['n2']));
+    expect(view.allocationsOn('n2', w.clock.now, lockExpireMs)).toEqual({ holder: 'default/second', count: 1 });
+    expect(view.allocationsOn('n2', w.clock.now, lockExpireMs)).toEqual(asLedger('n2', w.clock.now));
+
+    // A second pod only n1 may take: two allocations under way there, the first placed still named.
+    await filterPod(env.deps, filterOf(gpuPod('third', ask), ['n1']));
+    expect(view.allocationsOn('n1', w.clock.now, lockExpireMs)).toEqual({ holder: 'default/first', count: 2 });
   });
 });
