@@ -137,9 +137,10 @@ describe('decide-ahead', () => {
   });
 
   // docs/locks.md, "Lock-aware placement": a pod of the batch placed on a node is an allocation in progress there (its
-  // bind will take the node's lock), so the pods after it pass that node over while another fits.
+  // bind will take the node's lock), so the pods after it pass that node over while another fits, and once every node
+  // has one, take the node with the fewest (HAMi's choice among equals).
   it.each([
-    { lockAware: 'true', nodes: ['n4', 'n3', 'n2', 'n1', 'n4', 'n4'], why: 'one pod per node while a node with none fits, then HAMi’s choice' },
+    { lockAware: 'true', nodes: ['n4', 'n3', 'n2', 'n1', 'n4', 'n3'], why: 'one pod per node while a node with none fits, then the one with the fewest allocations under way' },
     { lockAware: 'false', nodes: ['n4', 'n4', 'n4', 'n4', 'n4', 'n4'], why: 'HAMi’s choice for every pod' },
   ])('binpack with HAMI_LOCK_AWARE=$lockAware: $why', async ({ lockAware, nodes }) => {
     const settings = { HAMI_LOCK_AWARE: lockAware, HAMI_NODE_SCHEDULER_POLICY: 'binpack' };
