@@ -285,6 +285,9 @@ function inProcessRelay(api: Relay, url: string, token: string | undefined, runt
     aheadOptionsFrom(config, { controlPlane, writer, claim: (target, annotations) => pods.claim(target, annotations), logger, now: () => runtime.clock.now(), delay: realDelay, viewSeq: () => 0 }),
   );
   pods.informers.push(ahead);
+  // The relay's timers do not keep a process alive (a relay's servers do). Played against a running server, the demo
+  // has nothing else that would while a batch's window passes, and would end there: it holds the process until closed.
+  const hold = setInterval(() => undefined, 60_000);
   const deps: ExtenderDeps = { controlPlane, writer, logger, deadlineMs: config.extenderDeadlineMs, pods: pods.source(config.admission.schedulerName), ahead };
   return {
     pods,
@@ -295,7 +298,10 @@ function inProcessRelay(api: Relay, url: string, token: string | undefined, runt
       const answer = await relayFilter(JSON.stringify({ Pod: pod, Nodes: null, NodeNames: nodeNames }), deps);
       return { ...(answer as Omit<FilterAnswer, 'Effects'>), Effects: [] };
     },
-    close: () => ahead.close(),
+    close: () => {
+      ahead.close();
+      clearInterval(hold);
+    },
   };
 }
 
