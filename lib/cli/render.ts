@@ -4,7 +4,7 @@
 import type { NodeDevices } from '../diagnostics/nodeDevices';
 import type { AttemptLog, CardEvidenceLog, ContainerLog, NodeLog, SchedulerLog } from '../diagnostics/schedulerLog';
 import { chosenPhrase, coresPhrase, mismatchPhrase, otherKindsPhrase, podRequestPhrases, preemptedByPhrase, preemptionPhrases, requestPhrase } from '../diagnostics/phrases';
-import { aheadPhrase, Outcome, outcomeOf, outcomeTone } from '../diagnostics/vocabulary';
+import { aheadPhrase, leastBusyPhrase, Outcome, outcomeOf, outcomeTone, passedOverPhrase } from '../diagnostics/vocabulary';
 import type { TreeResult } from '../diagnostics/decisionTree';
 import { plain, statusTone, table, type Cell, type Styler } from './style';
 
@@ -57,7 +57,8 @@ function attemptHeader(log: SchedulerLog, style: Styler): string[] {
 function filterSection(log: AttemptLog, style: Styler): string[] {
   const lines = [`${style('strong', 'Filter')}    ${style(statusTone(log.filter.status), log.filter.status)}  ${log.filter.summary}`];
   // Lock-aware placement: the nodes HAMi would have taken first, busy with another pod's allocation (docs/locks.md).
-  for (const passed of log.filter.passedOver ?? []) lines.push(`          passed over ${passed.name}: ${passed.holder ?? 'a pod in a namespace you may not read'} is allocating there`);
+  for (const passed of log.filter.passedOver ?? []) lines.push(`          ${passedOverPhrase(passed)}`);
+  if (log.filter.leastBusy !== undefined) lines.push(`          ${leastBusyPhrase(log.filter.leastBusy)}`);
   if (log.filter.evidenceNote !== undefined) lines.push(`          ${style('dim', log.filter.evidenceNote)}`);
   if (log.filter.preemption !== undefined) {
     const words = preemptionPhrases(log.filter.preemption);

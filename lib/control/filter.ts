@@ -154,6 +154,7 @@ export async function decideAndReserve(deps: ControlDeps, req: FilterRequest, ca
             packed: decision.packEvidence(),
             devices: decision.devices,
             ...(decision.passedOver.length > 0 ? { passedOver: decision.passedOver } : {}),
+            ...(decision.leastBusy !== undefined ? { leastBusy: decision.leastBusy } : {}),
             ...selectorsOf(req.pod),
           }),
           started,

@@ -41,6 +41,8 @@ export interface FilterRecord {
   readonly requestType?: string;
   /** Fitting nodes passed over because another allocation was under way on them, and by whom (lock-aware placement). */
   readonly passedOver?: readonly { readonly name: string; readonly holder: string }[];
+  /** Every fitting node had an allocation under way: the chosen one had the fewest, this many (lock-aware placement). */
+  readonly leastBusy?: { readonly allocations: number };
   /** What the pod narrows its cards to, set by the filter when it does: the pod's side of a mismatch. */
   readonly selectors?: SelectorsRecord;
   /** GPU-aware preemption, when no node fit and the pod may preempt (docs/preemption.md). */

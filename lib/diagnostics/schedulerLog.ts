@@ -135,6 +135,8 @@ const attemptLogSchema = z.object({
      * holder in a namespace the reader may not read is not named (`holderHidden` instead, docs/api.md §10).
      */
     passedOver: z.array(z.object({ name: z.string(), holder: z.string().optional(), holderHidden: z.literal(true).optional() })).optional(),
+    /** Lock-aware placement: every fitting node had an allocation under way; the chosen one had the fewest, this many. */
+    leastBusy: z.object({ allocations: z.number() }).optional(),
     /** Why the evidence is less than the decision saw: its cards dropped for the item size limit, or unreadable. */
     evidenceNote: z.string().optional(),
     selectors: selectorsSchema.optional(),
@@ -234,6 +236,7 @@ function renderAttempt(record: AttemptRecord, detail: RenderOptions['detail'], r
       summary: record.filter.summary,
       nodes: record.filter.nodes.map((node) => renderNode(node, detail, registered, requestType)),
       ...(record.filter.passedOver && record.filter.passedOver.length > 0 ? { passedOver: record.filter.passedOver.map((p) => ({ name: p.name, holder: p.holder })) } : {}),
+      ...(record.filter.leastBusy !== undefined ? { leastBusy: { allocations: record.filter.leastBusy.allocations } } : {}),
       ...evidenceNoteOf(record),
       ...(record.filter.selectors !== undefined ? { selectors: copySelectors(record.filter.selectors) } : {}),
       ...(record.filter.preemption !== undefined ? { preemption: structuredClone(record.filter.preemption) as PreemptionLog } : {}),

@@ -41,7 +41,12 @@ export function outcomeOf(attempt: OutcomeInput): Outcome {
 
 /** The word starting a sentence: `Pending`, `Bind failed`. */
 export function outcomeLabel(outcome: Outcome): string {
-  return `${outcome.charAt(0).toUpperCase()}${outcome.slice(1)}`;
+  return sentenceStart(outcome);
+}
+
+/** A phrase as the start of a sentence: its first letter capitalised. */
+export function sentenceStart(phrase: string): string {
+  return `${phrase.charAt(0).toUpperCase()}${phrase.slice(1)}`;
 }
 
 /** good / warn / bad, for colours: only a failed bind is an error the user sees; a pending pod waits. */
@@ -70,6 +75,16 @@ export function viewAgePhrase(ageMs: number): string {
  */
 export function aheadPhrase(ahead: { readonly kind: 'decided' } | { readonly kind: 'notUsed'; readonly reason: string }): string {
   return ahead.kind === 'decided' ? "decided ahead, before kube-scheduler's filter asked" : `decided live: ${ahead.reason}`;
+}
+
+/** Lock-aware placement in user words (docs/locks.md): a node passed over, and who was allocating there (if the reader may know). */
+export function passedOverPhrase(passed: { readonly name: string; readonly holder?: string | undefined }): string {
+  return `passed over ${passed.name}: ${passed.holder ?? 'a pod in a namespace you may not read'} is allocating there`;
+}
+
+/** Lock-aware placement when every fitting node was busy: the chosen one had the fewest allocations under way. */
+export function leastBusyPhrase(leastBusy: { readonly allocations: number }): string {
+  return `every node that fits had an allocation under way: this one had the fewest (${leastBusy.allocations}), and the pod's bind waits for ${leastBusy.allocations === 1 ? 'it' : 'them'}`;
 }
 
 /** `1 node`, `4 nodes`. */

@@ -109,7 +109,8 @@ export function decide(input: DecideInput): Decision {
   const passedOver: { name: string; holder: string }[] = [];
   const last = lastListedPosition(plan.nodePolicy, fit);
   let chosen = last ?? listing()[fit.names.length - 1]!;
-  if (input.avoid && input.avoid(fit.names[chosen]!) !== undefined) chosen = leastBusy(listing(), fit.names, input.avoid, passedOver);
+  let busy: { allocations: number } | undefined;
+  if (input.avoid && input.avoid(fit.names[chosen]!) !== undefined) ({ position: chosen, busy } = lessBusy(listing(), fit.names, input.avoid, passedOver));
   const chosenName = fit.names[chosen]!;
   const devices = trace.podDevices(fit.rows[chosen]!);
   const chosenState = input.nodes.get(chosenName)!;
@@ -130,6 +131,7 @@ export function decide(input: DecideInput): Decision {
     },
     nodePolicy: plan.nodePolicy,
     passedOver,
+    ...(busy !== undefined ? { leastBusy: busy } : {}),
     failedNodes,
     get message() {
       return messageOnFirstRead(this);
@@ -210,25 +212,30 @@ function fitCandidates(input: DecideInput, run: FitRun, reuse: MemoUse | undefin
 
 /**
  * Lock-aware placement (see `DecideInput.avoid`): from the node HAMi lists last, the first nobody allocates on; when
- * every one is busy, the one with the fewest allocations under way (the latest listed among equals). Returns its
- * position in `names`; `passedOver` gets the nodes listed after it, with who allocates there.
+ * every one is busy, the one with the fewest allocations under way (the latest listed among equals), `busy` saying how
+ * many. Returns its position in `names`; `passedOver` gets the nodes listed after it, with who allocates there.
  */
-function leastBusy(listed: readonly number[], names: readonly string[], avoid: NonNullable<DecideInput['avoid']>, passedOver: { name: string; holder: string }[]): number {
+function lessBusy(
+  listed: readonly number[],
+  names: readonly string[],
+  avoid: NonNullable<DecideInput['avoid']>,
+  passedOver: { name: string; holder: string }[],
+): { position: number; busy?: { allocations: number } } {
   let fewest = -1;
   let fewestCount = Infinity;
   for (let i = listed.length - 1; i >= 0; i--) {
     const name = names[listed[i]!]!;
-    const busy = avoid(name);
-    if (busy === undefined) return listed[i]!;
-    passedOver.push({ name, holder: busy.holder });
-    if (busy.count < fewestCount) {
+    const allocations = avoid(name);
+    if (allocations === undefined) return { position: listed[i]! };
+    passedOver.push({ name, holder: allocations.holder });
+    if (allocations.count < fewestCount) {
       fewest = i;
-      fewestCount = busy.count;
+      fewestCount = allocations.count;
     }
   }
   // Every one busy: those listed after the least busy one were passed over for having more under way.
   passedOver.length = listed.length - 1 - fewest;
-  return listed[fewest]!;
+  return { position: listed[fewest]!, busy: { allocations: fewestCount } };
 }
 
 /** The fitting nodes' lists, sized for every candidate, cut to the `count` that fit. */

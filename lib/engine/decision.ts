@@ -61,6 +61,11 @@ export type Decision =
       readonly nodePolicy: NodePolicy;
       /** Nodes HAMi would have chosen first but another allocation was under way on, and by whom (lock-aware placement). */
       readonly passedOver: readonly { readonly name: string; readonly holder: string }[];
+      /**
+       * Set when every fitting node had an allocation under way (lock-aware placement): the chosen node had the fewest,
+       * `allocations` of them, and the pod's bind will wait for them. The nodes in `passedOver` had more.
+       */
+      readonly leastBusy?: { readonly allocations: number };
       /** Unfit nodes and why (not returned to kube-scheduler on success, kept for diagnostics). */
       readonly failedNodes: Readonly<Record<string, string>>;
       /** `find fit node(<node>), <n> nodes not fit, <m> nodes fit(<a>:<s>,…)`. */

@@ -5,7 +5,7 @@
  */
 import { chosenPhrase, coresPhrase, mismatchPhrase, otherKindsPhrase, podRequestPhrases, preemptedByPhrase, preemptionPhrases, requestPhrase } from '../../diagnostics/phrases';
 import type { CardEvidenceLog, ContainerLog, SchedulerLog } from '../../diagnostics/schedulerLog';
-import { aheadPhrase, outcomeClass, outcomeOf, viewAgePhrase } from '../../diagnostics/vocabulary';
+import { aheadPhrase, leastBusyPhrase, outcomeClass, outcomeOf, passedOverPhrase, sentenceStart, viewAgePhrase } from '../../diagnostics/vocabulary';
 import { ApiError, getJson } from './api';
 import { badge, bar, h, outcomeBadge, replace } from './dom';
 
@@ -45,7 +45,8 @@ export async function renderPod(main: HTMLElement, namespace: string, name: stri
     log.ahead ? h('p', { class: 'muted', id: 'ahead' }, aheadPhrase(log.ahead)) : null,
     h('h2', null, 'Filter'),
     h('p', null, badge(log.filter.status), ' ', log.filter.summary),
-    (log.filter.passedOver ?? []).map((p) => h('p', { class: 'warn' }, `Passed over ${p.name}: ${p.holder ?? 'a pod in a namespace you may not read'} is allocating there`)),
+    (log.filter.passedOver ?? []).map((p) => h('p', { class: 'warn' }, sentenceStart(passedOverPhrase(p)))),
+    log.filter.leastBusy !== undefined ? h('p', { class: 'warn', id: 'least-busy' }, sentenceStart(leastBusyPhrase(log.filter.leastBusy))) : null,
     log.filter.evidenceNote !== undefined ? h('p', { class: 'muted', id: 'evidence-note' }, log.filter.evidenceNote) : null,
     preemptionSection(log),
     nodesTable(log),

@@ -253,6 +253,18 @@ describe('the console served by npm start, with the demo cluster loaded', () => 
     expect(await textOf('#answer-sentence')).toBe('Scheduled: bound to node1.');
   });
 
+  it('says when every node that fit had an allocation under way, and which were passed over', async () => {
+    const api = controlClient(server.url);
+    await api.events([{ type: 'ADDED', object: gpuNode('zz-busy-a', [{ id: 'GPU-busy-a' }]) }, { type: 'ADDED', object: gpuNode('zz-busy-b', [{ id: 'GPU-busy-b' }]) }]);
+    // Two pods placed, one a node; the third finds both busy and takes the one with the fewest allocations under way.
+    for (const name of ['busy-1', 'busy-2', 'busy-3']) await api.filter(gpuPod(name, [{ name: 'main', gpu: 1, mem: 1000 }], { namespace: 'default' }), ['zz-busy-a', 'zz-busy-b']);
+    await open(server.url, '#/pods/default/busy-3');
+    expect(await textOf('#least-busy')).toBe("Every node that fits had an allocation under way: this one had the fewest (1), and the pod's bind waits for it");
+    await api.filter(gpuPod('busy-4', [{ name: 'main', gpu: 1, mem: 1000 }], { namespace: 'default' }), ['zz-busy-a', 'zz-busy-b']);
+    await open(server.url, '#/pods/default/busy-4');
+    expect(await textOf('main')).toMatch(/Passed over zz-busy-[ab]: default\/busy-\d is allocating there/);
+  });
+
   it("shows an attempt whose evidence this release cannot read, and says why its nodes are missing", async () => {
     // As a later release would have written it (evidence version 99), read by this one after a rollback.
     await server.deps.records.putAttempt(

@@ -41,6 +41,18 @@ describe('renderSchedulerLogText (golden)', () => {
     expect(renderSchedulerLogText(renderSchedulerLog(record('success')))).not.toContain('Ahead');
   });
 
+  it('says which nodes lock-aware placement passed over, and when every node that fit was busy', () => {
+    const base = record('success');
+    const busy: AttemptRecord = { ...base, filter: { ...base.filter, passedOver: [{ name: 'node3', holder: 'team-a/train-0' }], leastBusy: { allocations: 1 } } };
+    const lines = renderSchedulerLogText(renderSchedulerLog(busy)).split('\n');
+    const at = lines.findIndex((line) => line.startsWith('Filter'));
+    expect(lines.slice(at + 1, at + 3)).toEqual([
+      '          passed over node3: team-a/train-0 is allocating there',
+      "          every node that fits had an allocation under way: this one had the fewest (1), and the pod's bind waits for it",
+    ]);
+    expect(renderSchedulerLogText(renderSchedulerLog(base))).not.toContain('allocation under way');
+  });
+
   it('prints why the nodes are missing when the evidence cannot be read', () => {
     const unreadable = { ...record('success'), evidenceUnreadable: 'packed evidence of unknown version 9', filter: { ...record('success').filter, nodes: [] } };
     const lines = renderSchedulerLogText(renderSchedulerLog(unreadable)).split('\n');

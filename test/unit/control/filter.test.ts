@@ -335,6 +335,9 @@ describe('filter: lock-aware placement', () => {
     expect(fourth).not.toBe(third);
     const log = await readSchedulerLog(env.deps, { namespace: 'default', name: 'fourth', history: false });
     expect(log.filter.passedOver).toEqual([{ name: third, holder: third === first ? 'default/first' : 'default/second' }]);
+    expect(log.filter.leastBusy).toEqual({ allocations: 1 });
+    const one = await readSchedulerLog(env.deps, { namespace: 'default', name: 'second', history: false });
+    expect(one.filter.leastBusy).toBeUndefined();
   });
 
   it('a node is free again once the device plugin reports the allocation ended', async () => {

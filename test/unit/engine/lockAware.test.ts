@@ -12,7 +12,7 @@ function cluster() {
 function choose(busy: Readonly<Record<string, NodeAllocations>>) {
   const decision = decide({ ...input(pod([gpu(1, { 'nvidia.com/gpumem': 1000 })]), cluster()), avoid: (name) => busy[name] });
   if (decision.kind !== 'fit') throw new Error(`no fit: ${decision.kind}`);
-  return { node: decision.node, passedOver: decision.passedOver };
+  return { node: decision.node, passedOver: decision.passedOver, ...(decision.leastBusy ? { leastBusy: decision.leastBusy } : {}) };
 }
 
 describe('lock-aware placement', () => {
@@ -34,8 +34,13 @@ describe('lock-aware placement', () => {
     expect(choose({ n3: { holder: 'a/x', count: 2 }, n2: { holder: 'a/y', count: 1 }, n1: { holder: 'a/z', count: 1 } })).toEqual({
       node: 'n2',
       passedOver: [{ name: 'n3', holder: 'a/x' }],
+      leastBusy: { allocations: 1 },
     });
-    // Equally busy everywhere: HAMi's choice, nothing passed over.
-    expect(choose({ n3: { holder: 'a/x', count: 1 }, n2: { holder: 'a/y', count: 1 }, n1: { holder: 'a/z', count: 1 } })).toEqual({ node: 'n3', passedOver: [] });
+    // Equally busy everywhere: HAMi's choice, nothing passed over, and the decision says it is busy too.
+    expect(choose({ n3: { holder: 'a/x', count: 1 }, n2: { holder: 'a/y', count: 1 }, n1: { holder: 'a/z', count: 1 } })).toEqual({
+      node: 'n3',
+      passedOver: [],
+      leastBusy: { allocations: 1 },
+    });
   });
 });
