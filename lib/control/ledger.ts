@@ -186,16 +186,20 @@ export function allocationCandidates(node: NodeLedger): readonly Booking[] {
  */
 export function allocationsOn(node: NodeLedger, nowMs: number, lockExpireMs: number, candidates = allocationCandidates(node)): NodeAllocations | undefined {
   let holder: string | undefined;
+  let holderBooking: Booking | undefined;
   let count = 0;
   const lock = node.lock;
-  const lockHolder = lockIsLive(lock, nowMs) ? node.bookings[lock.holderUid] : undefined;
-  if (lockIsLive(lock, nowMs) && lockHolder && lockHolder.state !== 'gone' && lockHolder.bindPhase !== 'success' && lockHolder.bindPhase !== 'failed') {
-    holder = lock.holder;
-    count = 1;
+  if (lockIsLive(lock, nowMs)) {
+    const held = node.bookings[lock.holderUid];
+    if (held && held.state !== 'gone' && held.bindPhase !== 'success' && held.bindPhase !== 'failed') {
+      holder = lock.holder;
+      holderBooking = held;
+      count = 1;
+    }
   }
   for (const booking of candidates) {
-    if (booking === lockHolder && holder !== undefined) continue;
-    if (!allocatingNow(booking, nowMs, lockExpireMs)) continue;
+    // The lock's holder counted once.
+    if (booking === holderBooking || !allocatingNow(booking, nowMs, lockExpireMs)) continue;
     holder ??= `${booking.namespace}/${booking.name}`;
     count += 1;
   }

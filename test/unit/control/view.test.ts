@@ -3,6 +3,7 @@
  * after filter) and resolves it again when nodes come or go; either way the engine gets, by position, the states
  * `engineNodes` gives by name.
  */
+import { bindPodToNode } from '../../../lib/control/bind';
 import { ingestClusterEvents } from '../../../lib/control/clusterEvents';
 import { filterPod } from '../../../lib/control/filter';
 import { allocationsOn } from '../../../lib/control/ledger';
@@ -101,8 +102,15 @@ describe('view: who allocates on a node (lock-aware placement)', () => {
     expect(view.allocationsOn('n2', w.clock.now, lockExpireMs)).toEqual({ holder: 'default/second', count: 1 });
     expect(view.allocationsOn('n2', w.clock.now, lockExpireMs)).toEqual(asLedger('n2', w.clock.now));
 
-    // A second pod only n1 may take: two allocations under way there, the first placed still named.
+    // The first pod's bind takes n1's lock (in the store; this view learns of it when the Node shows it): the lock's
+    // holder and its placement are one allocation under way, not two.
+    const first = gpuPod('first', ask);
+    await bindPodToNode(env.deps, { pod: { namespace: 'default', name: 'first', uid: first.metadata.uid }, node: 'n1' });
+    expect(w.store.stored('n1')!.lock?.holder).toBe('default/first');
+    expect(allocationsOn(w.store.stored('n1')!, w.clock.now, lockExpireMs)).toEqual({ holder: 'default/first', count: 1 });
+    // A second pod only n1 may take: two allocations under way there, the lock's holder named.
     await filterPod(env.deps, filterOf(gpuPod('third', ask), ['n1']));
-    expect(view.allocationsOn('n1', w.clock.now, lockExpireMs)).toEqual({ holder: 'default/first', count: 2 });
+    expect(allocationsOn(w.store.stored('n1')!, w.clock.now, lockExpireMs)).toEqual({ holder: 'default/first', count: 2 });
+    expect(view.allocationsOn('n1', w.clock.now, lockExpireMs)?.count).toBe(2);
   });
 });
