@@ -6,8 +6,8 @@
  */
 import { createControlPlaneClient, unsignedRequests } from '../lib/relay/controlPlane';
 import { relayFilter, type ExtenderDeps } from '../lib/relay/extender';
-import { AheadDecisions } from '../lib/relay/aheadDecisions';
-import { DEFAULT_AHEAD_COLD_AFTER_MS, DEFAULT_AHEAD_MAX_BATCHES } from '../lib/relay/config';
+import { AheadDecisions, aheadOptionsFrom } from '../lib/relay/aheadDecisions';
+import { inProcessRelayConfig } from '../lib/relay/config';
 import { InMemoryPods } from '../lib/relay/inMemoryPods';
 import { realDelay } from '../lib/relay/delay';
 import type { AppLogger } from '../lib/powertools';
@@ -43,35 +43,34 @@ export class RelayUnderTest {
     this.api = new InMemoryPods<ClusterPod>((pod) => forward({ type: 'MODIFIED', object: { kind: 'Pod', apiVersion: 'v1', ...pod } }));
     // The bench's workload never preempts: the writer refuses evictions, as a PodDisruptionBudget would.
     const writer = this.api.writer();
+    // The relay's own defaults (window, batch size, batches in flight, waits, deadline), as a relay with no
+    // RELAY_* settings runs; the control plane's reservation TTL as the bench's control planes have it.
+    const config = inProcessRelayConfig(filterUrls[0] ?? '', undefined, {
+      HAMI_SCHEDULER_NAME: BENCH_SCHEDULER,
+      ...(settings ? { HAMI_RESERVATION_TTL_SECONDS: String(settings.reservationTtlMs / 1000) } : {}),
+    });
     for (let r = 0; r < replicas; r++) {
       const ahead =
         settings === undefined
           ? undefined
-          : new AheadDecisions({
-              controlPlane: createControlPlaneClient(settings.aheadUrl, unsignedRequests),
-              writer,
-              claim: (target, annotations) => this.api.claim(target, annotations),
-              logger: silentLogger,
-              schedulerName: BENCH_SCHEDULER,
-              managedResources: ['nvidia.com/gpu', 'nvidia.com/gpumem', 'nvidia.com/gpucores'],
-              windowMs: 20,
-              maxPods: 100,
-              maxBatches: DEFAULT_AHEAD_MAX_BATCHES,
-              coldAfterMs: DEFAULT_AHEAD_COLD_AFTER_MS,
-              waitMs: 3_000,
-              reservationTtlMs: settings.reservationTtlMs,
-              requestTimeoutMs: 25_000,
-              now: () => Date.now(),
-              delay: realDelay,
-              viewSeq,
-            });
+          : new AheadDecisions(
+              aheadOptionsFrom(config, {
+                controlPlane: createControlPlaneClient(settings.aheadUrl, unsignedRequests),
+                writer,
+                claim: (target, annotations) => this.api.claim(target, annotations),
+                logger: silentLogger,
+                now: () => Date.now(),
+                delay: realDelay,
+                viewSeq,
+              }),
+            );
       if (ahead) this.api.informers.push(ahead);
       const deps = filterUrls.map(
         (filterUrl): ExtenderDeps => ({
           controlPlane: createControlPlaneClient(filterUrl, unsignedRequests),
           writer,
           logger: silentLogger,
-          deadlineMs: 25_000,
+          deadlineMs: config.extenderDeadlineMs,
           viewSeq,
           pods: this.api.source(BENCH_SCHEDULER),
           ...(ahead ? { ahead } : {}),

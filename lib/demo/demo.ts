@@ -12,7 +12,7 @@ import type { Effect } from '../control/effects';
 import { startLocalServer } from '../local/server';
 import type { AppLogger } from '../powertools';
 import { AheadDecisions, aheadOptionsFrom } from '../relay/aheadDecisions';
-import { loadRelayConfig } from '../relay/config';
+import { inProcessRelayConfig } from '../relay/config';
 import { createControlPlaneClient, signerFromConfig } from '../relay/controlPlane';
 import { realDelay } from '../relay/delay';
 import { relayFilter, type ExtenderDeps } from '../relay/extender';
@@ -258,15 +258,7 @@ async function bindMeetsLockedNode(api: Relay, hamiDiag: HamiDiag, out: Out, fir
  * kept for `kubectl describe pod`; the relay's log messages are kept, not printed.
  */
 function inProcessRelay(api: Relay, url: string, token: string | undefined, runtime: Pick<Runtime, 'clock'>, env: Readonly<Record<string, string>>) {
-  // No servers of its own here (kube-scheduler's and users' ports), so no certificates.
-  const config = loadRelayConfig({
-    ...env,
-    HAMI_CONTROL_PLANE_URL: url,
-    HAMI_CONTROL_PLANE_AUTH: token ? 'token' : 'none',
-    ...(token ? { HAMI_API_TOKEN: token } : {}),
-    RELAY_EXTENDER_TLS: 'off',
-    RELAY_USER_TLS: 'off',
-  });
+  const config = inProcessRelayConfig(url, token, env);
   const pods = new InMemoryPods<PodObject>(async (pod) => {
     await api.forward('MODIFIED', [pod]);
   });

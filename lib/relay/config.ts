@@ -248,6 +248,22 @@ function engineSettings(env: NodeJS.ProcessEnv): { ok: true; engine: AdmissionSe
 }
 
 /** Parses and checks the environment; throws RelayConfigError listing every problem. */
+/**
+ * The relay's configuration for its code run inside another program (`npm run demo`, `npm run bench`): the control
+ * plane at `url` (a bearer `token`, or none), `env` as the relay's environment otherwise, and no servers of its own
+ * (kube-scheduler's and users' ports), so no certificates.
+ */
+export function inProcessRelayConfig(url: string, token: string | undefined, env: Readonly<Record<string, string>> = {}): RelayConfig {
+  return loadRelayConfig({
+    ...env,
+    HAMI_CONTROL_PLANE_URL: url,
+    HAMI_CONTROL_PLANE_AUTH: token ? 'token' : 'none',
+    ...(token ? { HAMI_API_TOKEN: token } : {}),
+    RELAY_EXTENDER_TLS: 'off',
+    RELAY_USER_TLS: 'off',
+  });
+}
+
 export function loadRelayConfig(env: NodeJS.ProcessEnv = process.env): RelayConfig {
   const parsed = envSchema.safeParse(env);
   const engine = engineSettings(env);
