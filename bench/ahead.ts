@@ -18,8 +18,8 @@ export const BENCH_SCHEDULER = 'hami-scheduler';
 /** A pending pod as the API server holds it, for our scheduler. */
 export type ClusterPod = BenchPod & { readonly spec: BenchPod['spec'] & { readonly schedulerName: string } };
 
-const quiet = (): void => undefined;
-const silentLogger = { debug: quiet, info: quiet, warn: quiet, error: quiet } as unknown as AppLogger;
+const quiet = (_message: unknown, ..._fields: unknown[]): void => undefined;
+const silentLogger: AppLogger = { debug: quiet, info: quiet, warn: quiet, error: quiet };
 
 export interface AheadSettings {
   /** The control plane serving `POST /filter/ahead` (its own function, so its own environment). */
