@@ -270,10 +270,10 @@ function bookingOf(deps: ControlDeps, req: FilterRequest, decision: Extract<Deci
   };
 }
 
-/** A pod filtered again drops what it held elsewhere (HAMi drops its cached allocation first). */
-async function releaseEarlierBookings(deps: ControlDeps, uid: string, chosen: string, nowMs: number): Promise<void> {
+/** A pod filtered again drops what it held on other nodes than `kept` (HAMi drops its cached allocation first). */
+async function releaseEarlierBookings(deps: ControlDeps, uid: string, kept: string | undefined, nowMs: number): Promise<void> {
   for (const name of deps.view.holders(uid)) {
-    if (name === chosen) continue;
+    if (name === kept) continue;
     const held = deps.view.get(name)?.bookings[uid];
     // Only bookings that still count are given back; tombstones stay, so late events cannot revive the pod.
     if (!held || !bookingCounts(held, nowMs)) continue;
@@ -330,7 +330,10 @@ async function finishWithoutFit(
           mode: stricterMode(deps.config.preemption, req.preemptionMode),
         })
       : undefined;
-  if (preemption?.heldOn !== undefined) await releaseEarlierBookings(deps, pod.uid, preemption.heldOn, deps.runtime.clock.now());
+  // A pod filtered again gives back what it held before also when nothing fits now (a decision made ahead on a node
+  // kube-scheduler no longer sends, say): its cards would otherwise stay taken until the reservation expired.
+  // Preemption's hold stays; a batch deciding ahead applies nothing of its no fit.
+  if (req.ahead?.kind !== 'decided') await releaseEarlierBookings(deps, pod.uid, preemption?.heldOn, deps.runtime.clock.now());
   if (preemption !== undefined) logPreemption(deps.logger, { attemptId, pod: `${pod.namespace}/${pod.name}` }, preemption.record);
   const filter: FilterRecord =
     decision.kind === 'error'

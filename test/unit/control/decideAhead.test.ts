@@ -106,6 +106,25 @@ describe('decide-ahead', () => {
     expect(log.ahead).toEqual({ kind: 'notUsed', reason: `node ${decided} not among NodeNames` });
   });
 
+  it('a live filter that finds no fit still gives back the booking made ahead: its cards are free for other pods at once', async () => {
+    const w = world();
+    const env = w.environment();
+    await cluster(env, [
+      ['n1', 1, 16000],
+      ['small', 1, 4000],
+    ]);
+    const item = ahead('p1', [{ name: 'c', gpu: 1, mem: 10000 }]);
+    const answer = await decideAhead(env.deps, { pods: [item] });
+    expect(answer.decisions[0]!.node).toBe('n1');
+    const uid = item.pod.metadata.uid!;
+    // kube-scheduler no longer sends n1 (a taint added since), and the pod fits nowhere else.
+    const live = await filterPod(env.deps, { ...filterOf(item.pod as ReturnType<typeof gpuPod>, ['small']), ahead: { kind: 'notUsed', reason: 'node n1 not among NodeNames' } });
+    expect(live.result.NodeNames).toBeNull();
+    expect(w.store.stored('n1')!.bookings[uid]).toBeUndefined();
+    const other = gpuPod('other', [{ name: 'c', gpu: 1, mem: 12000 }]);
+    expect((await filterPod(env.deps, filterOf(other, ['n1']))).result.NodeNames).toEqual(['n1']);
+  });
+
   it('a decision kube-scheduler never uses stays a reservation while the pod is Pending, and expires with the reservation TTL', async () => {
     const w = world();
     const env = w.environment();
