@@ -12,7 +12,7 @@ import { hasManagedResources } from '../engine/requests';
 import type { PodLike } from '../engine/types';
 import { queueOrder, type AheadAnswer, type AheadDecision } from '../wire/decidedAhead';
 import type { ControlDeps } from './deps';
-import { decideAndReserve, type BookingGate } from './filter';
+import { decideAndReserve, nodesBooking, type BookingGate } from './filter';
 import { nextLedger, type Booking, type NodeLedger } from './ledger';
 
 export interface AheadPod {
@@ -103,6 +103,12 @@ async function decideOne(deps: ControlDeps, pod: PodLike, candidates: readonly s
   const podRef = { namespace: pod.metadata.namespace ?? 'default', name: pod.metadata.name, uid: pod.metadata.uid ?? '' };
   const base = { uid: podRef.uid, namespace: podRef.namespace, name: podRef.name };
   if (!hasManagedResources(pod, deps.config.engine)) return { ...base, status: 'skipped', Effects: [] };
+  // Booked already: kube-scheduler's filter stopped waiting for this batch and decided the pod live (docs/relay.md).
+  const booked = nodesBooking(deps, podRef.uid, deps.runtime.clock.now());
+  if (booked.length > 0) {
+    deps.logger.info('DecideAheadSkipped', { pod: `${podRef.namespace}/${podRef.name}`, node: booked.join(',') });
+    return { ...base, status: 'skipped', Effects: [] };
+  }
   try {
     const answer = await decideAndReserve(
       deps,

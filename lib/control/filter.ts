@@ -183,7 +183,8 @@ export async function decideAndReserve(deps: ControlDeps, req: FilterRequest, ca
       await releaseBooking(deps, decision.node, pod.uid).catch(() => undefined);
       throw recorded.reason;
     }
-    await releaseEarlierBookings(deps, pod.uid, decision.node, nowMs);
+    // A batch deciding ahead gives nothing back: a booking the pod already holds is a live filter's, made meanwhile.
+    if (req.ahead?.kind !== 'decided') await releaseEarlierBookings(deps, pod.uid, decision.node, nowMs);
     observe(deps, `${pod.namespace}/${pod.name}`, attemptId, decision, started);
     // Its record packed and its evidence logged: nothing reads the decision's rows any more (lib/engine/evidence.ts, RowStore).
     decision.release();
@@ -272,13 +273,15 @@ function bookingOf(deps: ControlDeps, req: FilterRequest, decision: Extract<Deci
 
 /** A pod filtered again drops what it held on other nodes than `kept` (HAMi drops its cached allocation first). */
 async function releaseEarlierBookings(deps: ControlDeps, uid: string, kept: string | undefined, nowMs: number): Promise<void> {
-  for (const name of deps.view.holders(uid)) {
-    if (name === kept) continue;
+  for (const name of nodesBooking(deps, uid, nowMs)) if (name !== kept) await releaseBooking(deps, name, uid);
+}
+
+/** The nodes where the view has a booking of the pod that still counts (tombstones stay, so late events cannot revive the pod). */
+export function nodesBooking(deps: ControlDeps, uid: string, nowMs: number): string[] {
+  return deps.view.holders(uid).filter((name) => {
     const held = deps.view.get(name)?.bookings[uid];
-    // Only bookings that still count are given back; tombstones stay, so late events cannot revive the pod.
-    if (!held || !bookingCounts(held, nowMs)) continue;
-    await releaseBooking(deps, name, uid);
-  }
+    return held !== undefined && bookingCounts(held, nowMs);
+  });
 }
 
 /**

@@ -125,6 +125,24 @@ describe('decide-ahead', () => {
     expect((await filterPod(env.deps, filterOf(other, ['n1']))).result.NodeNames).toEqual(['n1']);
   });
 
+  it('a batch that comes after the pod was decided live skips it and leaves the live booking alone', async () => {
+    const w = world();
+    const env = w.environment();
+    await cluster(env, [
+      ['n1', 1, 16000],
+      ['n2', 1, 16000],
+    ]);
+    const item = ahead('p1', [{ name: 'c', gpu: 1, mem: 10000 }]);
+    const uid = item.pod.metadata.uid!;
+    // kube-scheduler's filter stopped waiting for the batch and was decided live first.
+    const live = await filterPod(env.deps, filterOf(item.pod as ReturnType<typeof gpuPod>, ['n2']));
+    expect(live.result.NodeNames).toEqual(['n2']);
+    const answer = await decideAhead(env.deps, { pods: [item] });
+    expect(answer.decisions[0]).toMatchObject({ status: 'skipped', Effects: [] });
+    expect(w.store.stored('n2')!.bookings[uid]?.state).toBe('reserved');
+    expect(w.store.stored('n1')?.bookings[uid]).toBeUndefined();
+  });
+
   it('a decision kube-scheduler never uses stays a reservation while the pod is Pending, and expires with the reservation TTL', async () => {
     const w = world();
     const env = w.environment();
