@@ -82,12 +82,22 @@ export function aheadOptionsFrom(config: Pick<RelayConfig, 'admission' | 'manage
   };
 }
 
-/** What the filter does with a pod: answer `node` at once, or decide live (`note`: why a decision made ahead was not used). */
-export type AheadLookup = { readonly use: string; readonly decidedAt: string } | { readonly live: true; readonly note?: string };
+/**
+ * What the filter does with a pod: answer `node` at once; decide live (`note`: why a decision made ahead was not used);
+ * or answer `retry` as an error, so kube-scheduler tries the pod again after its backoff: another replica is still
+ * deciding it, and a live decision now could be overwritten by that replica's when it lands.
+ */
+export type AheadLookup =
+  | { readonly use: string; readonly decidedAt: string }
+  | { readonly live: true; readonly note?: string }
+  | { readonly retry: string };
 
 type Entry =
-  /** Being decided: by this replica (`pod` set), or by the replica whose claim the pod carries (`pod` undefined). */
-  | { readonly state: 'waiting'; readonly pod: JsonObject | undefined; readonly settled: Promise<void>; readonly settle: () => void }
+  /**
+   * Being decided: by this replica (`pod` set), or by the replica whose claim the pod carries (`pod` undefined); `sinceMs`:
+   * when this replica claimed the pod, or first saw another's claim; `waitedOut`: a filter waited for it in vain already.
+   */
+  | { readonly state: 'waiting'; readonly pod: JsonObject | undefined; readonly sinceMs: number; waitedOut?: true; readonly settled: Promise<void>; readonly settle: () => void }
   | { readonly state: 'decided'; readonly node: string; readonly fingerprint: string; readonly atMs: number }
   | { readonly state: 'notUsable'; readonly note: string }
   | { readonly state: 'spent' };
@@ -171,7 +181,7 @@ export class AheadDecisions {
     if (mark === AHEAD_CLAIM_VALUE) {
       // Claimed by another replica: a filter sent here waits for its decision rather than deciding the pod twice.
       const { settled, settle } = settlement();
-      this.entries.set(uid, { state: 'waiting', pod: undefined, settled, settle });
+      this.entries.set(uid, { state: 'waiting', pod: undefined, sinceMs: this.opts.now(), settled, settle });
       return;
     }
     // Decided (or given up) by another replica, or filtered live already: not ours to decide.
@@ -196,13 +206,24 @@ export class AheadDecisions {
     if (!this.entries.has(uid) && stringRecord(objectField(objectField(pod, 'metadata'), 'annotations'))[DECIDED_AHEAD_ANNOTATION] === AHEAD_CLAIM_VALUE) this.observe('MODIFIED', pod);
     let entry = this.entries.get(uid);
     if (entry?.state === 'waiting') {
-      // Its batch is on its way: wait for it (bounded) rather than deciding twice.
-      const waited = new AbortController();
-      await Promise.race([entry.settled, this.opts.delay(this.opts.waitMs, AbortSignal.any([waited.signal, this.closing.signal]))]);
-      waited.abort();
+      // Its batch is on its way: wait for it (bounded) rather than deciding twice; once only, as each wait holds up
+      // kube-scheduler's whole queue.
+      if (entry.waitedOut !== true) {
+        const waited = new AbortController();
+        await Promise.race([entry.settled, this.opts.delay(this.opts.waitMs, AbortSignal.any([waited.signal, this.closing.signal]))]);
+        waited.abort();
+      }
       entry = this.entries.get(uid);
       if (entry?.state === 'waiting') {
+        const waitingMs = this.opts.now() - entry.sinceMs;
+        if (entry.pod === undefined && waitingMs < this.claimHeldMs() + this.opts.waitMs) {
+          // Another replica's batch may still land and write its decision over a live one: kube-scheduler asks again later.
+          entry.waitedOut = true;
+          return { retry: `pod is being decided ahead by another relay replica (claimed ${Math.round(waitingMs / 1000)} s ago); try again` };
+        }
         this.entries.set(uid, { state: 'spent' });
+        // This replica's own batch: it will not apply its answer now; other replicas stop waiting for it.
+        if (entry.pod !== undefined) this.giveUpClaim(entry.pod);
         return { live: true, note: `the batch deciding this pod ahead had not answered within ${this.opts.waitMs} ms` };
       }
     }
@@ -241,7 +262,7 @@ export class AheadDecisions {
     const { settled, settle } = settlement();
     // Plain JSON, as the control plane reads it (informer lists carry Dates).
     const pod = toForwardedObject('Pod', obj);
-    this.entries.set(uid, { state: 'waiting', pod, settled, settle });
+    this.entries.set(uid, { state: 'waiting', pod, sinceMs: this.opts.now(), settled, settle });
     const target = { namespace: String(metadata.namespace ?? ''), name: String(metadata.name ?? ''), uid, resourceVersion: String(metadata.resourceVersion ?? '') };
     let claimed: NudgeResult;
     try {
@@ -262,6 +283,15 @@ export class AheadDecisions {
       this.timer = undefined;
       this.pump();
     });
+  }
+
+  /**
+   * How long after its claim a decision made here may still be written to the pod; past it the answer is dropped. Other
+   * replicas wait for a claim this long and `waitMs` more (room for the last write to land), then decide the pod live: a
+   * replica that died holding claims delays those pods by that much, no more.
+   */
+  private claimHeldMs(): number {
+    return this.opts.requestTimeoutMs;
   }
 
   /**
@@ -303,8 +333,11 @@ export class AheadDecisions {
   private async decide(batch: readonly { readonly uid: string; readonly entry: Extract<Entry, { state: 'waiting' }>; readonly pod: JsonObject }[]): Promise<void> {
     const seq = this.opts.viewSeq();
     const settleAll = (note: string) => {
-      for (const { uid, entry } of batch) {
-        if (this.entries.get(uid) === entry) this.entries.set(uid, { state: 'notUsable', note });
+      for (const { uid, entry, pod } of batch) {
+        if (this.entries.get(uid) === entry) {
+          this.entries.set(uid, { state: 'notUsable', note });
+          this.giveUpClaim(pod);
+        }
         entry.settle();
       }
     };
@@ -334,7 +367,15 @@ export class AheadDecisions {
       const decision = byUid.get(uid);
       // A filter stopped waiting and decided the pod live: its annotations are the live decision's, not to be overwritten.
       if (this.entries.get(uid) !== entry) return;
-      const outcome = decision === undefined ? { state: 'notUsable' as const, note: 'the batch deciding this pod ahead did not answer for it' } : await this.apply(pod, decision);
+      let outcome: Entry;
+      if (this.opts.now() - entry.sinceMs >= this.claimHeldMs()) {
+        // Too late: other replicas may have stopped waiting for it (`claimHeldMs`).
+        outcome = { state: 'notUsable', note: `the batch deciding this pod ahead answered ${Math.round((this.opts.now() - entry.sinceMs) / 1000)} s after the claim, too late to be used` };
+        this.giveUpClaim(pod);
+      } else if (decision === undefined) {
+        outcome = { state: 'notUsable', note: 'the batch deciding this pod ahead did not answer for it' };
+        this.giveUpClaim(pod);
+      } else outcome = await this.apply(pod, decision);
       if (outcome.state === 'decided') placed++;
       if (this.entries.get(uid) === entry) this.entries.set(uid, outcome);
       entry.settle();
@@ -343,14 +384,21 @@ export class AheadDecisions {
   }
 
   /** Marks the claim as settled without a decision, so no replica waits for one. */
-  private async giveUp(decision: AheadDecision): Promise<void> {
+  private async giveUp(pod: { readonly namespace: string; readonly name: string; readonly uid: string }): Promise<void> {
     await this.opts.writer.patchPodMetadata({
       kind: 'PatchPodAnnotations',
-      namespace: decision.namespace,
-      name: decision.name,
-      uid: decision.uid,
+      namespace: pod.namespace,
+      name: pod.name,
+      uid: pod.uid,
       annotations: { [DECIDED_AHEAD_ANNOTATION]: AHEAD_NONE_VALUE },
     });
+  }
+
+  /** `giveUp` for a pod this replica claimed, in the background (best effort: other replicas' wait is bounded anyway). */
+  private giveUpClaim(pod: JsonObject): void {
+    const metadata = objectField(pod, 'metadata');
+    const ref = { namespace: String(metadata.namespace ?? ''), name: String(metadata.name ?? ''), uid: String(metadata.uid ?? '') };
+    void this.giveUp(ref).catch((err: unknown) => this.opts.logger.warn('AheadClaimNotReleased', { pod: `${ref.namespace}/${ref.name}`, error: errorMessage(err) }));
   }
 
   /** Applies a decision's Effects, with the fingerprint of the pod it was made for; what the filter will find. */

@@ -126,6 +126,10 @@ export async function relayFilter(rawBody: string, deps: ExtenderDeps): Promise<
       deps.logger.info('FilterAnsweredAhead', { pod: podName, node: ahead.use, decidedAt: ahead.decidedAt });
       return { Nodes: null, NodeNames: [ahead.use], FailedNodes: null, FailedAndUnresolvableNodes: null, Error: '' };
     }
+    if (ahead !== undefined && 'retry' in ahead) {
+      deps.logger.info('FilterAwaitsAhead', { pod: podName, reason: ahead.retry });
+      return filterError(ahead.retry);
+    }
     const note = ahead?.note;
     if (note !== undefined) deps.logger.info('AheadDecisionNotUsed', { pod: podName, reason: note });
     // The control plane decides on the pod as the cluster has it.

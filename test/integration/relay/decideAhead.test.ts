@@ -112,6 +112,20 @@ describe('decide-ahead through the relay', () => {
     }
   });
 
+  it('a filter for a pod another replica claimed and has not decided yet is answered “try again”, not decided live over it', async () => {
+    const second = await rig.startRelay({ logger: recordingLogger(), env: { ...AHEAD, RELAY_AHEAD_WAIT_MS: '100' } });
+    try {
+      // Claimed by a replica whose batch is still on its way.
+      const pod = rig.kube.create('Pod', { ...pendingPod('claimed-elsewhere'), metadata: { name: 'claimed-elsewhere', namespace: 'team-a', annotations: { [DECIDED_AHEAD_ANNOTATION]: 'claimed' } } });
+      const filter = await postJson(`${second.extenderUrl}/filter`, { Pod: schedulerView(pod), Nodes: null, NodeNames: ['node-1', 'node-2'] });
+      expect(filter.body.NodeNames).toBeNull();
+      expect(filter.body.Error).toContain('being decided ahead by another relay replica');
+      expect(annotationsOf('claimed-elsewhere')['hami.io/vgpu-node']).toBeUndefined();
+    } finally {
+      await second.close();
+    }
+  });
+
   it('a pod whose decided node kube-scheduler filtered out is placed elsewhere live, and its scheduler log says why', async () => {
     const pod = rig.kube.create('Pod', pendingPod('tainted'));
     await eventually(() => expect(markedDecision(annotationsOf('tainted'))).toBeDefined(), 15000);

@@ -53,6 +53,8 @@ function setup(node = 'n1', overrides: Partial<AheadOptions> = {}, held = false)
   };
   let release: () => void = () => undefined;
   const windows: Promise<void>[] = [];
+  /** A filter's waits for a batch: they end when the test says so (`elapseWaits`). */
+  const waits: (() => void)[] = [];
   const ahead = new AheadDecisions({
     controlPlane,
     writer: {
@@ -82,9 +84,9 @@ function setup(node = 'n1', overrides: Partial<AheadOptions> = {}, held = false)
     reservationTtlMs: 600_000,
     requestTimeoutMs: 1000,
     now: () => clock,
-    // The batch window ends when the test says so; waits for a batch never time out by themselves.
+    // The batch window ends when the test says so, and so do waits for a batch.
     delay: (ms) => {
-      if (ms !== 20) return new Promise<void>(() => undefined);
+      if (ms !== 20) return new Promise<void>((resolve) => waits.push(resolve));
       const window = new Promise<void>((resolve) => {
         release = resolve;
       });
@@ -110,7 +112,12 @@ function setup(node = 'n1', overrides: Partial<AheadOptions> = {}, held = false)
     answers[i]?.(outcome);
     for (let k = 0; k < 50; k++) await new Promise<void>((r) => setImmediate(r));
   };
-  return { ahead, batches, claims, patched, flush, current, answer, advance: (ms: number) => (clock += ms) };
+  const elapseWaits = async () => {
+    for (let k = 0; k < 10; k++) await Promise.resolve();
+    for (const end of waits.splice(0)) end();
+    for (let k = 0; k < 10; k++) await new Promise<void>((r) => setImmediate(r));
+  };
+  return { ahead, batches, claims, patched, flush, current, answer, elapseWaits, waiting: () => waits.length, advance: (ms: number) => (clock += ms) };
 }
 
 describe('decide-ahead in the relay', () => {
@@ -166,6 +173,50 @@ describe('decide-ahead in the relay', () => {
     other.ahead.observe('MODIFIED', decider.current('shared'));
     expect(other.claims).toEqual([]);
     expect(await other.ahead.lookup(decider.current('shared'), ['n4'])).toEqual({ use: 'n4', decidedAt: expect.any(String) });
+  });
+
+  it('a filter that waited in vain for another replica’s batch answers “try again”, at once after that, until the claim is too old to land', async () => {
+    const other = setup('n4');
+    other.ahead.observe('MODIFIED', pendingPod('shared', { annotations: { 'hami.io/decided-ahead': 'claimed' } }));
+    const pod = pendingPod('shared', { annotations: { 'hami.io/decided-ahead': 'claimed' } });
+    const first = other.ahead.lookup(pod, ['n4']);
+    await other.elapseWaits();
+    // Deciding live now could be overwritten by the other replica's decision when its batch lands.
+    expect(await first).toEqual({ retry: expect.stringContaining('another relay replica') });
+    // kube-scheduler's next try does not hold up its queue again.
+    const again = other.ahead.lookup(pod, ['n4']);
+    expect(other.waiting()).toBe(0);
+    expect(await again).toEqual({ retry: expect.stringContaining('another relay replica') });
+    // Past the request timeout and one more wait (the options: 1,000 ms each), that replica drops its answer: decided live.
+    other.advance(2000);
+    expect(await other.ahead.lookup(pod, ['n4'])).toEqual({ live: true, note: expect.stringContaining('had not answered within 1000 ms') });
+  });
+
+  it('a filter that waited in vain for this replica’s batch is decided live: the claim is given up and the late answer is not applied', async () => {
+    const t = setup('n1', {}, true);
+    t.ahead.observe('ADDED', pendingPod('a'));
+    await t.flush();
+    const filter = t.ahead.lookup(t.current('a'), ['n1']);
+    await t.elapseWaits();
+    expect(await filter).toEqual({ live: true, note: expect.stringContaining('had not answered within 1000 ms') });
+    // Other replicas learn there is no decision to wait for.
+    expect(t.patched.get('a')?.['hami.io/decided-ahead']).toBe('none');
+    await t.answer(0);
+    expect(t.patched.get('a')?.['hami.io/vgpu-node']).toBeUndefined();
+  });
+
+  it('a batch that fails, or answers after the claim is too old, gives its claims up and applies nothing', async () => {
+    const t = setup('n1', { maxPods: 1, maxBatches: 2 }, true);
+    t.ahead.observe('ADDED', pendingPod('failed'));
+    await t.flush();
+    await t.answer(0, 'timeout');
+    expect(t.patched.get('failed')).toEqual({ 'hami.io/decided-ahead': 'none' });
+    t.ahead.observe('ADDED', pendingPod('late'));
+    await t.flush();
+    t.advance(1000);
+    await t.answer(1);
+    expect(t.patched.get('late')).toEqual({ 'hami.io/decided-ahead': 'none' });
+    expect(await t.ahead.lookup(t.current('late'), ['n1'])).toEqual({ live: true, note: expect.stringContaining('too late to be used') });
   });
 
   it('once the control plane has answered, keeps up to maxBatches batches in flight, the next taking the most urgent pods queued, each pod in one batch', async () => {
