@@ -43,7 +43,7 @@ function attemptHeader(log: SchedulerLog, style: Styler): string[] {
   return [
     `${style('strong', 'Pod')}       ${log.pod.namespace}/${log.pod.name}  (uid ${log.pod.uid})`,
     `${style('strong', 'Attempt')}   #${log.attempt} at ${log.time}  (id ${log.attemptId})`,
-    ...(log.ahead ? [`${style('strong', 'Ahead')}     ${aheadPhrase(log.ahead)}`] : []),
+    ...(log.ahead ? [`${style('strong', 'Ahead')}     ${aheadPhrase(log.ahead, log.bind.filterUsedAhead)}`] : []),
     `${style('strong', 'Status')}    ${style(outcomeTone(outcome), outcome)}`,
     // The one-sentence answer (lib/diagnostics/answer.ts), as the console shows it at the top of a pod page.
     ...(log.answer ? [`${style('strong', 'Answer')}    ${log.answer.sentence}`] : []),

@@ -36,6 +36,8 @@ export interface BindAnswer {
 export interface OutcomeRequest extends BindRequest {
   /** "" on success, else the failure text. */
   readonly error: string;
+  /** RFC 3339: when the relay answered the pod's filter from its decision made ahead, if it did. */
+  readonly filterUsedAhead?: string;
 }
 
 /** The longest failure text stored in the scheduler log; longer texts are cut, with a note. */
@@ -136,7 +138,7 @@ export async function recordBindOutcome(deps: ControlDeps, req: OutcomeRequest):
   const time = new Date(nowMs).toISOString();
   if (req.error === '') {
     const message = `Successfully binding node [${node}] to ${pod.namespace}/${pod.name}`;
-    await deps.records.putBind(pod, { status: 'passed', summary: message, node, time }, nowMs);
+    await deps.records.putBind(pod, { status: 'passed', summary: message, node, time, ...(req.filterUsedAhead !== undefined ? { filterUsedAhead: req.filterUsedAhead } : {}) }, nowMs);
     return { effects: [podEvent(pod, 'Normal', 'BindingSucceed', message)] };
   }
   const error = req.error.length > MAX_OUTCOME_TEXT ? `${req.error.slice(0, MAX_OUTCOME_TEXT)}… (${req.error.length - MAX_OUTCOME_TEXT} more characters cut)` : req.error;

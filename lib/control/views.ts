@@ -82,7 +82,13 @@ export function numberedAttempts(stored: PodRecords): AttemptRecord[] {
   return stored.attempts.map(({ record, timeMs }, i) => {
     const bind: BindRecord =
       i === 0 && stored.bind && stored.bind.timeMs >= timeMs
-        ? { status: stored.bind.status, summary: stored.bind.summary, ...(stored.bind.node ? { node: stored.bind.node } : {}), ...(stored.bind.time ? { time: stored.bind.time } : {}) }
+        ? {
+            status: stored.bind.status,
+            summary: stored.bind.summary,
+            ...(stored.bind.node ? { node: stored.bind.node } : {}),
+            ...(stored.bind.time ? { time: stored.bind.time } : {}),
+            ...(stored.bind.filterUsedAhead ? { filterUsedAhead: stored.bind.filterUsedAhead } : {}),
+          }
         : record.bind;
     return { ...record, attempt: total - i, bind };
   });

@@ -15,7 +15,7 @@ import { AheadDecisions, aheadOptionsFrom } from '../relay/aheadDecisions';
 import { inProcessRelayConfig } from '../relay/config';
 import { createControlPlaneClient, signerFromConfig } from '../relay/controlPlane';
 import { realDelay } from '../relay/delay';
-import { relayFilter, type ExtenderDeps } from '../relay/extender';
+import { relayBind, relayFilter, type ExtenderDeps } from '../relay/extender';
 import { InMemoryPods } from '../relay/inMemoryPods';
 import { markedDecision } from '../wire/decidedAhead';
 import { demoNodes, demoWorkloads, nodeObject, pendingPod, runningWorkload, withAnnotations, type PodObject } from './cluster';
@@ -91,7 +91,6 @@ function relay(baseUrl: string, token: string | undefined) {
     if (res.status !== 200) throw new DemoError(`POST ${path} answered ${res.status}: ${text}`);
     return JSON.parse(text) as T;
   };
-  const podRef = (pod: PodObject) => ({ PodName: pod.metadata.name, PodNamespace: pod.metadata.namespace, PodUID: pod.metadata.uid });
   return {
     forward: async (type: 'ADDED' | 'MODIFIED', objects: readonly unknown[]): Promise<Effect[]> => {
       const answer = await post<{ accepted: number; rejected: unknown[]; Effects?: Effect[] }>('/cluster/events', { events: objects.map((object) => ({ type, object })) });
@@ -251,6 +250,11 @@ async function bindMeetsLockedNode(api: Relay, hamiDiag: HamiDiag, out: Out, fir
   out(`The device plugin then allocates notebook-carol (hami.io/bind-phase: success): its lock on ${first.node} ends too.`);
 }
 
+/** The pod as kube-scheduler's bind names it (ExtenderBindingArgs). */
+function podRef(pod: PodObject): { PodName: string; PodNamespace: string; PodUID: string } {
+  return { PodName: pod.metadata.name, PodNamespace: pod.metadata.namespace, PodUID: pod.metadata.uid };
+}
+
 /**
  * The relay's own filter path and decide-ahead (lib/relay/extender.ts, lib/relay/aheadDecisions.ts), configured as the
  * relay configures itself, over the demo's pods held in memory as the API server would hold them
@@ -290,6 +294,8 @@ function inProcessRelay(api: Relay, url: string, token: string | undefined, runt
       const answer = await relayFilter(JSON.stringify({ Pod: pod, Nodes: null, NodeNames: nodeNames }), deps);
       return { ...(answer as Omit<FilterAnswer, 'Effects'>), Effects: [] };
     },
+    /** kube-scheduler's bind, by the relay's code: the control plane's Effects applied here, the outcome reported. */
+    bind: (pod: PodObject, node: string) => relayBind(JSON.stringify({ ...podRef(pod), Node: node }), deps),
     close: () => {
       ahead.close();
       clearInterval(hold);
@@ -345,13 +351,10 @@ function held(relayIn: InProcessRelay, pod: PodObject): PodObject {
 
 /** Binds the pod, reports the Binding made, and has the device plugin allocate it, as the relay forwards that. */
 async function bindAllocated(api: Relay, relayIn: InProcessRelay, pod: PodObject, node: string): Promise<void> {
-  const bind = await api.bind(pod, node);
+  const bind = await relayIn.bind(pod, node);
   if (bind.Error) throw new DemoError(`scenario 5: the bind of ${pod.metadata.name} to ${node} failed: ${bind.Error}`);
-  relayIn.events.push(...bind.Effects, ...(await api.outcome(pod, node)).Effects);
   relayIn.pods.bound(pod.metadata.namespace, pod.metadata.name, node);
-  const bindPatch = bind.Effects.find((e) => e.kind === 'PatchPodAnnotations');
-  const annotated = withAnnotations(held(relayIn, pod), bindPatch?.kind === 'PatchPodAnnotations' ? bindPatch.annotations : {});
-  const running = withAnnotations(annotated, { 'hami.io/bind-phase': 'success' }, 'Running', '9');
+  const running = withAnnotations(held(relayIn, pod), { 'hami.io/bind-phase': 'success' }, 'Running', '9');
   await api.forward('MODIFIED', [{ ...running, spec: { ...running.spec, nodeName: node } }]);
 }
 

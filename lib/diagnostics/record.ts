@@ -101,6 +101,8 @@ export interface BindRecord {
   readonly node?: string;
   /** RFC 3339. */
   readonly time?: string;
+  /** RFC 3339: when the relay answered kube-scheduler's filter from the decision made ahead (docs/relay.md, "Deciding ahead"). */
+  readonly filterUsedAhead?: string;
 }
 
 export interface AttemptRecord {

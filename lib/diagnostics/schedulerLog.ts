@@ -147,6 +147,8 @@ const attemptLogSchema = z.object({
     summary: z.string(),
     node: z.string().optional(),
     time: z.string().optional(),
+    /** When the relay answered kube-scheduler's filter from the decision made ahead (RFC 3339; docs/relay.md, "Deciding ahead"). */
+    filterUsedAhead: z.string().optional(),
   }),
   pod: z.object({ namespace: z.string(), name: z.string(), uid: z.string() }),
   attempt: z.number(),
@@ -229,6 +231,7 @@ function renderAttempt(record: AttemptRecord, detail: RenderOptions['detail'], r
   const bind: AttemptLog['bind'] = { status: record.bind.status, summary: record.bind.summary };
   if (record.bind.node !== undefined) bind.node = record.bind.node;
   if (record.bind.time !== undefined) bind.time = record.bind.time;
+  if (record.bind.filterUsedAhead !== undefined) bind.filterUsedAhead = record.bind.filterUsedAhead;
   return {
     status: overallStatus(record),
     filter: {

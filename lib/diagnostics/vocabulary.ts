@@ -70,11 +70,14 @@ export function viewAgePhrase(ageMs: number): string {
 }
 
 /**
- * Decide-ahead in user words (docs/relay.md, "Deciding ahead"): an attempt made before kube-scheduler asked, or a live
- * one after a decision made ahead that its filter could not use, and why.
+ * Decide-ahead in user words (docs/relay.md, "Deciding ahead"): an attempt made before kube-scheduler asked (and when
+ * its filter used it: `usedAt`, the bind's `filterUsedAhead`), or a live one after a decision made ahead that its filter
+ * could not use, and why.
  */
-export function aheadPhrase(ahead: { readonly kind: 'decided' } | { readonly kind: 'notUsed'; readonly reason: string }): string {
-  return ahead.kind === 'decided' ? "decided ahead, before kube-scheduler's filter asked" : `decided live: ${ahead.reason}`;
+export function aheadPhrase(ahead: { readonly kind: 'decided' } | { readonly kind: 'notUsed'; readonly reason: string }, usedAt?: string): string {
+  if (ahead.kind === 'notUsed') return `decided live: ${ahead.reason}`;
+  const decided = "decided ahead, before kube-scheduler's filter asked";
+  return usedAt === undefined ? decided : `${decided}; its filter was answered from this decision at ${usedAt}`;
 }
 
 /** Lock-aware placement in user words (docs/locks.md): a node passed over, and who was allocating there (if the reader may know). */

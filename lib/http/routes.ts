@@ -10,7 +10,7 @@ import type { ControlDeps } from '../control/deps';
 import { filterPod } from '../control/filter';
 import { decideAhead } from '../control/decideAhead';
 import type { AheadNote } from '../diagnostics/record';
-import { AHEAD_NOTE_HEADER, DECIDE_AHEAD_PATH, MAX_AHEAD_NOTE_CHARS, MAX_AHEAD_PODS } from '../wire/decidedAhead';
+import { AHEAD_NOTE_HEADER, AHEAD_USED_HEADER, DECIDE_AHEAD_PATH, MAX_AHEAD_NOTE_CHARS, MAX_AHEAD_PODS } from '../wire/decidedAhead';
 import { evictionRefused } from '../control/preemption';
 import { EVICTION_REFUSED_PATH, evictionRefusedSchema, PREEMPTION_HEADER, preemptionModeOf } from '../wire/preemption';
 import { listNodeDevices, listSchedulerLogs, readNodeDevices, readSchedulerLog } from '../control/views';
@@ -187,6 +187,15 @@ export function createFilterRoute(): Route {
 
 export const filterRoute: Route = createFilterRoute();
 
+/** When the relay answered the filter from a decision made ahead, for the bind's record; a value that is no RFC 3339 time is refused. */
+function filterUsedAhead(headers: HttpRequest['headers']): string | undefined {
+  const raw = headers[AHEAD_USED_HEADER]?.trim();
+  if (raw === undefined || raw === '') return undefined;
+  return check(aheadUsedSchema, raw, AHEAD_USED_HEADER);
+}
+
+const aheadUsedSchema = z.iso.datetime({ offset: true });
+
 /** Why the relay could not use a decision made ahead (docs/relay.md, "Deciding ahead"), for the live attempt's record. */
 function aheadNote(headers: HttpRequest['headers']): AheadNote | undefined {
   const raw = headers[AHEAD_NOTE_HEADER]?.trim();
@@ -239,10 +248,12 @@ export const bindOutcomeRoute: Route = {
   async handle(deps, req, logKeys) {
     const args = check(outcomeArgs, parseExtenderBody(req.body), 'bind outcome');
     logKeys({ pod: `${args.podnamespace}/${args.podname}`, node: args.node });
+    const usedAhead = filterUsedAhead(req.headers);
     const answer = await recordBindOutcome(deps, {
       pod: { namespace: args.podnamespace, name: args.podname, uid: args.poduid },
       node: args.node,
       error: args.error,
+      ...(usedAhead !== undefined ? { filterUsedAhead: usedAhead } : {}),
     });
     return json(200, { Effects: answer.effects });
   },

@@ -100,7 +100,8 @@ type Entry =
   | { readonly state: 'waiting'; readonly pod: JsonObject | undefined; readonly sinceMs: number; waitedOut?: true; readonly settled: Promise<void>; readonly settle: () => void }
   | { readonly state: 'decided'; readonly node: string; readonly fingerprint: string; readonly atMs: number }
   | { readonly state: 'notUsable'; readonly note: string }
-  | { readonly state: 'spent' };
+  /** Used by kube-scheduler's filter (`usedAtMs`, when), or not to be used (again). */
+  | { readonly state: 'spent'; readonly usedAtMs?: number };
 
 /** Effects of this many pods applied at once after a batch. */
 const APPLY_CONCURRENCY = 8;
@@ -253,7 +254,14 @@ export class AheadDecisions {
       };
     }
     this.used++;
+    this.entries.set(uid, { state: 'spent', usedAtMs: this.opts.now() });
     return { use: entry.node, decidedAt };
+  }
+
+  /** When kube-scheduler's filter for the pod was answered from its decision made ahead (RFC 3339), if it was. */
+  usedAt(uid: string): string | undefined {
+    const entry = this.entries.get(uid);
+    return entry?.state === 'spent' && entry.usedAtMs !== undefined ? new Date(entry.usedAtMs).toISOString() : undefined;
   }
 
   /** Marks the pod as this replica's to decide (409: another replica was first, or the pod changed), then queues it. */

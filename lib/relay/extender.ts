@@ -15,7 +15,7 @@ import { clusterPod, requestDiffers, type PodSource } from './podCheck';
 import type { BindTry, NodeBindQueue } from './bindQueue';
 import { NODE_LOCK_ANNOTATION } from '../control/ledger';
 import { errorMessage } from '../errors';
-import { AHEAD_NOTE_HEADER } from '../wire/decidedAhead';
+import { AHEAD_NOTE_HEADER, AHEAD_USED_HEADER } from '../wire/decidedAhead';
 import type { AheadDecisions } from './aheadDecisions';
 
 export interface ExtenderDeps {
@@ -33,7 +33,7 @@ export interface ExtenderDeps {
   /** Where requests are checked against the cluster (podCheck.ts). */
   readonly pods: PodSource;
   /** Decisions made ahead (aheadDecisions.ts); absent with HAMI_DECIDE_AHEAD=false: every filter is decided live. */
-  readonly ahead?: Pick<AheadDecisions, 'lookup'>;
+  readonly ahead?: Pick<AheadDecisions, 'lookup' | 'usedAt'>;
   /** Binds held per node until the lock looks free (bindQueue.ts); without it each bind goes at once. */
   readonly bindQueue?: NodeBindQueue;
   /** This cluster's GPU-aware preemption mode (the chart's; docs/preemption.md); absent: `on`. */
@@ -189,6 +189,8 @@ export async function relayBind(rawBody: string, deps: ExtenderDeps): Promise<Ex
       Node: text(field(args, 'Node')),
     };
     const logKeys = { pod: `${identity.PodNamespace}/${identity.PodName}`, node: identity.Node };
+    // Read now: the Binding's watch event forgets the decision.
+    const usedAhead = deps.ahead?.usedAt(identity.PodUID);
     const checked = await clusterPod(deps.pods, { namespace: identity.PodNamespace, name: identity.PodName, uid: identity.PodUID });
     if (!checked.ok) {
       deps.logger.warn('ExtenderRequestRefused', { verb: 'bind', ...logKeys, reason: checked.reason });
@@ -219,7 +221,8 @@ export async function relayBind(rawBody: string, deps: ExtenderDeps): Promise<Ex
       }
       const applied = await applyEffects(effects, deps.writer, deps.logger);
       const failure = applied.ok ? '' : applied.error;
-      const outcome = await callControlPlane(deps, '/bind/outcome', { ...identity, Error: failure }, signal);
+      const usedHeader = failure === '' && usedAhead !== undefined ? { [AHEAD_USED_HEADER]: usedAhead } : undefined;
+      const outcome = await callControlPlane(deps, '/bind/outcome', { ...identity, Error: failure }, signal, usedHeader);
       if (outcome.ok) {
         const follow = splitEffects(outcome.answer);
         if (follow.invalid !== undefined) deps.logger.warn('OutcomeEffectsInvalid', { ...logKeys, error: follow.invalid });

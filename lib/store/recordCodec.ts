@@ -41,6 +41,7 @@ const bindSchema = z.object({
   summary: z.string(),
   node: z.string().optional(),
   time: z.string().optional(),
+  filterUsedAhead: z.string().optional(),
 });
 
 const bindItemSchema = bindSchema.extend({ timeMs: z.number(), expiresAt: z.number() });

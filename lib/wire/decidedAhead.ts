@@ -27,6 +27,12 @@ export const AHEAD_NOTE_HEADER = 'x-hami-ahead-note';
 export const MAX_AHEAD_NOTE_CHARS = 300;
 
 /**
+ * Sent with a successful /bind/outcome when the relay answered the pod's filter from its decision made ahead: when it
+ * did (RFC 3339), for the pod's scheduler log (`bind.filterUsedAhead`).
+ */
+export const AHEAD_USED_HEADER = 'x-hami-ahead-used';
+
+/**
  * Set by the relay with the decision's annotations: a hash of what the engine read of the pod when it was decided
  * (`podFingerprint` in lib/relay/aheadDecisions.ts), so any replica can tell whether the pod changed since.
  */

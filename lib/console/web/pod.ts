@@ -42,7 +42,7 @@ export async function renderPod(main: HTMLElement, namespace: string, name: stri
     ),
     log.preemptedBy ? h('p', { class: 'warn', id: 'preempted-by' }, preemptedByPhrase(log.preemptedBy)) : null,
     h('p', { class: 'muted' }, `Attempt #${log.attempt} at ${log.time} (id ${log.attemptId}), uid ${log.pod.uid}`, log.view ? `; ${viewAgePhrase(log.view.ageMs)}` : ''),
-    log.ahead ? h('p', { class: 'muted', id: 'ahead' }, aheadPhrase(log.ahead)) : null,
+    log.ahead ? h('p', { class: 'muted', id: 'ahead' }, aheadPhrase(log.ahead, log.bind.filterUsedAhead)) : null,
     h('h2', null, 'Filter'),
     h('p', null, badge(log.filter.status), ' ', log.filter.summary),
     (log.filter.passedOver ?? []).map((p) => h('p', { class: 'warn' }, sentenceStart(passedOverPhrase(p)))),

@@ -265,6 +265,14 @@ describe('the console served by npm start, with the demo cluster loaded', () => 
     expect(await textOf('main')).toMatch(/Passed over zz-busy-[ab]: default\/busy-\d is allocating there/);
   });
 
+  it('says a pod was decided ahead and when kube-scheduler’s filter used the decision, or why it could not', async () => {
+    // The demo's scenario 5: summarize-0 bound on its decision made ahead; summarize-1's decided node was tainted.
+    await open(server.url, '#/pods/batch/summarize-0');
+    expect(await textOf('#ahead')).toMatch(/^decided ahead, before kube-scheduler's filter asked; its filter was answered from this decision at \d{4}-\d\d-\d\dT[\d:.]+Z$/);
+    await open(server.url, '#/pods/batch/summarize-1');
+    expect(await textOf('#ahead')).toMatch(/^decided live: the decision made ahead at .* \(node node\d\) was not used: node node\d is not among the 9 nodes kube-scheduler sent/);
+  });
+
   it("shows an attempt whose evidence this release cannot read, and says why its nodes are missing", async () => {
     // As a later release would have written it (evidence version 99), read by this one after a rollback.
     await server.deps.records.putAttempt(

@@ -83,6 +83,12 @@ describe('decide-ahead through the relay', () => {
     await eventually(async () => {
       for (const node of ['node-1', 'node-2']) for (const card of await usage(node)) expect(card).toMatchObject({ used: 2, usedmem: 6000 });
     }, 10000);
+    // Each pod's scheduler log: the attempt made ahead, and when kube-scheduler's filter used it (told with the bind).
+    const res = await fetch(`${rig.local.url}/api/v1/namespaces/team-a/pods/burst-0/schedulerlog`, { headers: { authorization: `Bearer ${TOKEN}` } });
+    const log = (await res.json()) as { ahead?: { kind: string }; bind: { status: string; filterUsedAhead?: string } };
+    expect(log.ahead).toEqual({ kind: 'decided' });
+    expect(log.bind.status).toBe('passed');
+    expect(Date.parse(log.bind.filterUsedAhead ?? '')).not.toBeNaN();
   });
 
   it('with two replicas, each pod is claimed and decided once, and either replica answers its filter from that decision', async () => {

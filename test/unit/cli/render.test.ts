@@ -39,6 +39,10 @@ describe('renderSchedulerLogText (golden)', () => {
     const live = renderSchedulerLogText(renderSchedulerLog({ ...record('success'), ahead: { kind: 'notUsed', reason } }));
     expect(live).toContain(`Ahead     decided live: ${reason}`);
     expect(renderSchedulerLogText(renderSchedulerLog(record('success')))).not.toContain('Ahead');
+    // Bound after the relay answered kube-scheduler's filter from the decision: when it did.
+    const base = record('success');
+    const used = renderSchedulerLogText(renderSchedulerLog({ ...base, ahead: { kind: 'decided' }, bind: { ...base.bind, filterUsedAhead: '2026-01-01T00:00:02.000Z' } }));
+    expect(used).toContain("Ahead     decided ahead, before kube-scheduler's filter asked; its filter was answered from this decision at 2026-01-01T00:00:02.000Z");
   });
 
   it('says which nodes lock-aware placement passed over, and when every node that fit was busy', () => {

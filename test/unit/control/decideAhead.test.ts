@@ -6,7 +6,9 @@ import { decideAhead, type AheadPod } from '../../../lib/control/decideAhead';
 import { filterPod } from '../../../lib/control/filter';
 import { ingestClusterEvents } from '../../../lib/control/clusterEvents';
 import { readSchedulerLog } from '../../../lib/control/views';
-import { DECIDED_AHEAD_ANNOTATION, markedDecision, queueOrder } from '../../../lib/wire/decidedAhead';
+import { AHEAD_USED_HEADER, DECIDED_AHEAD_ANNOTATION, markedDecision, queueOrder } from '../../../lib/wire/decidedAhead';
+import { bindOutcomeRoute } from '../../../lib/http/routes';
+import { BadRequestError } from '../../../lib/errors';
 import { card, forwardedPod, gpuNode, gpuPod, type ContainerSpec } from '../../support/cluster';
 import { filterOf, world, type Environment } from './fixtures';
 
@@ -159,6 +161,21 @@ describe('decide-ahead', () => {
     expect((await filterPod(env.deps, filterOf(other, ['n1']))).result.NodeNames).toBeNull();
     w.clock.now += env.deps.config.reservationTtlSeconds * 1000 + 1;
     expect((await filterPod(env.deps, filterOf(other, ['n1']))).result.NodeNames).toEqual(['n1']);
+  });
+
+  it('the bind outcome says when kube-scheduler’s filter used the decision made ahead; a value that is not a time is refused', async () => {
+    const w = world();
+    const env = w.environment();
+    await cluster(env, [['n1', 1, 16000]]);
+    const item = ahead('used', [{ name: 'c', gpu: 1, mem: 4000 }]);
+    await decideAhead(env.deps, { pods: [item] });
+    const args = JSON.stringify({ PodName: 'used', PodNamespace: 'default', PodUID: item.pod.metadata.uid, Node: 'n1', Error: '' });
+    const outcome = (usedAt: string) => bindOutcomeRoute.handle(env.deps, { body: args, pathParameters: {}, query: {}, headers: { [AHEAD_USED_HEADER]: usedAt } }, () => undefined);
+    await expect(outcome('soon')).rejects.toThrow(BadRequestError);
+    expect((await outcome('2026-11-28T17:00:00.250Z')).statusCode).toBe(200);
+    const log = await readSchedulerLog(env.deps, { namespace: 'default', name: 'used', history: false });
+    expect(log.ahead).toEqual({ kind: 'decided' });
+    expect(log.bind).toMatchObject({ status: 'passed', node: 'n1', filterUsedAhead: '2026-11-28T17:00:00.250Z' });
   });
 
   it('a decision kube-scheduler used is confirmed once the pod is bound', async () => {

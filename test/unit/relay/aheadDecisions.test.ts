@@ -136,6 +136,9 @@ describe('decide-ahead in the relay', () => {
     // The relay adds the fingerprint of the pod decided on.
     expect(t.patched.get('a')?.['hami.io/decided-ahead-pod']).toBe(podFingerprint(pendingPod('a')));
     expect(await t.ahead.lookup(t.current('a'), ['n1', 'n2'])).toEqual({ use: 'n1', decidedAt: expect.any(String) });
+    // When the filter used it, for the bind's report to the control plane; b's was not used.
+    expect(t.ahead.usedAt('uid-a')).toBe(new Date(1_800_000_000_000).toISOString());
+    expect(t.ahead.usedAt('uid-b')).toBeUndefined();
     // Used once: a second filter of the same pod is decided live.
     expect(await t.ahead.lookup(t.current('a'), ['n1', 'n2'])).toEqual({ live: true });
   });
