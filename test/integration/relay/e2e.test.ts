@@ -73,6 +73,11 @@ describe('relay + local control plane', () => {
     expect(annotations['hami.io/vgpu-node']).toBe(chosen);
     expect(annotations['hami.io/vgpu-devices-allocated']).toMatch(/^GPU-[ab]-[01],NVIDIA,3000,30:;$/);
     expect(annotations['hami.io/vgpu-devices-to-allocate']).toBe(annotations['hami.io/vgpu-devices-allocated']);
+    // With HAMI_DECIDE_AHEAD=false (these suites' setting) the pod was neither claimed nor decided ahead: only the
+    // live filter's patch touched it.
+    expect(annotations).not.toHaveProperty('hami.io/decided-ahead');
+    expect(relay.ahead).toBeUndefined();
+    expect(rig.kube.writes().filter((w) => w.method === 'PATCH' && w.path === '/api/v1/namespaces/team-a/pods/train-0')).toHaveLength(1);
 
     // Bind.
     const bind = await postJson(`${relay.extenderUrl}/bind`, { PodName: 'train-0', PodNamespace: 'team-a', PodUID: created.metadata?.uid, Node: chosen });

@@ -2,7 +2,7 @@
  * Decide-ahead (docs/relay.md, "Deciding ahead"), on the in-memory store: queue order, bookings sent side by side
  * that never over-book, the record marked as decided ahead, and what each pod's answer carries.
  */
-import { decideAhead, type AheadPod } from '../../../lib/control/decideAhead';
+import { AHEAD_CONCURRENCY, decideAhead, type AheadPod } from '../../../lib/control/decideAhead';
 import { filterPod } from '../../../lib/control/filter';
 import { ingestClusterEvents } from '../../../lib/control/clusterEvents';
 import { readSchedulerLog } from '../../../lib/control/views';
@@ -68,6 +68,38 @@ describe('decide-ahead', () => {
       for (const counter of Object.values(stored.counters)) expect(counter.mem).toBeLessThanOrEqual(16000);
       expect(Object.keys(stored.bookings)).toHaveLength(4);
     }
+  });
+
+  it('sends the batch’s bookings side by side, a few at once, not one after another', async () => {
+    const w = world();
+    const env = w.environment();
+    await cluster(env, [
+      ['n1', 8, 16000],
+      ['n2', 8, 16000],
+    ]);
+    // Each booking's round trip ends on the next turn of the event loop, as a store's would.
+    let inFlight = 0;
+    let most = 0;
+    const ledger = env.deps.ledger;
+    const slowLedger = {
+      ...ledger,
+      reserve: async (...args: Parameters<typeof ledger.reserve>) => {
+        inFlight += 1;
+        most = Math.max(most, inFlight);
+        await new Promise<void>((resolve) => setImmediate(resolve));
+        try {
+          return await ledger.reserve(...args);
+        } finally {
+          inFlight -= 1;
+        }
+      },
+    };
+    const pods = Array.from({ length: 16 }, (_, i) => ahead(`s${i}`, [{ name: 'c', gpu: 1, mem: 4000 }], 0, 1000 + i));
+    const answer = await decideAhead({ ...env.deps, ledger: slowLedger }, { pods });
+    expect(answer.decisions.every((d) => d.status === 'fit')).toBe(true);
+    // As many at once as the batch allows, and more than one.
+    expect(most).toBe(AHEAD_CONCURRENCY);
+    expect(most).toBeGreaterThan(1);
   });
 
   it('answers the node with the filter’s Effects, marked as decided ahead, and records the attempt as such', async () => {

@@ -165,6 +165,11 @@ describe('the extender port', () => {
     expect(refused.stderr).toContain("at '/scheduler/percentageOfNodesToScore'");
   });
 
+  it('decides ahead by default; relay.decideAhead=false turns it off in the relay', () => {
+    expect(loadRelayConfig(relayEnvironment(renderChart())).ahead.enabled).toBe(true);
+    expect(loadRelayConfig(relayEnvironment(renderChart(['--set', 'relay.decideAhead=false']))).ahead.enabled).toBe(false);
+  });
+
   it('keeps the certificates when the webhook is off, and is plain HTTP only when extender.tls=off says so', () => {
     const noWebhook = renderChart(['--set', 'webhook.enabled=false']);
     expect(loadRelayConfig(relayEnvironment(noWebhook)).extender.tls).toBe('self-managed');

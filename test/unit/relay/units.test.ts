@@ -90,6 +90,12 @@ describe('loadRelayConfig: the admission webhook', () => {
     expect(neuronNamed.admission.engine).toEqual(expect.objectContaining({ neuronResourceName: 'example.com/chip', neuronCoreResourceName: 'example.com/core' }));
   });
 
+  it('decides ahead unless HAMI_DECIDE_AHEAD=false, and refuses any other value', () => {
+    expect(loadConfigFrom(base).ahead.enabled).toBe(true);
+    expect(loadConfigFrom({ ...base, HAMI_DECIDE_AHEAD: 'false' }).ahead.enabled).toBe(false);
+    expect(() => loadConfigFrom({ ...base, HAMI_DECIDE_AHEAD: 'off' })).toThrow('HAMI_DECIDE_AHEAD: must be true or false');
+  });
+
   it("holds decisions made ahead for the control plane's reservation TTL (HAMI_RESERVATION_TTL_SECONDS, default 600 s)", () => {
     expect(loadConfigFrom(base).ahead.reservationTtlMs).toBe(600_000);
     expect(loadConfigFrom({ ...base, HAMI_RESERVATION_TTL_SECONDS: '120' }).ahead.reservationTtlMs).toBe(120_000);
