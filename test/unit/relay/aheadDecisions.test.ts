@@ -156,6 +156,58 @@ describe('decide-ahead in the relay', () => {
     expect(old).toEqual({ live: true, note: expect.stringContaining('past half the reservation TTL (600 s)') });
   });
 
+  it('says why too when kube-scheduler sent Node objects, the batch found no fit, or its patch could not be written', async () => {
+    const t = setup('n1');
+    t.ahead.observe('ADDED', pendingPod('objects'));
+    await t.flush();
+    expect(await t.ahead.lookup(t.current('objects'), null)).toEqual({ live: true, note: expect.stringContaining('kube-scheduler sent Node objects, not names') });
+
+    const noFit: ControlPlaneClient = {
+      get: async () => ({ status: 200, body: {}, text: '' }),
+      post: async (_path, body) => {
+        const pods = (body as { pods: ReturnType<typeof pendingPod>[] }).pods;
+        const decisions: AheadDecision[] = pods.map((p) => ({ uid: p.metadata.uid, namespace: 'ml', name: p.metadata.name, status: 'noFit', failedNodes: { n1: 'CardInsufficientMemory' }, Effects: [] }));
+        return { status: 200, body: { decisions, view: { seq: 3, ageMs: 0 }, decidedAt: new Date(0).toISOString() }, text: '' };
+      },
+    };
+    const none = setup('n1', { controlPlane: noFit });
+    none.ahead.observe('ADDED', pendingPod('full'));
+    await none.flush();
+    // Other replicas learn there is no decision to wait for; the filter decides live, and may preempt.
+    expect(none.patched.get('full')).toEqual({ 'hami.io/decided-ahead': 'none' });
+    expect(await none.ahead.lookup(none.current('full'), ['n1'])).toEqual({ live: true, note: expect.stringContaining('found no fit (1 nodes failed)') });
+
+    const refusing: ClusterWriter = {
+      patchPodMetadata: async () => {
+        throw new Error('the API server is unavailable');
+      },
+      bindPod: async () => undefined,
+      recordEvent: async () => undefined,
+      patchNodeMetadata: async () => undefined,
+      evictPod: async () => ({ kind: 'refused', message: 'not in this test', disruptionBudget: false }),
+    };
+    const unwritten = setup('n1', { writer: refusing });
+    unwritten.ahead.observe('ADDED', pendingPod('lost'));
+    await unwritten.flush();
+    expect(await unwritten.ahead.lookup(pendingPod('lost'), ['n1'])).toEqual({ live: true, note: expect.stringContaining('could not be written to the pod') });
+  });
+
+  it('claims only pending pods that are not being deleted, and a replica waiting for another’s claim stops at its “none”', async () => {
+    const t = setup('n1');
+    t.ahead.observe('ADDED', { ...pendingPod('running'), status: { phase: 'Running' } });
+    t.ahead.observe('ADDED', { ...pendingPod('leaving'), metadata: { ...pendingPod('leaving').metadata, deletionTimestamp: '2026-01-01T00:00:00Z' } });
+    await t.flush();
+    expect(t.claims).toEqual([]);
+
+    const claimed = pendingPod('elsewhere', { annotations: { 'hami.io/decided-ahead': 'claimed' } });
+    t.ahead.observe('MODIFIED', claimed);
+    const filter = t.ahead.lookup(claimed, ['n1']);
+    // The deciding replica found no node: it says so on the pod, and the wait ends without one.
+    t.ahead.observe('MODIFIED', pendingPod('elsewhere', { annotations: { 'hami.io/decided-ahead': 'none' } }));
+    expect(await filter).toEqual({ live: true });
+    expect(t.waiting()).toBe(1);
+  });
+
   it('the fingerprint ignores the scheduler’s own annotations and nudges, not the pod’s requests or steering', () => {
     const base = pendingPod('p');
     const stamped = pendingPod('p', { annotations: { 'hami.io/vgpu-node': 'n1', 'hami.io/decided-ahead': 'claimed', 'hami.io/requeue': 'now', 'other.io/x': 'y' } });
