@@ -4,7 +4,7 @@
 import type { NodeDevices } from '../diagnostics/nodeDevices';
 import type { AttemptLog, CardEvidenceLog, ContainerLog, NodeLog, SchedulerLog } from '../diagnostics/schedulerLog';
 import { chosenPhrase, coresPhrase, mismatchPhrase, otherKindsPhrase, podRequestPhrases, preemptedByPhrase, preemptionPhrases, requestPhrase } from '../diagnostics/phrases';
-import { aheadPhrase, leastBusyPhrase, Outcome, outcomeOf, outcomeTone, passedOverPhrase } from '../diagnostics/vocabulary';
+import { aheadPhrase, leastBusyPhrase, Outcome, outcomeOf, outcomeTone, passedOverPhrase, viewAgePhrase } from '../diagnostics/vocabulary';
 import type { TreeResult } from '../diagnostics/decisionTree';
 import { plain, statusTone, table, type Cell, type Styler } from './style';
 
@@ -42,7 +42,8 @@ function attemptHeader(log: SchedulerLog, style: Styler): string[] {
   const requests = podRequestPhrases(log.filter.nodes);
   return [
     `${style('strong', 'Pod')}       ${log.pod.namespace}/${log.pod.name}  (uid ${log.pod.uid})`,
-    `${style('strong', 'Attempt')}   #${log.attempt} at ${log.time}  (id ${log.attemptId})`,
+    // How fresh the view was, as the console says it (the view a decision made ahead used, too).
+    `${style('strong', 'Attempt')}   #${log.attempt} at ${log.time}  (id ${log.attemptId})${log.view ? `; ${viewAgePhrase(log.view.ageMs)}` : ''}`,
     ...(log.ahead ? [`${style('strong', 'Ahead')}     ${aheadPhrase(log.ahead, log.bind.filterUsedAhead)}`] : []),
     `${style('strong', 'Status')}    ${style(outcomeTone(outcome), outcome)}`,
     // The one-sentence answer (lib/diagnostics/answer.ts), as the console shows it at the top of a pod page.

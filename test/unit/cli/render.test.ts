@@ -43,6 +43,9 @@ describe('renderSchedulerLogText (golden)', () => {
     const base = record('success');
     const used = renderSchedulerLogText(renderSchedulerLog({ ...base, ahead: { kind: 'decided' }, bind: { ...base.bind, filterUsedAhead: '2026-01-01T00:00:02.000Z' } }));
     expect(used).toContain("Ahead     decided ahead, before kube-scheduler's filter asked; its filter was answered from this decision at 2026-01-01T00:00:02.000Z");
+    // On which view it was decided, as the console says it.
+    const viewed = renderSchedulerLogText(renderSchedulerLog({ ...base, ahead: { kind: 'decided' }, view: { seq: 12, ageMs: 2500 } }));
+    expect(viewed).toMatch(/^Attempt {3}#\d+ at \S+ {2}\(id [^)]+\); decided on the cluster state as of 2\.5 s before$/m);
   });
 
   it('says which nodes lock-aware placement passed over, and when every node that fit was busy', () => {
