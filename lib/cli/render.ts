@@ -37,13 +37,16 @@ export function renderSchedulerLogText(log: SchedulerLog, opts: RenderStyle = {}
   return `${out.join('\n')}\n`;
 }
 
+/** A view at least this old is worth a word on the attempt line. */
+const STALE_VIEW_MS = 1000;
+
 function attemptHeader(log: SchedulerLog, style: Styler): string[] {
   const outcome = outcomeOf(log);
   const requests = podRequestPhrases(log.filter.nodes);
   return [
     `${style('strong', 'Pod')}       ${log.pod.namespace}/${log.pod.name}  (uid ${log.pod.uid})`,
-    // How fresh the view was, as the console says it (the view a decision made ahead used, too).
-    `${style('strong', 'Attempt')}   #${log.attempt} at ${log.time}  (id ${log.attemptId})${log.view ? `; ${viewAgePhrase(log.view.ageMs)}` : ''}`,
+    // How fresh the view was, as the console says it, when that matters: a second or more (a decision made ahead, say).
+    `${style('strong', 'Attempt')}   #${log.attempt} at ${log.time}  (id ${log.attemptId})${log.view && log.view.ageMs >= STALE_VIEW_MS ? `; ${viewAgePhrase(log.view.ageMs)}` : ''}`,
     ...(log.ahead ? [`${style('strong', 'Ahead')}     ${aheadPhrase(log.ahead, log.bind.filterUsedAhead)}`] : []),
     `${style('strong', 'Status')}    ${style(outcomeTone(outcome), outcome)}`,
     // The one-sentence answer (lib/diagnostics/answer.ts), as the console shows it at the top of a pod page.

@@ -46,6 +46,8 @@ describe('renderSchedulerLogText (golden)', () => {
     // On which view it was decided, as the console says it.
     const viewed = renderSchedulerLogText(renderSchedulerLog({ ...base, ahead: { kind: 'decided' }, view: { seq: 12, ageMs: 2500 } }));
     expect(viewed).toMatch(/^Attempt {3}#\d+ at \S+ {2}\(id [^)]+\); decided on the cluster state as of 2\.5 s before$/m);
+    // A fresh one (under a second) goes unsaid.
+    expect(renderSchedulerLogText(renderSchedulerLog({ ...base, view: { seq: 12, ageMs: 400 } }))).not.toContain('decided on the cluster state');
   });
 
   it('says which nodes lock-aware placement passed over, and when every node that fit was busy', () => {
