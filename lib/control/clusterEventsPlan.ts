@@ -370,10 +370,15 @@ function planPod(ctx: PlanContext, type: WatchEvent['type'], pod: PodObject, uid
     return { ...base, bookings: { ...base.bookings, [uid]: booking }, unreadable: withoutBookingPart(base, uid) };
   };
   // A booking whose node the annotation no longer names only records what changed on the pod (never moves); on a
-  // confirmed booking, the edit is reported once.
+  // confirmed booking, the edit is reported once. A reservation there is dropped once the pod is bound to the named
+  // node (its bind phase set): a batch deciding ahead that booked after the pod's live filter, say (docs/relay.md).
   const follow: NodeChange = (node, _nowMs, notices) => {
     const held = node?.bookings[uid];
     if (!node || !held || held.state === 'gone' || isOlder(rv, held.resourceVersion)) return undefined;
+    if (held.state === 'reserved' && bindPhase !== undefined) {
+      const { [uid]: _dropped, ...rest } = node.bookings;
+      return { ...node, bookings: rest };
+    }
     const { resourceVersion: _rv, bindPhase: _bp, terminating: _t, ...kept } = held;
     let booking: Booking = { ...kept, ...facts };
     if (held.state === 'confirmed') booking = disputed(held, booking, annotationChanges(held, node.name, annotations), { pod: ref, node: node.name, resend, rv }, notices);

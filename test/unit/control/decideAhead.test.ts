@@ -210,6 +210,25 @@ describe('decide-ahead', () => {
     expect(log.bind).toMatchObject({ status: 'passed', node: 'n1', filterUsedAhead: '2026-11-28T17:00:00.250Z' });
   });
 
+  it('a reservation made ahead on another node than the one the pod was bound to is dropped when the bind is seen', async () => {
+    const w = world();
+    const env = w.environment();
+    await cluster(env, [
+      ['n1', 1, 16000],
+      ['n2', 1, 16000],
+    ]);
+    const item = ahead('late', [{ name: 'c', gpu: 1, mem: 10000 }]);
+    const answer = await decideAhead(env.deps, { pods: [item] });
+    const decided = answer.decisions[0]!.node!;
+    const other = decided === 'n1' ? 'n2' : 'n1';
+    const uid = item.pod.metadata.uid!;
+    expect(w.store.stored(decided)!.bookings[uid]?.state).toBe('reserved');
+    // The batch's booking landed after kube-scheduler's filter had decided the pod live elsewhere; the pod is bound there.
+    const bound = { 'hami.io/vgpu-node': other, 'hami.io/vgpu-devices-allocated': `GPU-${other}-0,NVIDIA,10000,0:;`, 'hami.io/bind-phase': 'allocating' };
+    await ingestClusterEvents(env.deps, [{ type: 'MODIFIED', object: forwardedPod(item.pod as ReturnType<typeof gpuPod>, bound) }]);
+    expect(w.store.stored(decided)!.bookings[uid]).toBeUndefined();
+  });
+
   it('a decision kube-scheduler used is confirmed once the pod is bound', async () => {
     const w = world();
     const env = w.environment();
