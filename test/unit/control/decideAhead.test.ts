@@ -26,6 +26,27 @@ async function cluster(env: Environment, nodes: [string, number, number][]): Pro
   await ingestClusterEvents(env.deps, nodes.map(([name, cards, devmem]) => nodeEvent(name, cards, devmem)));
 }
 
+const TWO_NODES: [string, number, number][] = [
+  ['n1', 1, 16000],
+  ['n2', 1, 16000],
+];
+
+/** A world of `nodes` (name, cards, MiB a card) and a pod `name` asking one card of `mem` MiB, not decided yet. */
+async function onePodOn(nodes: [string, number, number][], name: string, mem: number) {
+  const w = world();
+  const env = w.environment();
+  await cluster(env, nodes);
+  const item = ahead(name, [{ name: 'c', gpu: 1, mem }]);
+  return { w, env, item, pod: item.pod as ReturnType<typeof gpuPod>, uid: item.pod.metadata.uid! };
+}
+
+/** `onePodOn` two one-card nodes, the pod (10,000 MiB) decided ahead: the node it was decided on, and the other. */
+async function decidedOnOneOfTwo(name: string) {
+  const setup = await onePodOn(TWO_NODES, name, 10000);
+  const decided = (await decideAhead(setup.env.deps, { pods: [setup.item] })).decisions[0]!.node!;
+  return { ...setup, decided, other: decided === 'n1' ? 'n2' : 'n1' };
+}
+
 describe('decide-ahead', () => {
   it('orders pods as kube-scheduler’s queue does: priority first, then the oldest, then as sent', () => {
     const pods = [ahead('late', [], 0, 3000), ahead('none', [], 0), ahead('urgent', [], 10, 9000), ahead('early', [], 0, 1000), ahead('early-too', [], 0, 1000)];
@@ -122,37 +143,28 @@ describe('decide-ahead', () => {
   });
 
   it('a live filter of a pod decided ahead gives its booking back first: the pod is never counted twice', async () => {
-    const w = world();
-    const env = w.environment();
-    await cluster(env, [
-      ['n1', 1, 16000],
-      ['n2', 1, 16000],
-    ]);
-    const item = ahead('p1', [{ name: 'c', gpu: 1, mem: 10000 }]);
-    const answer = await decideAhead(env.deps, { pods: [item] });
-    const decided = answer.decisions[0]!.node!;
-    const other = decided === 'n1' ? 'n2' : 'n1';
+    const { w, env, pod, uid, decided, other } = await decidedOnOneOfTwo('p1');
     // kube-scheduler excluded the decided node (a taint added since): the live path decides among the rest.
-    const live = await filterPod(env.deps, { ...filterOf(item.pod as ReturnType<typeof gpuPod>, [other]), ahead: { kind: 'notUsed', reason: `node ${decided} not among NodeNames` } });
+    const live = await filterPod(env.deps, { ...filterOf(pod, [other]), ahead: { kind: 'notUsed', reason: `node ${decided} not among NodeNames` } });
     expect(live.result.NodeNames).toEqual([other]);
-    expect(w.store.stored(decided)!.bookings[item.pod.metadata.uid!]).toBeUndefined();
+    expect(w.store.stored(decided)!.bookings[uid]).toBeUndefined();
     const log = await readSchedulerLog(env.deps, { namespace: 'default', name: 'p1', history: false });
     expect(log.ahead).toEqual({ kind: 'notUsed', reason: `node ${decided} not among NodeNames` });
   });
 
   it('a live filter that finds no fit still gives back the booking made ahead: its cards are free for other pods at once', async () => {
-    const w = world();
-    const env = w.environment();
-    await cluster(env, [
-      ['n1', 1, 16000],
-      ['small', 1, 4000],
-    ]);
-    const item = ahead('p1', [{ name: 'c', gpu: 1, mem: 10000 }]);
+    const { w, env, item, pod, uid } = await onePodOn(
+      [
+        ['n1', 1, 16000],
+        ['small', 1, 4000],
+      ],
+      'p1',
+      10000,
+    );
     const answer = await decideAhead(env.deps, { pods: [item] });
     expect(answer.decisions[0]!.node).toBe('n1');
-    const uid = item.pod.metadata.uid!;
     // kube-scheduler no longer sends n1 (a taint added since), and the pod fits nowhere else.
-    const live = await filterPod(env.deps, { ...filterOf(item.pod as ReturnType<typeof gpuPod>, ['small']), ahead: { kind: 'notUsed', reason: 'node n1 not among NodeNames' } });
+    const live = await filterPod(env.deps, { ...filterOf(pod, ['small']), ahead: { kind: 'notUsed', reason: 'node n1 not among NodeNames' } });
     expect(live.result.NodeNames).toBeNull();
     expect(w.store.stored('n1')!.bookings[uid]).toBeUndefined();
     const other = gpuPod('other', [{ name: 'c', gpu: 1, mem: 12000 }]);
@@ -160,16 +172,9 @@ describe('decide-ahead', () => {
   });
 
   it('a batch that comes after the pod was decided live skips it and leaves the live booking alone', async () => {
-    const w = world();
-    const env = w.environment();
-    await cluster(env, [
-      ['n1', 1, 16000],
-      ['n2', 1, 16000],
-    ]);
-    const item = ahead('p1', [{ name: 'c', gpu: 1, mem: 10000 }]);
-    const uid = item.pod.metadata.uid!;
+    const { w, env, item, pod, uid } = await onePodOn(TWO_NODES, 'p1', 10000);
     // kube-scheduler's filter stopped waiting for the batch and was decided live first.
-    const live = await filterPod(env.deps, filterOf(item.pod as ReturnType<typeof gpuPod>, ['n2']));
+    const live = await filterPod(env.deps, filterOf(pod, ['n2']));
     expect(live.result.NodeNames).toEqual(['n2']);
     const answer = await decideAhead(env.deps, { pods: [item] });
     expect(answer.decisions[0]).toMatchObject({ status: 'skipped', Effects: [] });
@@ -178,16 +183,12 @@ describe('decide-ahead', () => {
   });
 
   it('a decision kube-scheduler never uses stays a reservation while the pod is Pending, and expires with the reservation TTL', async () => {
-    const w = world();
-    const env = w.environment();
-    await cluster(env, [['n1', 1, 16000]]);
-    const item = ahead('stuck', [{ name: 'c', gpu: 1, mem: 12000 }]);
+    const { w, env, item, pod, uid } = await onePodOn([['n1', 1, 16000]], 'stuck', 12000);
     const answer = await decideAhead(env.deps, { pods: [item] });
     const patch = answer.decisions[0]!.Effects.find((e) => e.kind === 'PatchPodAnnotations');
     if (patch?.kind !== 'PatchPodAnnotations') throw new Error('no patch');
     // The relay applied the patch and forwards the pod, still Pending (kube-scheduler never got to it).
-    await ingestClusterEvents(env.deps, [{ type: 'MODIFIED', object: forwardedPod(item.pod as ReturnType<typeof gpuPod>, patch.annotations) }]);
-    const uid = item.pod.metadata.uid!;
+    await ingestClusterEvents(env.deps, [{ type: 'MODIFIED', object: forwardedPod(pod, patch.annotations) }]);
     expect(w.store.stored('n1')!.bookings[uid]!.state).toBe('reserved');
     const other = gpuPod('other', [{ name: 'c', gpu: 1, mem: 12000 }]);
     expect((await filterPod(env.deps, filterOf(other, ['n1']))).result.NodeNames).toBeNull();
@@ -196,12 +197,9 @@ describe('decide-ahead', () => {
   });
 
   it('the bind outcome says when kube-scheduler’s filter used the decision made ahead; a value that is not a time is refused', async () => {
-    const w = world();
-    const env = w.environment();
-    await cluster(env, [['n1', 1, 16000]]);
-    const item = ahead('used', [{ name: 'c', gpu: 1, mem: 4000 }]);
+    const { env, item, uid } = await onePodOn([['n1', 1, 16000]], 'used', 4000);
     await decideAhead(env.deps, { pods: [item] });
-    const args = JSON.stringify({ PodName: 'used', PodNamespace: 'default', PodUID: item.pod.metadata.uid, Node: 'n1', Error: '' });
+    const args = JSON.stringify({ PodName: 'used', PodNamespace: 'default', PodUID: uid, Node: 'n1', Error: '' });
     const outcome = (usedAt: string) => bindOutcomeRoute.handle(env.deps, { body: args, pathParameters: {}, query: {}, headers: { [AHEAD_USED_HEADER]: usedAt } }, () => undefined);
     await expect(outcome('soon')).rejects.toThrow(BadRequestError);
     expect((await outcome('2026-11-28T17:00:00.250Z')).statusCode).toBe(200);
@@ -211,21 +209,11 @@ describe('decide-ahead', () => {
   });
 
   it('a reservation made ahead on another node than the one the pod was bound to is dropped when the bind is seen', async () => {
-    const w = world();
-    const env = w.environment();
-    await cluster(env, [
-      ['n1', 1, 16000],
-      ['n2', 1, 16000],
-    ]);
-    const item = ahead('late', [{ name: 'c', gpu: 1, mem: 10000 }]);
-    const answer = await decideAhead(env.deps, { pods: [item] });
-    const decided = answer.decisions[0]!.node!;
-    const other = decided === 'n1' ? 'n2' : 'n1';
-    const uid = item.pod.metadata.uid!;
+    const { w, env, pod, uid, decided, other } = await decidedOnOneOfTwo('late');
     expect(w.store.stored(decided)!.bookings[uid]?.state).toBe('reserved');
     // The batch's booking landed after kube-scheduler's filter had decided the pod live elsewhere; the pod is bound there.
     const bound = { 'hami.io/vgpu-node': other, 'hami.io/vgpu-devices-allocated': `GPU-${other}-0,NVIDIA,10000,0:;`, 'hami.io/bind-phase': 'allocating' };
-    await ingestClusterEvents(env.deps, [{ type: 'MODIFIED', object: forwardedPod(item.pod as ReturnType<typeof gpuPod>, bound) }]);
+    await ingestClusterEvents(env.deps, [{ type: 'MODIFIED', object: forwardedPod(pod, bound) }]);
     expect(w.store.stored(decided)!.bookings[uid]).toBeUndefined();
   });
 
