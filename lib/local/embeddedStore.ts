@@ -7,7 +7,7 @@
  * a few seconds for the first to let go, then fails with `DataDirectoryUnavailableError`.
  */
 import { spawn } from 'node:child_process';
-import type { Server } from 'node:http';
+import type { Server, ServerResponse } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { mkdirSync } from 'node:fs';
 import dynalite from 'dynalite';
@@ -102,10 +102,19 @@ export async function startEmbeddedStore(options: EmbeddedStoreOptions, retry: D
 async function startInProcess(): Promise<EmbeddedStore> {
   const server: Server = dynalite({ createTableMs: 0, deleteTableMs: 0, updateTableMs: 0 });
   await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', () => resolve()));
+  // Once stopping, calls still on their way finish; their keep-alive sockets, idle then, would hold the close for the
+  // server's keep-alive timeout (5 s): each is closed as its call ends.
+  let stopping = false;
+  server.on('request', (_req: unknown, res: ServerResponse) => res.once('finish', () => stopping && setImmediate(() => server.closeIdleConnections())));
   return {
     endpoint: `http://127.0.0.1:${(server.address() as AddressInfo).port}`,
     pid: process.pid,
-    stop: () => new Promise<void>((resolve) => server.close(() => resolve())),
+    stop: () =>
+      new Promise<void>((resolve) => {
+        stopping = true;
+        server.close(() => resolve());
+        server.closeIdleConnections();
+      }),
   };
 }
 

@@ -91,6 +91,16 @@ describe('decide-ahead through the relay', () => {
     expect(Date.parse(log.bind.filterUsedAhead ?? '')).not.toBeNaN();
   });
 
+  it('a filter that comes while its pod’s batch is still on its way waits for it and is answered from the decision', async () => {
+    const pod = rig.kube.create('Pod', pendingPod('early'));
+    // kube-scheduler pops the pod at once: the relay's watch has just seen it, its batch window is still open.
+    const filter = await postJson(`${rig.relay.extenderUrl}/filter`, { Pod: schedulerView(pod), Nodes: null, NodeNames: ['node-1', 'node-2'] });
+    expect(filter.body.Error ?? '').toBe('');
+    expect(filter.body.NodeNames).toEqual([markedDecision(annotationsOf('early'))!.node]);
+    expect(logger.lines.filter((l) => l.message === 'FilterAnsweredAhead')).toHaveLength(1);
+    expect(logger.lines.filter((l) => l.message === 'FilterRelayed')).toHaveLength(0);
+  });
+
   it('with two replicas, each pod is claimed and decided once, and either replica answers its filter from that decision', async () => {
     const second = await rig.startRelay({ logger: recordingLogger(), env: AHEAD });
     try {
