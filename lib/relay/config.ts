@@ -247,7 +247,6 @@ function engineSettings(env: NodeJS.ProcessEnv): { ok: true; engine: AdmissionSe
   }
 }
 
-/** Parses and checks the environment; throws RelayConfigError listing every problem. */
 /**
  * The relay's configuration for its code run inside another program (`npm run demo`, `npm run bench`): the control
  * plane at `url` (a bearer `token`, or none), `env` as the relay's environment otherwise, and no servers of its own
@@ -264,6 +263,7 @@ export function inProcessRelayConfig(url: string, token: string | undefined, env
   });
 }
 
+/** Parses and checks the environment; throws RelayConfigError listing every problem. */
 export function loadRelayConfig(env: NodeJS.ProcessEnv = process.env): RelayConfig {
   const parsed = envSchema.safeParse(env);
   const engine = engineSettings(env);
