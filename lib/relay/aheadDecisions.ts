@@ -224,7 +224,7 @@ export class AheadDecisions {
         }
         this.entries.set(uid, { state: 'spent' });
         // This replica's own batch: it will not apply its answer now; other replicas stop waiting for it.
-        if (entry.pod !== undefined) this.giveUpClaim(entry.pod);
+        if (entry.pod !== undefined) void this.giveUp(entry.pod);
         return { live: true, note: `the batch deciding this pod ahead had not answered within ${this.opts.waitMs} ms` };
       }
     }
@@ -344,7 +344,7 @@ export class AheadDecisions {
       for (const { uid, entry, pod } of batch) {
         if (this.entries.get(uid) === entry) {
           this.entries.set(uid, { state: 'notUsable', note });
-          this.giveUpClaim(pod);
+          void this.giveUp(pod);
         }
         entry.settle();
       }
@@ -379,10 +379,10 @@ export class AheadDecisions {
       if (this.opts.now() - entry.sinceMs >= this.claimHeldMs()) {
         // Too late: other replicas may have stopped waiting for it (`claimHeldMs`).
         outcome = { state: 'notUsable', note: `the batch deciding this pod ahead answered ${Math.round((this.opts.now() - entry.sinceMs) / 1000)} s after the claim, too late to be used` };
-        this.giveUpClaim(pod);
+        void this.giveUp(pod);
       } else if (decision === undefined) {
         outcome = { state: 'notUsable', note: 'the batch deciding this pod ahead did not answer for it' };
-        this.giveUpClaim(pod);
+        void this.giveUp(pod);
       } else outcome = await this.apply(pod, decision);
       if (outcome.state === 'decided') placed++;
       if (this.entries.get(uid) === entry) this.entries.set(uid, outcome);
@@ -391,22 +391,16 @@ export class AheadDecisions {
     this.opts.logger.info('PodsDecidedAhead', { pods: batch.length, placed });
   }
 
-  /** Marks the claim as settled without a decision, so no replica waits for one. */
-  private async giveUp(pod: { readonly namespace: string; readonly name: string; readonly uid: string }): Promise<void> {
-    await this.opts.writer.patchPodMetadata({
-      kind: 'PatchPodAnnotations',
-      namespace: pod.namespace,
-      name: pod.name,
-      uid: pod.uid,
-      annotations: { [DECIDED_AHEAD_ANNOTATION]: AHEAD_NONE_VALUE },
-    });
-  }
-
-  /** `giveUp` for a pod this replica claimed, in the background (best effort: other replicas' wait is bounded anyway). */
-  private giveUpClaim(pod: JsonObject): void {
+  /**
+   * Marks this replica's claim on the pod as settled without a decision, so no replica waits for one. Never fails: a
+   * patch refused is logged (other replicas' wait for a claim is bounded anyway).
+   */
+  private async giveUp(pod: JsonObject): Promise<void> {
     const metadata = objectField(pod, 'metadata');
     const ref = { namespace: String(metadata.namespace ?? ''), name: String(metadata.name ?? ''), uid: String(metadata.uid ?? '') };
-    void this.giveUp(ref).catch((err: unknown) => this.opts.logger.warn('AheadClaimNotReleased', { pod: `${ref.namespace}/${ref.name}`, error: errorMessage(err) }));
+    await this.opts.writer
+      .patchPodMetadata({ kind: 'PatchPodAnnotations', ...ref, annotations: { [DECIDED_AHEAD_ANNOTATION]: AHEAD_NONE_VALUE } })
+      .catch((err: unknown) => this.opts.logger.warn('AheadClaimNotReleased', { pod: `${ref.namespace}/${ref.name}`, error: errorMessage(err) }));
   }
 
   /** Applies a decision's Effects, with the fingerprint of the pod it was made for; what the filter will find. */
@@ -414,7 +408,7 @@ export class AheadDecisions {
     const podName = `${decision.namespace}/${decision.name}`;
     if (decision.status !== 'fit' || decision.node === undefined) {
       // Other replicas waiting for this decision learn from the pod that there is none.
-      await this.giveUp(decision).catch((err: unknown) => this.opts.logger.warn('AheadClaimNotReleased', { pod: podName, error: errorMessage(err) }));
+      await this.giveUp(pod);
       if (decision.status === 'skipped') return { state: 'spent' };
       if (decision.status === 'noFit') {
         const reasons = Object.keys(decision.failedNodes ?? {}).length;
