@@ -42,8 +42,9 @@ export class DecisionArena {
   /** The cards' NUMA nodes and indexes, for ordering them (./order.ts). Float64: as the card facts hold them. */
   cardNuma = new Float64Array(16);
   cardIndex = new Float64Array(16);
-  /** Card positions in policy order (Fit takes from the end). */
+  /** Card positions in policy order (Fit takes from the end); settled from `orderedFrom` on (./order.ts). */
   order = new Int32Array(16);
+  orderedFrom = 0;
   /** The current container's picks: card position, evidence row, what is booked, and its guards. */
   picked = new Int32Array(16);
   pickedRow = new Int32Array(16);

@@ -9,7 +9,7 @@ import { CardFact, CARD_FACTS } from './cardFacts';
 import { emptyCardFigures, type CardFigures } from './cardFigures';
 import type { CardOutcome, DecisionTrace } from './evidence';
 import { genReason } from './messages';
-import { orderCards, scoreCards } from './order';
+import { cardInOrder, scoreCards, startCardOrder } from './order';
 import type { PodPlan, RealtimeSettings } from './plan';
 import { typeAllowed, uuidAllowed } from './podAnnotations';
 import type { PreparedNode } from './prepared';
@@ -108,10 +108,10 @@ export function fitContainer(run: FitRun, cards: Int32Array, rules: FitRules): s
   run.begin(rules);
   scoreCards(arena, cards, node, request, plan.weights);
   if (rules.countsDevices && request.nums > cardCount) return ReasonCode.NodeInsufficientDevice;
-  orderCards(arena, cards, node, plan.gpuPolicy);
+  startCardOrder(arena, cards, node);
 
   for (let i = cardCount - 1; i >= 0; i--) {
-    const position = arena.order[i]!;
+    const position = cardInOrder(arena, plan.gpuPolicy, i);
     const outcome = run.tryCard(position);
     run.recordCard(position, outcome);
     if (outcome !== 'Fit') {

@@ -70,29 +70,42 @@ function scoreOf(
   return f32(SCORE_WEIGHT * f32(weighted + f32(f32(weights.memory) * memShare)));
 }
 
-/** Fills `arena.order` with the given cards in policy order (Fit takes from the end). */
-export function orderCards(arena: DecisionArena, cards: Int32Array, node: PreparedNode, policy: GpuPolicy): void {
+/**
+ * Starts the policy order of `cards` in `arena.order`, worked out only as far as it is read (`cardInOrder`): Fit takes
+ * cards from the end and usually stops after the one or two it needs, so most of a full sort of a node's cards went
+ * unread (ours; the cards read are exactly those of the full order).
+ */
+export function startCardOrder(arena: DecisionArena, cards: Int32Array, node: PreparedNode): void {
   const { order, cardNuma, cardIndex } = arena;
-  const n = cards.length;
   order.set(cards);
   // What the comparisons read, from the node's card facts into the arena once, not once per comparison.
   const facts = node.cardFacts;
-  for (let i = 0; i < n; i++) {
+  for (let i = 0; i < cards.length; i++) {
     const p = cards[i]!;
     cardNuma[p] = facts[p * CARD_FACTS + CardFact.numa]!;
     cardIndex[p] = facts[p * CARD_FACTS + CardFact.index]!;
   }
-  // Stable insertion sort: Go's sort.Sort for up to 12 elements; kept stable beyond (HAMi's pdqsort
-  // may reorder equal cards there).
-  for (let i = 1; i < n; i++) {
-    const card = order[i]!;
-    let j = i - 1;
-    while (j >= 0 && sortsBefore(arena, policy, card, order[j]!)) {
-      order[j + 1] = order[j]!;
-      j--;
-    }
-    order[j + 1] = card;
+  arena.orderedFrom = cards.length;
+}
+
+/**
+ * The card at `position` of the policy order started by `startCardOrder`: the order of a stable sort by `sortsBefore`
+ * (Go's sort.Sort is an insertion sort up to 12 elements, so stable there; kept stable beyond, where HAMi's pdqsort
+ * may reorder equal cards). Positions are settled from the end down: each one gets the greatest of the cards not yet
+ * settled, the last of equal ones as they stand, and the others keep their order (no swap), which is what a stable
+ * sort puts there.
+ */
+export function cardInOrder(arena: DecisionArena, policy: GpuPolicy, position: number): number {
+  const { order } = arena;
+  for (let last = arena.orderedFrom - 1; last >= position; last--) {
+    let greatest = 0;
+    for (let j = 1; j <= last; j++) if (!sortsBefore(arena, policy, order[j]!, order[greatest]!)) greatest = j;
+    const card = order[greatest]!;
+    for (let j = greatest; j < last; j++) order[j] = order[j + 1]!;
+    order[last] = card;
+    arena.orderedFrom = last;
   }
+  return order[position]!;
 }
 
 /** Go's `DeviceUsageList.Less` (docs/hami-parity.md §5.3): does card `a` sort before card `b`? */

@@ -20,7 +20,7 @@ import { emptyCardFigures, type CardFigures } from '../../cardFigures';
 import type { CardOutcome, DecisionTrace } from '../../evidence';
 import type { FitRun } from '../../fit';
 import { genReason } from '../../messages';
-import { orderCards, scoreCards } from '../../order';
+import { cardInOrder, scoreCards, startCardOrder } from '../../order';
 import { idAllowed, parseAnnotationList } from '../../podAnnotations';
 import type { PreparedNode } from '../../prepared';
 import { ReasonCode, type DeviceInfo } from '../../types';
@@ -101,9 +101,9 @@ class NeuronFit {
   private fitOne(cards: Int32Array, cores: number): string | undefined {
     const { plan, node, request } = this.run.input;
     scoreCards(this.arena, cards, node, request, plan.weights);
-    orderCards(this.arena, cards, node, plan.gpuPolicy);
+    startCardOrder(this.arena, cards, node);
     for (let i = cards.length - 1; i >= 0; i--) {
-      const p = this.arena.order[i]!;
+      const p = cardInOrder(this.arena, plan.gpuPolicy, i);
       const tried = this.tryDevice(p, cores);
       if (tried.outcome === 'Fit') {
         this.pick(0, p, tried);
