@@ -3,7 +3,7 @@
  * usage, given as the control plane gives it: each node's state made from its ledger (`toNodeState`, usage by position
  * included) and the states by candidate position. No memo: every node is fitted, as a decision on nodes that all
  * changed since the last one. Prints per-size lines, then, as the last line, one JSON summary:
- * {"nodes":1000,"cardsPerNode":8,"medianMs":…,"p99Ms":…,"scaling":[{"nodes":100,"medianMs":…},…],
+ * {"nodes":1000,"cardsPerNode":8,"medianMs":…,"p99Ms":…,"scaling":[{"nodes":100,"medianMs":…,"runs":[…]},…],
  *  "coldStart":{"nodes":5000,"buildMs":…,"firstDecideMs":…,"runs":[…]}}
  *
  * Each size is measured in a Node.js process of its own, as a control plane's execution environment only ever decides
@@ -12,6 +12,10 @@
  * built once, outside the timed region, and warmed up first. The summary times `decide` alone. The engine builds the
  * evidence objects when `decision.evidence` is first read (callers that log or store it pay for them then), so
  * afterwards, for information, the same process also times `decide` plus reading the whole evidence.
+ *
+ * Each size is measured in `SIZE_ROUNDS` processes, the sizes taken in turn, and its figures are the median of its
+ * processes' (each process's median in `runs`): on a shared machine a busy spell during one process moved that size's
+ * median by 10 to 20 %, and with it the ratio of two sizes.
  *
  * `coldStart` is the first decision of a new execution environment (a new Lambda environment's first filter, once its
  * view is loaded): each run is a fresh Node.js process that builds the 5,000-node input (`buildMs`, not part of the
@@ -33,6 +37,8 @@ const SIZES = [100, 1000, 5000];
 const HEADLINE_NODES = 1000;
 const COLD_NODES = 5000;
 const COLD_RUNS = 3;
+/** Processes per size (see the top of this file). */
+const SIZE_ROUNDS = 5;
 /** The argument that makes this script one cold-start run (see `coldStart`). */
 const COLD_FLAG = '--cold-start-run';
 /** The argument, followed by a node count, that makes this script the measurement of one size (see `sizeRun`). */
@@ -176,7 +182,6 @@ function runChild<T>(args: readonly string[], what: string): T {
 function coldStart(): { nodes: number; buildMs: number; firstDecideMs: number; runs: { buildMs: number; firstDecideMs: number }[] } {
   const runs: { buildMs: number; firstDecideMs: number }[] = [];
   for (let i = 0; i < COLD_RUNS; i++) runs.push(runChild<{ buildMs: number; firstDecideMs: number }>([COLD_FLAG], 'cold-start run'));
-  const median = (values: number[]): number => [...values].sort((a, b) => a - b)[Math.floor(values.length / 2)]!;
   return { nodes: COLD_NODES, buildMs: median(runs.map((r) => r.buildMs)), firstDecideMs: median(runs.map((r) => r.firstDecideMs)), runs };
 }
 
@@ -184,17 +189,36 @@ function main(): void {
   // First, while this process has built nothing: each run is a process of its own.
   const cold = coldStart();
   console.log(`nodes=${cold.nodes} cold start: build=${cold.buildMs}ms first decide=${cold.firstDecideMs}ms (median of ${COLD_RUNS} fresh processes)`);
-  const scaling: { nodes: number; medianMs: number }[] = [];
-  let headline = { medianMs: 0, p99Ms: 0 };
-  // One after the other, never side by side: each process has the machine to itself.
-  for (const nodes of SIZES) {
-    const result = runChild<SizeResult>([SIZE_FLAG, String(nodes)], `measurement of ${nodes} nodes`);
-    console.log(`nodes=${nodes} cards=${nodes * CARDS_PER_NODE} median=${result.medianMs}ms p99=${result.p99Ms}ms`);
-    console.log(`nodes=${nodes} decide + read all evidence: median=${result.withEvidence.medianMs}ms p99=${result.withEvidence.p99Ms}ms`);
-    scaling.push({ nodes, medianMs: result.medianMs });
-    if (nodes === HEADLINE_NODES) headline = { medianMs: result.medianMs, p99Ms: result.p99Ms };
+  // One process after the other, never side by side: each has the machine to itself.
+  const results = new Map<number, SizeResult[]>(SIZES.map((nodes) => [nodes, []]));
+  for (let round = 0; round < SIZE_ROUNDS; round++) {
+    for (const nodes of SIZES) {
+      const result = runChild<SizeResult>([SIZE_FLAG, String(nodes)], `measurement of ${nodes} nodes`);
+      console.log(`nodes=${nodes} cards=${nodes * CARDS_PER_NODE} median=${result.medianMs}ms p99=${result.p99Ms}ms; decide + read all evidence: median=${result.withEvidence.medianMs}ms p99=${result.withEvidence.p99Ms}ms`);
+      results.get(nodes)!.push(result);
+    }
   }
-  console.log(JSON.stringify({ nodes: HEADLINE_NODES, cardsPerNode: CARDS_PER_NODE, ...headline, scaling, coldStart: cold }));
+  const scaling = SIZES.map((nodes) => {
+    const runs = results.get(nodes)!;
+    return { nodes, medianMs: median(runs.map((r) => r.medianMs)), p99Ms: median(runs.map((r) => r.p99Ms)), runs: runs.map((r) => r.medianMs) };
+  });
+  for (const size of scaling) console.log(`nodes=${size.nodes} median of ${SIZE_ROUNDS} processes: median=${size.medianMs}ms p99=${size.p99Ms}ms`);
+  const headline = scaling.find((size) => size.nodes === HEADLINE_NODES)!;
+  console.log(
+    JSON.stringify({
+      nodes: HEADLINE_NODES,
+      cardsPerNode: CARDS_PER_NODE,
+      medianMs: headline.medianMs,
+      p99Ms: headline.p99Ms,
+      scaling: scaling.map(({ nodes, medianMs, runs }) => ({ nodes, medianMs, runs })),
+      coldStart: cold,
+    }),
+  );
+}
+
+/** The middle value (the upper middle of an even count). */
+function median(values: readonly number[]): number {
+  return [...values].sort((a, b) => a - b)[Math.floor(values.length / 2)]!;
 }
 
 const sizeAt = process.argv.indexOf(SIZE_FLAG);
