@@ -15,8 +15,9 @@
  *                   kube-scheduler's backoff (1 s doubling to 10 s), unless an update of the pod (a nudge)
  *                   brings it back earlier; the pod is then filtered again.
  *   relay           applies the Effects (the node lock's annotation on the Node, guarded clears, nudges), forwards
- *                   each pod and Node update in batches (100 events or 200 ms, one batch in flight; an event that
- *                   may end a lock goes at once), passes the journal entry its last batch produced to /filter
+ *                   each pod and Node update with the relay's own ClusterEventForwarder (lib/relay/forwarder.ts, at
+ *                   its defaults: a batch at 100 events or 200 ms, up to 500 when more wait, one in flight; an event
+ *                   that may end a lock goes at once), passes the journal entry its last batch produced to /filter
  *                   (`X-Hami-Min-View-Seq`), and holds binds per node until it sees the lock free (the relay's own
  *                   NodeBindQueue, lib/relay/bindQueue.ts; docs/relay.md, "Bind hand-over").
  *   device plugin   `--plugin-delay-ms` after a bind, reports the allocation (bind-phase success) and deletes the
@@ -82,7 +83,10 @@ import { MIN_VIEW_SEQ_HEADER } from '../lib/wire/headers';
 import { REQUEUE_ANNOTATION } from '../lib/control/effects';
 import { NODE_LOCK_ANNOTATION } from '../lib/control/ledger';
 import { NodeBindQueue, type BindTry } from '../lib/relay/bindQueue';
-import type { ClusterWatchEvent } from '../lib/relay/forwarder';
+import { ClusterEventForwarder, type ClusterWatchEvent } from '../lib/relay/forwarder';
+import type { ControlPlaneClient } from '../lib/relay/controlPlane';
+import type { AppLogger } from '../lib/powertools';
+import { DEFAULT_BATCH_BACKLOG_EVENTS, DEFAULT_BATCH_MAX_BYTES, DEFAULT_BATCH_MAX_DELAY_MS, DEFAULT_BATCH_MAX_EVENTS } from '../lib/relay/config';
 import { realDelay } from '../lib/relay/delay';
 import { clockMs, filterTail, isRead, serialRoundTrips, type ObservedCall, type TailGroup } from './proxy';
 import { PROXY_ROLE, ROLE_ENV, serveProxies, startProxyProcess, type ProxyTarget, type RemoteProxy } from './proxyProcess';
@@ -183,8 +187,6 @@ function parseArgs(argv: readonly string[]): Options {
   return options;
 }
 
-const BATCH_EVENTS = 100;
-const BATCH_WINDOW_MS = 200;
 const MAX_BINDS_IN_FLIGHT = 16;
 const BACKOFF_INITIAL_MS = 1000;
 const BACKOFF_MAX_MS = 10_000;
@@ -216,19 +218,19 @@ async function startControlPlane(storeUrl: string, env: Record<string, string>):
 }
 
 async function post(url: string, body: unknown, headers: Record<string, string> = {}): Promise<Record<string, unknown>> {
+  const { text } = await postForText(url, body, headers);
+  return JSON.parse(text) as Record<string, unknown>;
+}
+
+/** A POST and its answer's status and text. */
+function postForText(url: string, body: unknown, headers: Record<string, string> = {}): Promise<{ status: number; text: string }> {
   // node:http with keep-alive rather than fetch: the harness shares the machine's cores with what it measures.
   const payload = JSON.stringify(body);
   return new Promise((resolveAnswer, reject) => {
     const req = httpRequest(url, { method: 'POST', agent: keepAlive, headers: { 'content-type': 'application/json', 'content-length': Buffer.byteLength(payload), ...headers } }, (res) => {
       const chunks: Buffer[] = [];
       res.on('data', (chunk: Buffer) => chunks.push(chunk));
-      res.on('end', () => {
-        try {
-          resolveAnswer(JSON.parse(Buffer.concat(chunks).toString('utf8')) as Record<string, unknown>);
-        } catch (err) {
-          reject(err as Error);
-        }
-      });
+      res.on('end', () => resolveAnswer({ status: res.statusCode ?? 0, text: Buffer.concat(chunks).toString('utf8') }));
       res.on('error', reject);
     });
     req.on('error', reject);
@@ -265,32 +267,80 @@ interface Effect {
 /** The relay's bind hand-over hold (RELAY_BIND_HANDOVER_MS by default: three fifths of the 25 s deadline). */
 const BIND_HANDOVER_MS = 15_000;
 
+/** What the relay logs of its batches (refusals, retries), on the bench's standard error. */
+const relayLog: AppLogger = {
+  debug: () => undefined,
+  info: () => undefined,
+  warn: (message, ...fields) => void process.stderr.write(`relay: ${String(message)} ${JSON.stringify(fields)}\n`),
+  error: (message, ...fields) => void process.stderr.write(`relay: ${String(message)} ${JSON.stringify(fields)}\n`),
+};
+
 /**
  * The relay and the API server, as far as the control plane can tell: the Effects it applies, the Node and Pod
- * updates its informers see and forward in batches, and the journal position of the last batch.
+ * updates its informers see, forwarded by the relay's own ClusterEventForwarder, and the journal position of the
+ * last batch.
  */
 class Relay {
-  private pending: { event: unknown; done: () => void }[] = [];
-  private running = true;
-  /** An event that may end a lock waits: the batch goes without waiting out its window (the relay's hand-over). */
-  private urgent = false;
-  viewSeq = 0;
-  private readonly loop: Promise<void>;
+  private readonly forwarder: ClusterEventForwarder;
+  /** Who waits for an event's delivery (`forward`), by the event. */
+  private readonly delivery = new Map<unknown, () => void>();
+  /** The journal position the take-over reached, before any batch of the run. */
+  private startSeq = 0;
   private readonly nodeAnnotations = new Map<string, Record<string, string>>();
   private readonly nodeVersions = new Map<string, number>();
 
   constructor(
-    private readonly url: string,
+    url: string,
     private readonly onNudge: (podName: string) => void,
     /** The relay's per-node bind queue (lib/relay/bindQueue.ts); none for HAMi's behaviour. */
     readonly bindQueue?: NodeBindQueue,
   ) {
-    this.loop = this.run();
+    const controlPlane: ControlPlaneClient = {
+      post: async (path, body) => {
+        const { status, text } = await postForText(`${url}${path}`, body);
+        // A batch refused for good is not delivered: nobody waits for its events any more.
+        if (status !== 200 && status !== 429 && status < 500) for (const event of (body as { events: unknown[] }).events) this.delivered(event);
+        return { status, body: JSON.parse(text) as unknown, text };
+      },
+      get: async () => ({ status: 404, body: undefined, text: '' }),
+    };
+    this.forwarder = new ClusterEventForwarder({
+      controlPlane,
+      logger: relayLog,
+      maxEvents: DEFAULT_BATCH_MAX_EVENTS,
+      backlogEvents: DEFAULT_BATCH_BACKLOG_EVENTS,
+      maxBytes: DEFAULT_BATCH_MAX_BYTES,
+      maxDelayMs: DEFAULT_BATCH_MAX_DELAY_MS,
+      backoff: { initialMs: BACKOFF_INITIAL_MS, maxMs: BACKOFF_MAX_MS },
+      requestTimeoutMs: 25_000,
+      onEffects: async (effects) => this.apply(effects as readonly Effect[]),
+      ...(bindQueue ? { isUrgent: (event: ClusterWatchEvent) => bindQueue.watched(event) } : {}),
+      onDelivered: (events) => {
+        bindQueue?.delivered(events);
+        for (const event of events) this.delivered(event);
+      },
+    });
   }
 
+  /** Forwards an event; resolves once the control plane has taken its batch. */
   forward(event: unknown): Promise<void> {
-    if (this.bindQueue?.watched(event as ClusterWatchEvent) === true) this.urgent = true;
-    return new Promise((done) => this.pending.push({ event, done }));
+    const delivered = new Promise<void>((done) => this.delivery.set(event, done));
+    this.forwarder.enqueue(event as ClusterWatchEvent);
+    return delivered;
+  }
+
+  /** The journal entry the last delivered batch produced (or the take-over's, before any). */
+  get viewSeq(): number {
+    return Math.max(this.startSeq, this.forwarder.viewSeq);
+  }
+
+  set viewSeq(seq: number) {
+    this.startSeq = seq;
+  }
+
+  private delivered(event: unknown): void {
+    this.delivery.get(event)?.();
+    this.delivery.delete(event);
   }
 
   /** Applies Effects as the relay does: Node patches become Node updates its informer forwards; nudges re-queue pods. */
@@ -323,27 +373,10 @@ class Relay {
     return this.nodeAnnotations.get(name)?.[key];
   }
 
-  private async run(): Promise<void> {
-    while (this.running || this.pending.length > 0) {
-      if (this.pending.length === 0) {
-        await sleep(2);
-        continue;
-      }
-      const windowEnds = now() + BATCH_WINDOW_MS;
-      while (this.pending.length < BATCH_EVENTS && now() < windowEnds && this.running && !this.urgent) await sleep(5);
-      this.urgent = false;
-      const batch = this.pending.splice(0, BATCH_EVENTS);
-      const answer = await post(`${this.url}/cluster/events`, { events: batch.map((b) => b.event) });
-      this.bindQueue?.delivered(batch.map((b) => b.event as ClusterWatchEvent));
-      if (typeof answer.viewSeq === 'number') this.viewSeq = Math.max(this.viewSeq, answer.viewSeq);
-      this.apply((answer.Effects as Effect[] | undefined) ?? []);
-      for (const b of batch) b.done();
-    }
-  }
-
+  /** Waits until everything forwarded was delivered and its Effects applied, then stops the forwarder. */
   async close(): Promise<void> {
-    this.running = false;
-    await this.loop;
+    await this.forwarder.idle();
+    this.forwarder.close();
   }
 }
 

@@ -8,6 +8,7 @@ import { loadEngineConfig, loadReservationTtlSeconds } from '../config';
 import { managedQuantityNames } from '../engine/devices';
 import { ConfigError } from '../errors';
 import { RelayConfigError } from './errors';
+import { MAX_EVENTS_PER_BATCH } from '../wire/clusterEvents';
 import { MAX_AHEAD_PODS } from '../wire/decidedAhead';
 import { PREEMPTION_MODES, type PreemptionMode } from '../wire/preemption';
 
@@ -18,6 +19,26 @@ export const DEFAULT_AHEAD_MAX_BATCHES = 4;
  * say how long an idle Lambda environment is kept, and taking a warm one as cold costs only one batch decided alone.
  */
 export const DEFAULT_AHEAD_COLD_AFTER_MS = 60_000;
+/** A `/cluster/events` batch goes once this many events wait (RELAY_BATCH_MAX_EVENTS), or when its window ends. */
+export const DEFAULT_BATCH_MAX_EVENTS = 100;
+/** A batch's window: how long after its first event it goes, fewer events waiting (RELAY_BATCH_MAX_DELAY_MS). */
+export const DEFAULT_BATCH_MAX_DELAY_MS = 200;
+/**
+ * The most events one batch carries when more wait (RELAY_BATCH_BACKLOG_EVENTS; never fewer than the above): in a burst
+ * the control plane takes an event for about half the time in batches of 400 as in batches of 100 (docs/performance.md,
+ * "The relay's events in a burst").
+ */
+export const DEFAULT_BATCH_BACKLOG_EVENTS = 500;
+/**
+ * The most one batch's events (and complete list) may weigh as JSON, in bytes (RELAY_BATCH_MAX_BYTES): a Lambda
+ * function takes a request of at most 6 MB, and the relay forwards whole objects. An event heavier than this goes alone.
+ */
+export const DEFAULT_BATCH_MAX_BYTES = 4 * 1024 * 1024;
+/**
+ * Lambda's 6 MB request limit, less room: API Gateway hands the body to Lambda as an escaped JSON string inside its
+ * event, each quote escaped, so the body must stay well below the limit.
+ */
+const MAX_BATCH_BYTES = 4_500_000;
 
 const intFromEnv = (fallback: number, min: number, max: number) =>
   z
@@ -78,7 +99,10 @@ const envSchema = z
     RELAY_EXTENDER_DEADLINE_MS: intFromEnv(25_000, 100, 600_000),
     RELAY_EVENT_SOURCE_COMPONENT: z.string().trim().min(1).default('hami-scheduler'),
     RELAY_MANAGED_RESOURCES: optionalText,
-    RELAY_BATCH_MAX_EVENTS: intFromEnv(100, 1, 10_000),
+    RELAY_BATCH_MAX_EVENTS: intFromEnv(DEFAULT_BATCH_MAX_EVENTS, 1, MAX_EVENTS_PER_BATCH),
+    /** Unset: the larger of DEFAULT_BATCH_BACKLOG_EVENTS and RELAY_BATCH_MAX_EVENTS. */
+    RELAY_BATCH_BACKLOG_EVENTS: intFromEnv(-1, 1, MAX_EVENTS_PER_BATCH),
+    RELAY_BATCH_MAX_BYTES: intFromEnv(DEFAULT_BATCH_MAX_BYTES, 65_536, MAX_BATCH_BYTES),
     /** Decide pending pods in batches before kube-scheduler asks (docs/relay.md, "Deciding ahead"); false: every filter is decided live. */
     HAMI_DECIDE_AHEAD: z.enum(['true', 'false'], { message: 'must be true or false' }).default('true'),
     /** How long the relay gathers new pending pods before sending a batch, and the most one batch carries. */
@@ -90,7 +114,7 @@ const envSchema = z
     RELAY_AHEAD_COLD_AFTER_MS: intFromEnv(DEFAULT_AHEAD_COLD_AFTER_MS, 1_000, 86_400_000),
     /** How long a filter waits for the batch deciding its pod before deciding it live. */
     RELAY_AHEAD_WAIT_MS: intFromEnv(3_000, 0, 20_000),
-    RELAY_BATCH_MAX_DELAY_MS: intFromEnv(200, 0, 60_000),
+    RELAY_BATCH_MAX_DELAY_MS: intFromEnv(DEFAULT_BATCH_MAX_DELAY_MS, 0, 60_000),
     /**
      * Bind hand-over (docs/relay.md): how long a bind may wait in its node's queue for the lock before it is sent as
      * before (the control plane then waits up to HAMI_BIND_LOCK_WAIT_SECONDS); 0 sends every bind at once. Below
@@ -148,6 +172,9 @@ const envSchema = z
         ctx.addIssue({ code: 'custom', path: [env.AWS_ACCESS_KEY_ID === undefined ? 'AWS_ACCESS_KEY_ID' : 'AWS_SECRET_ACCESS_KEY'], message: 'AWS_ACCESS_KEY_ID and AWS_SECRET_ACCESS_KEY go together' });
       }
     }
+    if (env.RELAY_BATCH_BACKLOG_EVENTS >= 0 && env.RELAY_BATCH_BACKLOG_EVENTS < env.RELAY_BATCH_MAX_EVENTS) {
+      ctx.addIssue({ code: 'custom', path: ['RELAY_BATCH_BACKLOG_EVENTS'], message: 'must not be below RELAY_BATCH_MAX_EVENTS' });
+    }
     if (env.RELAY_BACKOFF_MAX_MS < env.RELAY_BACKOFF_INITIAL_MS) {
       ctx.addIssue({ code: 'custom', path: ['RELAY_BACKOFF_MAX_MS'], message: 'must not be below RELAY_BACKOFF_INITIAL_MS' });
     }
@@ -193,7 +220,11 @@ export interface RelayConfig {
   readonly preemption: PreemptionMode;
   readonly eventSourceComponent: string;
   readonly managedResources: readonly string[];
-  readonly batch: { readonly maxEvents: number; readonly maxDelayMs: number };
+  /**
+   * `/cluster/events` batches (docs/relay.md): one goes once `maxEvents` wait or `maxDelayMs` after its first event;
+   * it carries up to `backlogEvents` when more wait, and at most `maxBytes` of JSON.
+   */
+  readonly batch: { readonly maxEvents: number; readonly backlogEvents: number; readonly maxBytes: number; readonly maxDelayMs: number };
   /** Decide-ahead (docs/relay.md, "Deciding ahead"); `reservationTtlMs` is the control plane's HAMI_RESERVATION_TTL_SECONDS. */
   readonly ahead: { readonly enabled: boolean; readonly windowMs: number; readonly maxPods: number; readonly maxBatches: number; readonly coldAfterMs: number; readonly waitMs: number; readonly reservationTtlMs: number };
   /** How long a bind waits in its node's queue for the lock (0: no hand-over). */
@@ -294,7 +325,12 @@ export function loadRelayConfig(env: NodeJS.ProcessEnv = process.env): RelayConf
     preemption: e.HAMI_PREEMPTION,
     eventSourceComponent: e.RELAY_EVENT_SOURCE_COMPONENT,
     managedResources: managed,
-    batch: { maxEvents: e.RELAY_BATCH_MAX_EVENTS, maxDelayMs: e.RELAY_BATCH_MAX_DELAY_MS },
+    batch: {
+      maxEvents: e.RELAY_BATCH_MAX_EVENTS,
+      backlogEvents: e.RELAY_BATCH_BACKLOG_EVENTS >= 0 ? e.RELAY_BATCH_BACKLOG_EVENTS : Math.max(DEFAULT_BATCH_BACKLOG_EVENTS, e.RELAY_BATCH_MAX_EVENTS),
+      maxBytes: e.RELAY_BATCH_MAX_BYTES,
+      maxDelayMs: e.RELAY_BATCH_MAX_DELAY_MS,
+    },
     ahead: {
       enabled: e.HAMI_DECIDE_AHEAD === 'true',
       windowMs: e.RELAY_AHEAD_WINDOW_MS,

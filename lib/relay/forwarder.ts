@@ -20,13 +20,26 @@ export interface ClusterWatchEvent {
 interface QueuedList {
   readonly complete: CompleteList;
   readonly refusedBefore: number;
+  /** Its weight as JSON, in bytes (see `ForwarderOptions.maxBytes`). */
+  readonly bytes: number;
 }
-type QueueItem = { readonly event: ClusterWatchEvent } | QueuedList;
+type QueueItem = { readonly event: ClusterWatchEvent; readonly bytes: number } | QueuedList;
 
 export interface ForwarderOptions {
   readonly controlPlane: ControlPlaneClient;
   readonly logger: AppLogger;
+  /** A batch goes once this many events wait (or `maxDelayMs` after its first event). */
   readonly maxEvents: number;
+  /**
+   * The most events one batch carries when more than `maxEvents` wait (a backlog, as in a burst of pods): the control
+   * plane takes larger batches for less per event, so a backlog drains sooner (docs/relay.md). At least `maxEvents`.
+   */
+  readonly backlogEvents: number;
+  /**
+   * The most a batch's events and complete list may weigh as JSON, in bytes: a Lambda function takes at most 6 MB, and
+   * objects are forwarded whole. An event or list heavier than this goes alone.
+   */
+  readonly maxBytes: number;
   readonly maxDelayMs: number;
   readonly backoff: { readonly initialMs: number; readonly maxMs: number };
   readonly requestTimeoutMs: number;
@@ -79,7 +92,7 @@ export class ClusterEventForwarder {
 
   enqueue(event: ClusterWatchEvent): void {
     if (this.closing.signal.aborted) return;
-    this.pending.push({ event });
+    this.pending.push({ event, bytes: jsonBytes(event) });
     this.pendingEvents++;
     if (this.opts.isUrgent?.(event) === true) this.urgent = true;
     if (this.pendingEvents >= this.opts.maxEvents || this.urgent) this.wakeBatch?.();
@@ -94,7 +107,7 @@ export class ClusterEventForwarder {
    */
   enqueueComplete(list: CompleteList, mark: number): void {
     if (this.closing.signal.aborted) return;
-    this.pending.push({ complete: list, refusedBefore: mark });
+    this.pending.push({ complete: list, refusedBefore: mark, bytes: jsonBytes(list) });
     this.pendingLists++;
     this.wakeBatch?.();
     this.startPump();
@@ -158,20 +171,27 @@ export class ClusterEventForwarder {
     }
   }
 
-  /** Up to maxEvents events, in order; a complete list ends the batch it falls in. */
+  /**
+   * Events in order, up to `backlogEvents` and `maxBytes` (the first item always goes); a complete list ends the batch
+   * it falls in, or starts the next one when it would make this one too heavy.
+   */
   private takeBatch(): { events: ClusterWatchEvent[]; complete: QueuedList | undefined } {
     const events: ClusterWatchEvent[] = [];
+    const most = Math.max(this.opts.maxEvents, this.opts.backlogEvents);
     let taken = 0;
+    let bytes = 0;
     let complete: QueuedList | undefined;
     for (const item of this.pending) {
+      if (taken > 0 && bytes + item.bytes > this.opts.maxBytes) break;
       if ('complete' in item) {
         taken++;
         complete = item;
         this.pendingLists--;
         break;
       }
-      if (events.length >= this.opts.maxEvents) break;
+      if (events.length >= most) break;
       events.push(item.event);
+      bytes += item.bytes;
       taken++;
     }
     this.pending.splice(0, taken);
@@ -271,4 +291,9 @@ export class ClusterEventForwarder {
     this.effects.push(applied);
     if (this.effects.length > EFFECTS_IN_FLIGHT) await this.effects[0];
   }
+}
+
+/** What a value weighs in the batch's JSON, in bytes. */
+function jsonBytes(value: unknown): number {
+  return Buffer.byteLength(JSON.stringify(value));
 }

@@ -124,6 +124,8 @@ export async function startRelay(opts: StartRelayOptions): Promise<RunningRelay>
     controlPlane,
     logger,
     maxEvents: config.batch.maxEvents,
+    backlogEvents: config.batch.backlogEvents,
+    maxBytes: config.batch.maxBytes,
     maxDelayMs: config.batch.maxDelayMs,
     backoff: config.backoff,
     requestTimeoutMs: config.extenderDeadlineMs,

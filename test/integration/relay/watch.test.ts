@@ -169,7 +169,7 @@ describe('batching and retry', () => {
     const gate = gatedDelay();
 
     // Act
-    const relay = await rig.startRelay({ forwarderDelay: gate.delay, env: { RELAY_BATCH_MAX_EVENTS: '2', RELAY_BACKOFF_INITIAL_MS: '50' } });
+    const relay = await rig.startRelay({ forwarderDelay: gate.delay, env: { RELAY_BATCH_MAX_EVENTS: '2', RELAY_BATCH_BACKLOG_EVENTS: '2', RELAY_BACKOFF_INITIAL_MS: '50' } });
     await eventually(() => expect(gate.requested).toEqual([50]));
     gate.release();
     await eventually(() => expect(gate.requested).toEqual([50, 100]));
@@ -257,7 +257,7 @@ describe('complete lists (re-lists converge)', () => {
     });
 
     // Act: pods go in batches of one, so the complete list travels after the refused batch
-    const relay = await rig.startRelay({ env: { RELAY_BATCH_MAX_EVENTS: '1' } });
+    const relay = await rig.startRelay({ env: { RELAY_BATCH_MAX_EVENTS: '1', RELAY_BATCH_BACKLOG_EVENTS: '1' } });
     await eventually(() => expect(relay?.forwarder.stats().rejected).toBe(1));
     await relay.forwarder.idle();
     await eventually(() => expect(batches().flatMap((b) => b.events).filter((e) => e.object.kind === 'Pod')).toHaveLength(2));

@@ -1,12 +1,13 @@
 /**
  * The forwarder's pump does not wait for Kubernetes writes: an answer's Effects are applied while the next batches
  * go out, in answer order, and only a few answers' worth may be under way before the pump waits. A batch sent again
- * says so.
+ * says so. A backlog goes in larger batches, and no batch outweighs the bound in bytes.
  */
 import type { ControlPlaneClient, ControlPlaneResponse } from '../../../lib/relay/controlPlane';
 import type { Effect, PatchPodAnnotationsEffect } from '../../../lib/wire/effects';
 import { ClusterEventForwarder, type ClusterWatchEvent } from '../../../lib/relay/forwarder';
 import type { AppLogger } from '../../../lib/powertools';
+import { DEFAULT_BATCH_MAX_BYTES } from '../../../lib/relay/config';
 
 const silent: AppLogger = { debug: () => undefined, info: () => undefined, warn: () => undefined, error: () => undefined };
 
@@ -47,6 +48,8 @@ function harness(): Harness {
     controlPlane,
     logger: silent,
     maxEvents: 1,
+    backlogEvents: 1,
+    maxBytes: DEFAULT_BATCH_MAX_BYTES,
     maxDelayMs: 0,
     backoff: { initialMs: 1, maxMs: 1 },
     requestTimeoutMs: 1000,
@@ -119,7 +122,7 @@ describe('relay forwarder: a batch sent again', () => {
       },
       get: async () => ({ status: 404, body: undefined, text: '' }),
     };
-    const forwarder = new ClusterEventForwarder({ controlPlane, logger: silent, maxEvents: 1, maxDelayMs: 0, backoff: { initialMs: 1, maxMs: 1 }, requestTimeoutMs: 1000, delay: async () => undefined });
+    const forwarder = new ClusterEventForwarder({ controlPlane, logger: silent, maxEvents: 1, backlogEvents: 1, maxBytes: DEFAULT_BATCH_MAX_BYTES, maxDelayMs: 0, backoff: { initialMs: 1, maxMs: 1 }, requestTimeoutMs: 1000, delay: async () => undefined });
     forwarder.enqueue(podEvent('a'));
     await forwarder.idle();
     forwarder.enqueue(podEvent('b'));
@@ -150,6 +153,8 @@ describe('events that may end a node lock (docs/relay.md, "Bind hand-over")', ()
       controlPlane,
       logger: silent,
       maxEvents: 100,
+      backlogEvents: 500,
+      maxBytes: DEFAULT_BATCH_MAX_BYTES,
       maxDelayMs: 200,
       backoff: { initialMs: 1, maxMs: 1 },
       requestTimeoutMs: 1000,
@@ -166,5 +171,77 @@ describe('events that may end a node lock (docs/relay.md, "Bind hand-over")', ()
     expect(sent).toEqual([['status-change', 'holder-done']]);
     expect(delivered).toEqual([['status-change', 'holder-done']]);
     forwarder.close();
+  });
+});
+
+describe('batch sizes (docs/relay.md, "Cluster events")', () => {
+  /** A control plane that holds its first answer until `release`, recording each batch's event names and lists. */
+  function heldControlPlane() {
+    const batches: { names: string[]; lists: string[] }[] = [];
+    let release: () => void = () => undefined;
+    const held = new Promise<void>((resolve) => {
+      release = resolve;
+    });
+    const controlPlane: ControlPlaneClient = {
+      post: async (_path, body) => {
+        const { events, complete } = body as { events: ClusterWatchEvent[]; complete?: { kind: string }[] };
+        batches.push({ names: events.map((e) => String((e.object.metadata as { name: string }).name)), lists: (complete ?? []).map((c) => c.kind) });
+        if (batches.length === 1) await held;
+        const answer = { accepted: events.length, rejected: [] };
+        return { status: 200, body: answer, text: JSON.stringify(answer) } satisfies ControlPlaneResponse;
+      },
+      get: async () => ({ status: 404, body: undefined, text: '' }),
+    };
+    return { batches, controlPlane, release: () => release() };
+  }
+  const forwarderWith = (controlPlane: ControlPlaneClient, sizes: { maxEvents: number; backlogEvents: number; maxBytes: number }) =>
+    new ClusterEventForwarder({ controlPlane, logger: silent, ...sizes, maxDelayMs: 0, backoff: { initialMs: 1, maxMs: 1 }, requestTimeoutMs: 1000 });
+  /** A pod event whose JSON weighs exactly `bytes` (padded in an annotation). */
+  const weighing = (name: string, bytes: number): ClusterWatchEvent => {
+    const bare = podEvent(name);
+    const event = { ...bare, object: { ...bare.object, metadata: { ...(bare.object.metadata as object), annotations: { pad: '' } } } };
+    const pad = bytes - Buffer.byteLength(JSON.stringify(event));
+    return { ...event, object: { ...event.object, metadata: { ...event.object.metadata, annotations: { pad: 'x'.repeat(pad) } } } };
+  };
+
+  it('sends what piled up behind a slow answer in batches of up to the backlog size, in order', async () => {
+    const cp = heldControlPlane();
+    const forwarder = forwarderWith(cp.controlPlane, { maxEvents: 2, backlogEvents: 5, maxBytes: DEFAULT_BATCH_MAX_BYTES });
+    forwarder.enqueue(podEvent('e0'));
+    await settleAll();
+    for (let i = 1; i <= 11; i++) forwarder.enqueue(podEvent(`e${i}`));
+    cp.release();
+    await forwarder.idle();
+    expect(cp.batches.map((b) => b.names)).toEqual([['e0'], ['e1', 'e2', 'e3', 'e4', 'e5'], ['e6', 'e7', 'e8', 'e9', 'e10'], ['e11']]);
+  });
+
+  it('keeps every batch within the bound in bytes, and sends an event heavier than the bound alone', async () => {
+    const cp = heldControlPlane();
+    const forwarder = forwarderWith(cp.controlPlane, { maxEvents: 100, backlogEvents: 500, maxBytes: 2_500 });
+    forwarder.enqueue(podEvent('first'));
+    await settleAll();
+    for (const [name, bytes] of [['a', 1_000], ['b', 1_000], ['c', 1_000], ['huge', 3_000], ['d', 400]] as const) forwarder.enqueue(weighing(name, bytes));
+    cp.release();
+    await forwarder.idle();
+    expect(cp.batches.map((b) => b.names)).toEqual([['first'], ['a', 'b'], ['c'], ['huge'], ['d']]);
+  });
+
+  it('starts a new batch with a complete list that would make the batch too heavy, the list still behind its events', async () => {
+    const cp = heldControlPlane();
+    const forwarder = forwarderWith(cp.controlPlane, { maxEvents: 100, backlogEvents: 500, maxBytes: 2_500 });
+    forwarder.enqueue(podEvent('first'));
+    await settleAll();
+    forwarder.enqueue(weighing('a', 1_000));
+    forwarder.enqueue(weighing('b', 1_000));
+    forwarder.enqueueComplete({ kind: 'Pod', resourceVersion: '7', keys: Array.from({ length: 100 }, (_, i) => `uid-${i}`) }, forwarder.refusals());
+    forwarder.enqueue(podEvent('after'));
+    cp.release();
+    await forwarder.idle();
+    expect(cp.batches).toEqual([
+      { names: ['first'], lists: [] },
+      { names: ['a', 'b'], lists: [] },
+      { names: [], lists: ['Pod'] },
+      { names: ['after'], lists: [] },
+    ]);
   });
 });

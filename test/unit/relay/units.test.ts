@@ -53,6 +53,20 @@ describe('loadRelayConfig', () => {
     expect(() => loadConfigFrom({ HAMI_CONTROL_PLANE_URL: 'http://127.0.0.1:8080/', RELAY_EXTENDER_TLS: 'off', RELAY_USER_TLS: 'off', RELAY_TOKEN_REVIEWS_PER_CLIENT: '0' })).toThrow(/RELAY_TOKEN_REVIEWS_PER_CLIENT: must be an integer between 1 and 100000/);
   });
 
+  it('sends a backlog of cluster events in larger batches, each under Lambda\'s request limit (docs/relay.md)', () => {
+    const url = { HAMI_CONTROL_PLANE_URL: 'http://127.0.0.1:8080/' };
+    expect(loadRelayConfig(url).batch).toEqual({ maxEvents: 100, backlogEvents: 500, maxBytes: 4 * 1024 * 1024, maxDelayMs: 200 });
+    // A batch never carries fewer than fill it: the backlog size follows a larger RELAY_BATCH_MAX_EVENTS unless set.
+    expect(loadRelayConfig({ ...url, RELAY_BATCH_MAX_EVENTS: '800' }).batch.backlogEvents).toBe(800);
+    expect(loadRelayConfig({ ...url, RELAY_BATCH_MAX_EVENTS: '2', RELAY_BATCH_BACKLOG_EVENTS: '2' }).batch).toEqual(expect.objectContaining({ maxEvents: 2, backlogEvents: 2 }));
+    expect(() => loadRelayConfig({ ...url, RELAY_BATCH_MAX_EVENTS: '200', RELAY_BATCH_BACKLOG_EVENTS: '100' })).toThrow(/RELAY_BATCH_BACKLOG_EVENTS: must not be below RELAY_BATCH_MAX_EVENTS/);
+    // The control plane takes at most 5,000 events a batch, and Lambda a request of at most 6 MB.
+    expect(() => loadRelayConfig({ ...url, RELAY_BATCH_BACKLOG_EVENTS: '5001' })).toThrow(/RELAY_BATCH_BACKLOG_EVENTS: must be an integer between 1 and 5000/);
+    expect(() => loadRelayConfig({ ...url, RELAY_BATCH_MAX_EVENTS: '10000' })).toThrow(/RELAY_BATCH_MAX_EVENTS/);
+    expect(() => loadRelayConfig({ ...url, RELAY_BATCH_MAX_BYTES: '5000000' })).toThrow(/RELAY_BATCH_MAX_BYTES: must be an integer between 65536 and 4500000/);
+    expect(loadRelayConfig({ ...url, RELAY_BATCH_MAX_BYTES: '1048576' }).batch.maxBytes).toBe(1_048_576);
+  });
+
   it('reports every problem at once, naming each variable', () => {
     let error: unknown;
     try {
