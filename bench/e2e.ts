@@ -282,8 +282,8 @@ const relayLog: AppLogger = {
  */
 class Relay {
   private readonly forwarder: ClusterEventForwarder;
-  /** Who waits for an event's delivery (`forward`), by the event. */
-  private readonly delivery = new Map<unknown, () => void>();
+  /** Who waits for an event's delivery (`forward`), by the event (an object forwarded twice is waited for twice). */
+  private readonly delivery = new Map<unknown, (() => void)[]>();
   /** The journal position the take-over reached, before any batch of the run. */
   private startSeq = 0;
   private readonly nodeAnnotations = new Map<string, Record<string, string>>();
@@ -324,7 +324,7 @@ class Relay {
 
   /** Forwards an event; resolves once the control plane has taken its batch. */
   forward(event: unknown): Promise<void> {
-    const delivered = new Promise<void>((done) => this.delivery.set(event, done));
+    const delivered = new Promise<void>((done) => this.delivery.set(event, [...(this.delivery.get(event) ?? []), done]));
     this.forwarder.enqueue(event as ClusterWatchEvent);
     return delivered;
   }
@@ -338,9 +338,15 @@ class Relay {
     this.startSeq = seq;
   }
 
+  /** The event's batch was taken (or refused for good): whoever waits for it goes on, once. */
   private delivered(event: unknown): void {
-    this.delivery.get(event)?.();
+    const waiting = this.delivery.get(event);
+    if (waiting === undefined) return;
     this.delivery.delete(event);
+    // A copy forwarded again after this one waits for its own batch.
+    const [first, ...later] = waiting;
+    if (later.length > 0) this.delivery.set(event, later);
+    first?.();
   }
 
   /** Applies Effects as the relay does: Node patches become Node updates its informer forwards; nudges re-queue pods. */
