@@ -174,7 +174,7 @@ describe('events that may end a node lock (docs/relay.md, "Bind hand-over")', ()
   });
 });
 
-describe('batch sizes (docs/relay.md, "Cluster events")', () => {
+describe('batch sizes (docs/relay.md, "Cluster events in a backlog")', () => {
   /** A control plane that holds its first answer until `release`, recording each batch's event names and lists. */
   function heldControlPlane() {
     const batches: { names: string[]; lists: string[] }[] = [];
